@@ -1,0 +1,7 @@
+//! Sans-IO core of wirelab: everything that decides, nothing that waits.
+//!
+//! Time is always an argument; randomness is always seeded; there are no
+//! OS calls here, so every decision is tested deterministically.
+#![forbid(unsafe_code)]
+
+pub mod schedule;

@@ -1,0 +1,1 @@
+pub mod placeholder_never_committed {}

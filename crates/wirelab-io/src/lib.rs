@@ -1,0 +1,1 @@
+//! wirelab I/O

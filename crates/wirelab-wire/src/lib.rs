@@ -1,0 +1,12 @@
+//! Wire and file formats of wirelab.
+//!
+//! Everything here is pure: no I/O, no clock, no `unsafe`. Every parser
+//! checks lengths before it reads and returns a typed error on any input;
+//! none of them panics.
+#![forbid(unsafe_code)]
+
+pub mod probe;
+pub mod record;
+
+pub use probe::{EchoTimes, ProbeFlags, ProbeRepr, WireError};
+pub use record::{Record, RecordError, RecordFileHeader, RecordKind, RecordReader, Role};
