@@ -1,0 +1,103 @@
+//! Real-time setup: SCHED_FIFO priority, CPU pinning, memory locking.
+//! Each returns [`RtError`] naming what is missing when the kernel refuses.
+
+use std::io;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum RtError {
+    #[error("SCHED_FIFO priority {prio} refused ({source}): needs CAP_SYS_NICE — run as root, or `setcap cap_sys_nice=ep $(which wirelab)`, or raise `ulimit -r`")]
+    Priority { prio: i32, source: io::Error },
+    #[error("SCHED_FIFO priority {prio} is out of range 1..=99")]
+    PriorityRange { prio: i32 },
+    #[error("cannot pin to CPU {cpu} ({source}): this machine has CPUs 0..{ncpu}; check `nproc` and the cpuset of this process")]
+    Pin {
+        cpu: usize,
+        ncpu: usize,
+        source: io::Error,
+    },
+    #[error("mlockall refused ({source}): needs CAP_IPC_LOCK — run as root, `setcap cap_ipc_lock=ep $(which wirelab)`, or raise `ulimit -l`")]
+    Mlock { source: io::Error },
+}
+
+/// Puts the calling thread under SCHED_FIFO at `prio` (1..=99).
+pub fn set_fifo_priority(prio: i32) -> Result<(), RtError> {
+    if !(1..=99).contains(&prio) {
+        return Err(RtError::PriorityRange { prio });
+    }
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        return Err(RtError::Priority {
+            prio,
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+/// Number of online CPUs.
+pub fn online_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> Result<(), RtError> {
+    let ncpu = online_cpus();
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(RtError::Pin {
+            cpu,
+            ncpu,
+            source: io::Error::from_raw_os_error(libc::EINVAL),
+        });
+    }
+    // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so CPU_SET stays in bounds.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(RtError::Pin {
+            cpu,
+            ncpu,
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+/// Locks current and future memory so page faults cannot stall the hot path.
+pub fn lock_memory() -> Result<(), RtError> {
+    // SAFETY: mlockall takes only flags.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if rc != 0 {
+        return Err(RtError::Mlock {
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_is_checked_and_pinning_works() {
+        assert!(matches!(
+            set_fifo_priority(0),
+            Err(RtError::PriorityRange { prio: 0 })
+        ));
+        let t = std::thread::spawn(|| pin_to_cpu(0).is_ok());
+        assert!(t.join().unwrap());
+        let t = std::thread::spawn(|| pin_to_cpu(100_000));
+        let e = t.join().unwrap().unwrap_err().to_string();
+        assert!(e.contains("cannot pin to CPU 100000"), "{e}");
+    }
+}
