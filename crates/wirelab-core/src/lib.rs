@@ -4,4 +4,6 @@
 //! OS calls here, so every decision is tested deterministically.
 #![forbid(unsafe_code)]
 
+pub mod gen;
 pub mod schedule;
+pub mod units;
