@@ -1,1 +1,48 @@
+//! wirelab metrics over per-packet records (DESIGN.md §3.2, §4).
+//!
+//! Pure functions and streaming accumulators: no I/O beyond `impl Write`,
+//! no clock, no `unsafe`, no panics on any record content (records come
+//! from files that may be hostile), bounded memory per flow.
+//!
+//! * [`FlowStats`] — streaming per-flow receiver metrics (live receiver and
+//!   offline): loss vs highest and vs the sender's count, loss bursts,
+//!   duplicates, RFC 4737 reordering, one-way delay (HDR), RFC 5481 PDV,
+//!   RFC 3393 IPDV, RFC 3550 jitter, inter-arrival times, windowed
+//!   throughput, L2 and wire rates.
+//! * [`SenderStats`] — pacing truth from Tx records: lateness, missed
+//!   deadlines, inter-departure error, drift, achieved rate.
+//! * [`RttStats`] — RTT from echo replies, its split and a clock offset
+//!   estimate.
+//! * [`analyze`] — joins sender and receiver record sets per flow and
+//!   `(flow, seq)` into a [`Summary`] (JSON schema `wirelab.analysis/1`,
+//!   see [`report`]).
+//! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy.
+//! * [`render_text`], [`export_csv`], [`export_jsonl`] — output.
 #![forbid(unsafe_code)]
+
+pub mod buckets;
+pub mod error;
+pub mod export;
+pub mod flow;
+pub mod join;
+pub mod ks;
+pub mod latency;
+pub mod reorder;
+pub mod report;
+pub mod rtt;
+pub mod sender;
+pub mod seqwin;
+pub mod text;
+pub mod window;
+
+pub use error::AnalysisError;
+pub use export::{export_csv, export_jsonl};
+pub use flow::{Arrival, FlowConfig, FlowStats};
+pub use join::{analyze, departure_interval_samples, size_samples, AnalysisConfig, RecordSets};
+pub use ks::{ks_distance, ks_two_sample};
+pub use latency::{DelayStats, SignedHistogram};
+pub use report::{FlowReport, SentSource, Summary, Totals, OWD_CLOCK_NOTE, SCHEMA};
+pub use rtt::RttStats;
+pub use sender::{SenderInfo, SenderStats};
+pub use text::render_text;
+pub use window::RateModel;

@@ -1,1 +1,14 @@
-//! wirelab engine
+//! Drivers that join the sans-IO core with real sockets and clocks.
+//!
+//! - [`sender`]: paces probes on absolute deadlines, batches when behind,
+//!   measures its own lateness, and receives echo replies.
+//! - [`receiver`]: receives in batches with kernel timestamps, tracks every
+//!   flow live, reflects echo requests, writes records.
+//! - [`recordlog`]: buffered append-only record files.
+
+pub mod recordlog;
+pub mod sender;
+pub mod receiver;
+pub mod stop;
+
+pub use stop::StopFlag;

@@ -1,0 +1,22 @@
+//! Typed errors of the analysis crate.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in analysis, rendering or export.
+#[derive(Debug, Error)]
+pub enum AnalysisError {
+    /// The records name more flows than the configured limit; each flow holds
+    /// bounded but non-trivial state, so a hostile file must not make us
+    /// allocate per distinct flow id without limit.
+    #[error("records contain more than {limit} flows; raise `AnalysisConfig::max_flows` if this is intended")]
+    TooManyFlows { limit: usize },
+    /// A configuration value is out of range.
+    #[error("invalid analysis configuration: {0}")]
+    InvalidConfig(&'static str),
+    /// Writing text, CSV or JSON lines failed.
+    #[error("I/O error writing analysis output: {0}")]
+    Io(#[from] std::io::Error),
+    /// Serialising JSON failed.
+    #[error("JSON serialisation failed: {0}")]
+    Json(#[from] serde_json::Error),
+}

@@ -1,0 +1,282 @@
+//! The receiver and reflector.
+//!
+//! One thread receives with recvmmsg, takes kernel timestamps from each
+//! message's control data, parses the probe in place, and hands one
+//! [`Record`] per probe to a [`RxSink`] (live statistics, a record file).
+//! With `echo`, each echo request is turned into a reply in its own buffer
+//! and sent back to its source with the reflector's receive and transmit
+//! times. It ends on a stop request, after every flow seen has sent its
+//! LAST marker (plus a linger for stragglers), or after an idle timeout.
+
+use crate::recordlog::RecordLog;
+use crate::stop::StopFlag;
+use socket2::SockAddr;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+use wirelab_io::clock::{mono_ns, real_ns};
+use wirelab_io::udp::{RecvBatch, RxTimestamp, TimestampMode, UdpSock};
+use wirelab_wire::probe::{make_echo_reply, EchoTimes, ProbeRepr};
+use wirelab_wire::record::{Record, RecordKind};
+
+/// Receives each probe's record, in arrival order.
+pub trait RxSink {
+    fn packet(&mut self, rec: &Record);
+}
+
+impl<F: FnMut(&Record)> RxSink for F {
+    fn packet(&mut self, rec: &Record) {
+        self(rec)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RecvConfig {
+    pub bind: SocketAddr,
+    /// For an IPv6 bind: refuse IPv4 (v4-mapped) senders.
+    pub v6only: bool,
+    pub echo: bool,
+    /// Requested socket receive buffer in bytes.
+    pub rcvbuf: usize,
+    pub batch: usize,
+    /// SO_BUSY_POLL µs (0 = off).
+    pub busy_poll_us: u32,
+    /// After every flow has ended, wait this long for late packets.
+    pub linger: Duration,
+    /// End when nothing arrived for this long after the first packet.
+    pub idle_timeout: Option<Duration>,
+    /// End after this long in any case.
+    pub max_duration: Option<Duration>,
+    /// Keep serving after flows end (a standing reflector).
+    pub forever: bool,
+}
+
+impl Default for RecvConfig {
+    fn default() -> Self {
+        RecvConfig {
+            bind: "[::]:4790".parse().unwrap(),
+            v6only: false,
+            echo: false,
+            rcvbuf: 32 << 20,
+            batch: 64,
+            busy_poll_us: 0,
+            linger: Duration::from_millis(300),
+            idle_timeout: None,
+            max_duration: None,
+            forever: false,
+        }
+    }
+}
+
+/// Counters for live progress and the final summary.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RecvCounters {
+    pub packets: u64,
+    pub bytes: u64,
+    /// Datagrams that were not wirelab probes (bad magic, too short, ...).
+    pub malformed: u64,
+    /// Datagrams larger than the receive buffer, cut.
+    pub truncated: u64,
+    /// Cumulative kernel socket drops (SO_RXQ_OVFL).
+    pub kernel_drops: u64,
+    pub flows: usize,
+    pub flows_ended: usize,
+    pub echo_replies: u64,
+    pub echo_send_errors: u64,
+    pub recv_calls: u64,
+    /// Packets whose receive time came from user space, not the kernel.
+    pub user_timestamps: u64,
+}
+
+/// The receiver's final report.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RecvOutcome {
+    pub counters: RecvCounters,
+    pub local_addr: String,
+    pub timestamping: &'static str,
+    pub rcvbuf_bytes: usize,
+    pub duration_ns: u64,
+    /// Why it ended: "flows-ended", "signal", "idle-timeout", "max-duration".
+    pub end_reason: &'static str,
+}
+
+/// A bound receiver, ready to run (split so callers can learn the port first).
+pub struct Receiver {
+    cfg: RecvConfig,
+    sock: UdpSock,
+    rcvbuf: usize,
+}
+
+#[derive(Default)]
+struct FlowEnd {
+    ended: bool,
+}
+
+impl Receiver {
+    pub fn bind(cfg: RecvConfig) -> io::Result<Receiver> {
+        let mut sock = UdpSock::bind(cfg.bind, cfg.v6only)?;
+        sock.enable_rx_timestamps();
+        let rcvbuf = sock.set_recv_buffer(cfg.rcvbuf).unwrap_or(0);
+        sock.set_read_timeout(Duration::from_millis(50))?;
+        if cfg.busy_poll_us > 0 {
+            sock.set_busy_poll(cfg.busy_poll_us)?;
+        }
+        Ok(Receiver { cfg, sock, rcvbuf })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+
+    pub fn timestamp_mode(&self) -> TimestampMode {
+        self.sock.timestamp_mode()
+    }
+
+    /// Receives until an end condition. `progress` is called about every
+    /// `progress_every` with the live counters.
+    pub fn run(
+        &self,
+        sink: &mut dyn RxSink,
+        mut log: Option<&mut RecordLog>,
+        stop: &StopFlag,
+        progress: &mut dyn FnMut(&RecvCounters),
+        progress_every: Duration,
+    ) -> io::Result<RecvOutcome> {
+        let cfg = &self.cfg;
+        let mut batch = RecvBatch::new(cfg.batch, 65_536);
+        let mut c = RecvCounters::default();
+        let mut flows: HashMap<u32, FlowEnd> = HashMap::new();
+        let t0 = mono_ns();
+        let mut last_rx = None::<u64>;
+        let mut all_ended_at = None::<u64>;
+        let mut next_progress = t0 + progress_every.as_nanos() as u64;
+        let end_reason;
+        loop {
+            if stop.is_stopped() {
+                end_reason = "signal";
+                break;
+            }
+            let now = mono_ns();
+            if let Some(d) = cfg.max_duration {
+                if now - t0 >= d.as_nanos() as u64 {
+                    end_reason = "max-duration";
+                    break;
+                }
+            }
+            if let (Some(t), Some(idle)) = (last_rx, cfg.idle_timeout) {
+                if now - t >= idle.as_nanos() as u64 {
+                    end_reason = "idle-timeout";
+                    break;
+                }
+            }
+            if let Some(t) = all_ended_at {
+                if !cfg.forever && now - t >= cfg.linger.as_nanos() as u64 {
+                    end_reason = "flows-ended";
+                    break;
+                }
+            }
+            if now >= next_progress {
+                progress(&c);
+                next_progress = now + progress_every.as_nanos() as u64;
+            }
+            let n = match self.sock.recv_batch(&mut batch) {
+                Ok(n) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(e),
+            };
+            c.recv_calls += 1;
+            let user_now = real_ns();
+            last_rx = Some(mono_ns());
+            c.kernel_drops = batch.kernel_drops as u64;
+            for i in 0..n {
+                let (data, meta) = batch.get(i);
+                if meta.truncated {
+                    c.truncated += 1;
+                }
+                let p = match ProbeRepr::parse(data) {
+                    Ok(p) if !p.flags.is_echo_reply() => p,
+                    _ => {
+                        c.malformed += 1;
+                        continue;
+                    }
+                };
+                let len = data.len();
+                let (rx_ns, rec_flags) = match meta.ts {
+                    RxTimestamp::Software(t) => (t, Record::RX_KERNEL_TS),
+                    RxTimestamp::Hardware(t) => (t, Record::RX_HW_TS),
+                    RxTimestamp::None => {
+                        c.user_timestamps += 1;
+                        (user_now, 0)
+                    }
+                };
+                c.packets += 1;
+                c.bytes += len as u64;
+                let mut rec = Record {
+                    flow: p.flow,
+                    size: len as u32,
+                    seq: p.seq,
+                    tx_ns: p.tx_ns,
+                    rx_ns,
+                    probe_flags: p.flags.bits(),
+                    kind: RecordKind::Rx,
+                    rec_flags,
+                    ..Default::default()
+                };
+                if cfg.echo && p.flags.is_echo_request() {
+                    let src = batch.source(i);
+                    let tx = real_ns();
+                    let times = EchoTimes { rx_ns, tx_ns: tx };
+                    rec.refl_rx_ns = rx_ns;
+                    rec.refl_tx_ns = tx;
+                    let slot = batch.slot_mut(i);
+                    match (make_echo_reply(slot, len, times), src) {
+                        (Some(rlen), Some(src)) => {
+                            match self.sock.send_to(&slot[..rlen], &SockAddr::from(src)) {
+                                Ok(_) => c.echo_replies += 1,
+                                Err(_) => c.echo_send_errors += 1,
+                            }
+                        }
+                        _ => c.echo_send_errors += 1,
+                    }
+                }
+                sink.packet(&rec);
+                if let Some(l) = log.as_deref_mut() {
+                    l.write(&rec)?;
+                }
+                // Bound the flow table against hostile senders.
+                if flows.len() < 1 << 16 || flows.contains_key(&p.flow) {
+                    let f = flows.entry(p.flow).or_default();
+                    if p.flags.is_last() && !f.ended {
+                        f.ended = true;
+                        c.flows_ended += 1;
+                    }
+                }
+            }
+            c.flows = flows.len();
+            if c.flows > 0 && c.flows_ended == c.flows {
+                all_ended_at.get_or_insert(mono_ns());
+            } else {
+                all_ended_at = None;
+            }
+        }
+        progress(&c);
+        Ok(RecvOutcome {
+            counters: c,
+            local_addr: self.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+            timestamping: self.sock.timestamp_mode().as_str(),
+            rcvbuf_bytes: self.rcvbuf,
+            duration_ns: mono_ns() - t0,
+            end_reason,
+        })
+    }
+}

@@ -1,0 +1,492 @@
+//! The sender: one paced flow of probes per thread.
+//!
+//! Each flow owns a connected UDP socket and a [`Pacer`]. Departures sit on
+//! absolute CLOCK_MONOTONIC deadlines; when several are due at once (the
+//! interval is shorter than one send call, or a wake-up came late) they
+//! leave in one sendmmsg batch, each still stamped and recorded with its own
+//! scheduled time, so lateness is measured, never hidden. The flow ends with
+//! its final probe repeated with the LAST flag so the receiver knows the
+//! count without guessing.
+
+use crate::recordlog::RecordLog;
+use crate::stop::StopFlag;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wirelab_core::schedule::{Action, Limits, Pacer, WaitStrategy};
+use wirelab_io::clock::{mono_ns, set_timer_slack, sleep_until_mono, spin_until_mono};
+use wirelab_io::udp::{RecvBatch, RxTimestamp, UdpSock};
+use wirelab_wire::probe::{self, ProbeFlags, ProbeRepr, ECHO_LEN, HEADER_LEN};
+use wirelab_wire::record::{Record, RecordKind};
+
+/// Largest UDP payload over IPv4.
+pub const MAX_PAYLOAD: usize = 65_507;
+const MAX_BATCH: usize = 64;
+const RECORD_CHUNK: usize = 1024;
+
+/// A source of values (intervals in ns, sizes in bytes). `None` ends the flow.
+pub trait Values: Send {
+    fn next_value(&mut self) -> Option<f64>;
+}
+
+impl<F: FnMut() -> Option<f64> + Send> Values for F {
+    fn next_value(&mut self) -> Option<f64> {
+        self()
+    }
+}
+
+/// How payload bytes after the probe header are filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Padding {
+    /// Every padding byte has this value.
+    Const(u8),
+    /// Fresh random bytes in every packet (defeats compression on the path).
+    Random,
+}
+
+/// Settings of one sending flow.
+#[derive(Debug, Clone)]
+pub struct FlowConfig {
+    pub target: SocketAddr,
+    pub bind: Option<SocketAddr>,
+    pub flow: u32,
+    pub limits: Limits,
+    pub tos: Option<u8>,
+    /// The first `warmup` probes carry the WARMUP flag.
+    pub warmup: u64,
+    pub padding: Padding,
+    pub wait: WaitStrategy,
+    pub echo: bool,
+    /// After the last probe, how long to wait for outstanding echo replies.
+    pub echo_wait: Duration,
+    /// Extra copies of the final probe sent with the LAST flag.
+    pub last_repeats: u32,
+    /// Gap between those copies.
+    pub last_gap: Duration,
+    pub max_batch: usize,
+    /// Delay from setup to the first departure.
+    pub lead: Duration,
+    pub seed: u64,
+    /// The run's epoch on CLOCK_MONOTONIC: `sched_ns` in records counts
+    /// from here (else: when the flow starts).
+    pub epoch_mono_ns: Option<u64>,
+    /// First departure, shared by several flows; must lie after the epoch
+    /// so every scheduled time is positive (0 means "unscheduled" in
+    /// records). Default: epoch + lead.
+    pub start_mono_ns: Option<u64>,
+    /// Offset turning monotonic into wall-clock ns.
+    pub mono_to_real: i128,
+}
+
+/// What one flow did, for the sender's summary.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FlowSendStats {
+    pub flow: u32,
+    pub sent: u64,
+    pub bytes: u64,
+    pub warmup: u64,
+    /// sendmmsg calls made, and how many of them carried more than one probe.
+    pub send_calls: u64,
+    pub batched_calls: u64,
+    pub max_batch: usize,
+    /// Send calls that failed (ENOBUFS, EAGAIN, ...) and were retried.
+    pub send_retries: u64,
+    pub send_errors: u64,
+    pub last_repeats: u32,
+    pub start_unix_ns: u64,
+    /// First and last departure, monotonic ns from the run's epoch.
+    pub first_tx_offset_ns: u64,
+    pub last_tx_offset_ns: u64,
+    pub last_sched_offset_ns: u64,
+    pub echo_replies: u64,
+    pub stopped_early: bool,
+}
+
+/// Shared sink for the records of all flows of one sender.
+pub type SharedLog = Arc<Mutex<RecordLog>>;
+
+/// Everything a flow hands back.
+pub struct FlowOutcome {
+    pub stats: FlowSendStats,
+    /// Every Tx record (when `keep_records`), for the summary's metrics.
+    pub tx: Vec<Record>,
+    pub replies: Vec<Record>,
+}
+
+/// Runs one flow to completion (limits reached, values exhausted, or stop).
+/// Records go to `log` when given; all records are also returned when
+/// `keep_records` so the caller can summarize them.
+pub fn run_flow(
+    cfg: &FlowConfig,
+    intervals: &mut dyn Values,
+    sizes: &mut dyn Values,
+    log: Option<&SharedLog>,
+    keep_records: bool,
+    stop: &StopFlag,
+) -> io::Result<FlowOutcome> {
+    let sock = UdpSock::connect(cfg.target, cfg.bind)?;
+    if let Some(tos) = cfg.tos {
+        sock.set_tos(tos)?;
+    }
+    let _ = sock.set_send_buffer(4 << 20);
+    set_timer_slack(1);
+
+    let min_size = if cfg.echo { ECHO_LEN } else { HEADER_LEN };
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_0f_9add);
+    let max_batch = cfg.max_batch.clamp(1, MAX_BATCH);
+    let mut bufs: Vec<Vec<u8>> = (0..max_batch)
+        .map(|_| match cfg.padding {
+            Padding::Const(b) => vec![b; MAX_PAYLOAD],
+            Padding::Random => vec![0u8; MAX_PAYLOAD],
+        })
+        .collect();
+    let mut lens = vec![0usize; max_batch];
+
+    // Echo replies are read on a second thread from a clone of the socket.
+    let replies_wanted = Arc::new(AtomicU64::new(0));
+    let replies_got = Arc::new(AtomicU64::new(0));
+    let reply_stop = StopFlag::new();
+    let reply_thread = if cfg.echo {
+        let mut rsock = sock.try_clone()?;
+        rsock.enable_rx_timestamps();
+        rsock.set_read_timeout(Duration::from_millis(50))?;
+        let rstop = reply_stop.clone();
+        let log = log.cloned();
+        let flow = cfg.flow;
+        let off = cfg.mono_to_real;
+        let got = replies_got.clone();
+        Some(std::thread::spawn(move || {
+            reply_loop(rsock, flow, off, log, keep_records, got, rstop)
+        }))
+    } else {
+        None
+    };
+
+    let epoch = cfg.epoch_mono_ns.unwrap_or_else(mono_ns);
+    let lead = (cfg.lead.as_nanos() as u64).max(1_000);
+    let start = cfg.start_mono_ns.unwrap_or(epoch + lead).max(epoch + 1);
+    let start_real = (epoch as i128 + cfg.mono_to_real) as u64;
+    let mut pacer = Pacer::new(start, cfg.wait, cfg.limits, max_batch);
+    let mut due: Vec<u64> = Vec::with_capacity(max_batch);
+    let mut chunk: Vec<Record> = Vec::with_capacity(RECORD_CHUNK);
+    let mut kept: Vec<Record> = Vec::new();
+    let mut st = FlowSendStats {
+        flow: cfg.flow,
+        start_unix_ns: start_real,
+        ..Default::default()
+    };
+    let mut seq: u64 = 0;
+    let mut sizes_done = false;
+    let mut base_flags = ProbeFlags::empty();
+    if cfg.echo {
+        base_flags = base_flags.with(ProbeFlags::ECHO_REQUEST);
+    }
+
+    while !stop.is_stopped() {
+        while pacer.wants_interval() {
+            match intervals.next_value() {
+                Some(v) => pacer.push_interval(v),
+                None => {
+                    pacer.exhaust();
+                    break;
+                }
+            }
+        }
+        match pacer.poll(mono_ns()) {
+            Action::Done => break,
+            Action::SleepUntil(t) => {
+                // EINTR (a signal) just loops back to check the stop flag.
+                let _ = sleep_until_mono(t);
+            }
+            Action::SpinUntil(t) => {
+                spin_until_mono(t);
+            }
+            Action::Send { count } => {
+                pacer.take(count, &mut due);
+                let mut n = 0;
+                for (i, _) in due.iter().enumerate() {
+                    let Some(size) = sizes.next_value() else {
+                        sizes_done = true;
+                        break;
+                    };
+                    let len = (size.max(0.0).round() as usize).clamp(min_size, MAX_PAYLOAD);
+                    let mut flags = base_flags;
+                    if seq + (i as u64) < cfg.warmup {
+                        flags = flags.with(ProbeFlags::WARMUP);
+                    }
+                    let p = ProbeRepr {
+                        flags,
+                        flow: cfg.flow,
+                        seq: seq + i as u64,
+                        tx_ns: 0,
+                        echo: None,
+                    };
+                    let b = &mut bufs[i];
+                    p.emit(b);
+                    if cfg.padding == Padding::Random {
+                        rng.fill_bytes(&mut b[HEADER_LEN..len]);
+                    }
+                    lens[i] = len;
+                    n += 1;
+                }
+                if n == 0 {
+                    break;
+                }
+                let now = mono_ns();
+                let tx_real = (now as i128 + cfg.mono_to_real) as u64;
+                for b in bufs.iter_mut().take(n) {
+                    probe::stamp_tx_ns(b, tx_real);
+                }
+                let sent = send_all(&sock, &bufs, &lens[..n], &mut st)?;
+                st.send_calls += 1;
+                if sent > 1 {
+                    st.batched_calls += 1;
+                }
+                st.max_batch = st.max_batch.max(sent);
+                if cfg.echo {
+                    replies_wanted.fetch_add(sent as u64, Ordering::Relaxed);
+                }
+                for i in 0..sent {
+                    let s = seq + i as u64;
+                    let warm = s < cfg.warmup;
+                    let rec = Record {
+                        flow: cfg.flow,
+                        size: lens[i] as u32,
+                        seq: s,
+                        sched_ns: due[i] - epoch,
+                        tx_ns: tx_real,
+                        probe_flags: if warm {
+                            base_flags.with(ProbeFlags::WARMUP).bits()
+                        } else {
+                            base_flags.bits()
+                        },
+                        kind: RecordKind::Tx,
+                        rec_flags: if sent > 1 { Record::TX_BATCHED } else { 0 },
+                        tos: cfg.tos.unwrap_or(0),
+                        ..Default::default()
+                    };
+                    if st.sent == 0 && i == 0 {
+                        st.first_tx_offset_ns = now - epoch;
+                    }
+                    st.bytes += lens[i] as u64;
+                    if warm {
+                        st.warmup += 1;
+                    }
+                    push_record(&mut chunk, &mut kept, rec, log, keep_records)?;
+                }
+                st.sent += sent as u64;
+                st.last_tx_offset_ns = now - epoch;
+                st.last_sched_offset_ns = due[sent.saturating_sub(1)] - epoch;
+                seq += sent as u64;
+                if sizes_done {
+                    break;
+                }
+            }
+        }
+    }
+    st.stopped_early = stop.is_stopped();
+
+    // End-of-flow marker: the final probe again with LAST, fresh tx time.
+    if st.sent > 0 {
+        let last_seq = seq - 1;
+        let len = lens.first().copied().unwrap_or(min_size).max(min_size);
+        for r in 0..cfg.last_repeats {
+            if r > 0 {
+                std::thread::sleep(cfg.last_gap);
+            }
+            let p = ProbeRepr {
+                flags: base_flags.without(ProbeFlags::ECHO_REQUEST).with(ProbeFlags::LAST),
+                flow: cfg.flow,
+                seq: last_seq,
+                tx_ns: (mono_ns() as i128 + cfg.mono_to_real) as u64,
+                echo: None,
+            };
+            p.emit(&mut bufs[0]);
+            if sock.send(&bufs[0][..len]).is_ok() {
+                st.last_repeats += 1;
+            }
+        }
+    }
+    flush_chunk(&mut chunk, log)?;
+
+    let replies = if let Some(t) = reply_thread {
+        // Stop early once every probe has come back.
+        let wait_until = mono_ns() + cfg.echo_wait.as_nanos() as u64;
+        let wanted = replies_wanted.load(Ordering::Relaxed);
+        while mono_ns() < wait_until
+            && replies_got.load(Ordering::Relaxed) < wanted
+            && !t.is_finished()
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        reply_stop.stop();
+        let (count, recs) = t
+            .join()
+            .map_err(|_| io::Error::other("echo reply thread panicked"))??;
+        st.echo_replies = count;
+        recs
+    } else {
+        Vec::new()
+    };
+    Ok(FlowOutcome {
+        stats: st,
+        tx: kept,
+        replies,
+    })
+}
+
+/// Sends `lens.len()` buffers, retrying the rest after a partial send or a
+/// transient error (ENOBUFS/EAGAIN), so no probe is skipped. Returns how
+/// many were sent; gives up only after repeated failures.
+fn send_all(
+    sock: &UdpSock,
+    bufs: &[Vec<u8>],
+    lens: &[usize],
+    st: &mut FlowSendStats,
+) -> io::Result<usize> {
+    let mut refs: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
+    for (i, &l) in lens.iter().enumerate() {
+        refs[i] = &bufs[i][..l];
+    }
+    let n = lens.len();
+    let mut done = 0;
+    let mut failures = 0;
+    while done < n {
+        match sock.send_batch(&refs[done..n]) {
+            Ok(k) => {
+                done += k;
+                if k == 0 {
+                    failures += 1;
+                }
+            }
+            Err(e) => {
+                st.send_retries += 1;
+                failures += 1;
+                let transient = matches!(
+                    e.raw_os_error(),
+                    Some(libc_errno::ENOBUFS) | Some(libc_errno::EAGAIN) | Some(libc_errno::ECONNREFUSED)
+                );
+                if !transient || failures > 1000 {
+                    st.send_errors += 1;
+                    if done == 0 && !transient {
+                        return Err(e);
+                    }
+                    return Ok(done);
+                }
+                std::thread::yield_now();
+            }
+        }
+        if failures > 1000 {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+/// errno values used above (kept local so the engine needs no libc).
+mod libc_errno {
+    pub const EAGAIN: i32 = 11;
+    pub const ENOBUFS: i32 = 105;
+    pub const ECONNREFUSED: i32 = 111;
+}
+
+fn push_record(
+    chunk: &mut Vec<Record>,
+    kept: &mut Vec<Record>,
+    rec: Record,
+    log: Option<&SharedLog>,
+    keep: bool,
+) -> io::Result<()> {
+    if keep {
+        kept.push(rec);
+    }
+    if log.is_some() {
+        chunk.push(rec);
+        if chunk.len() >= RECORD_CHUNK {
+            flush_chunk(chunk, log)?;
+        }
+    }
+    Ok(())
+}
+
+fn flush_chunk(chunk: &mut Vec<Record>, log: Option<&SharedLog>) -> io::Result<()> {
+    if let Some(log) = log {
+        let mut l = log.lock().map_err(|_| io::Error::other("record log poisoned"))?;
+        for r in chunk.iter() {
+            l.write(r)?;
+        }
+    }
+    chunk.clear();
+    Ok(())
+}
+
+/// Reads echo replies until stopped; returns (replies, records).
+fn reply_loop(
+    sock: UdpSock,
+    flow: u32,
+    mono_to_real: i128,
+    log: Option<SharedLog>,
+    keep: bool,
+    got: Arc<AtomicU64>,
+    stop: StopFlag,
+) -> io::Result<(u64, Vec<Record>)> {
+    let mut batch = RecvBatch::new(64, 2048);
+    let mut chunk = Vec::with_capacity(RECORD_CHUNK);
+    let mut kept = Vec::new();
+    let mut count = 0u64;
+    loop {
+        match sock.recv_batch(&mut batch) {
+            Ok(n) => {
+                let user_now = (mono_ns() as i128 + mono_to_real) as u64;
+                for i in 0..n {
+                    let (data, meta) = batch.get(i);
+                    let Ok(p) = ProbeRepr::parse(data) else {
+                        continue;
+                    };
+                    let Some(echo) = p.echo else { continue };
+                    if p.flow != flow {
+                        continue;
+                    }
+                    let (rx_ns, rec_flags) = match meta.ts {
+                        RxTimestamp::Software(t) => (t, Record::RX_KERNEL_TS),
+                        RxTimestamp::Hardware(t) => (t, Record::RX_HW_TS),
+                        RxTimestamp::None => (user_now, 0),
+                    };
+                    count += 1;
+                    got.fetch_add(1, Ordering::Relaxed);
+                    let rec = Record {
+                        flow,
+                        size: data.len() as u32,
+                        seq: p.seq,
+                        tx_ns: p.tx_ns,
+                        rx_ns,
+                        refl_rx_ns: echo.rx_ns,
+                        refl_tx_ns: echo.tx_ns,
+                        probe_flags: p.flags.bits(),
+                        kind: RecordKind::EchoReply,
+                        rec_flags,
+                        ..Default::default()
+                    };
+                    push_record(&mut chunk, &mut kept, rec, log.as_ref(), keep)?;
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                ) => {}
+            // The peer's port is closed (ICMP unreachable): keep listening.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(e),
+        }
+        if stop.is_stopped() {
+            break;
+        }
+    }
+    flush_chunk(&mut chunk, log.as_ref())?;
+    Ok((count, kept))
+}

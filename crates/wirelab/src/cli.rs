@@ -1,0 +1,286 @@
+//! Command-line interface definitions.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+pub const DEFAULT_PORT: u16 = 5757;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "wirelab",
+    version,
+    about = "A precise network test lab in one binary: generate, receive, reflect and measure traffic per packet",
+    long_about = "wirelab generates UDP probes with exact per-packet timing, receives or reflects them with kernel \
+timestamps, and turns per-packet records into loss, reordering, delay, jitter and pacing statistics.\n\n\
+Quick start:\n  wirelab demo                      # a self-contained lab in two network namespaces\n  \
+wirelab recv                      # on host B\n  wirelab send B --rate 10kpps -d 5s  # on host A\n\n\
+Exit codes: 0 success, 1 runtime failure, 2 usage error, 3 missing privilege.\n\
+Set WIRELAB_LOG=debug for diagnostics on stderr.",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Send paced probes to a receiver (or reflector, with --echo)
+    Send(SendArgs),
+    /// Receive probes, measure them live, optionally reflect them (--echo)
+    Recv(RecvArgs),
+    /// Join sender and receiver record files and report every metric
+    Analyze(AnalyzeArgs),
+    /// Convert record files to CSV or JSON lines
+    Export(ExportArgs),
+    /// Run a complete lab: two network namespaces, a receiver, a sender, an analysis
+    Demo(DemoArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitArg {
+    /// Sleep until each deadline (cheapest, least precise)
+    Sleep,
+    /// Busy-poll the clock (most precise, uses a full core)
+    Spin,
+    /// Sleep until shortly before the deadline (--spin-margin), then spin
+    Hybrid,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct IpFamily {
+    /// Use IPv4 only
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only (the receiver then refuses IPv4)
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_long_help = "INTERVAL AND SIZE SPECS:\n  \
+1ms | const:1ms          constant\n  \
+uniform:MIN,MAX          uniform\n  \
+exp:MEAN                 exponential (Poisson arrivals as intervals)\n  \
+normal:MEAN,SD           normal (clamped at the bounds, clamps counted)\n  \
+lognormal:MEAN,SD        log-normal with this mean and SD\n  \
+pareto:SCALE,SHAPE       Pareto (SCALE = minimum)\n  \
+weibull:SCALE,SHAPE      Weibull\n  \
+gamma:SHAPE,SCALE        gamma\n  \
+cauchy:MEDIAN,SCALE      Cauchy (clamped to the valid range, clamps counted)\n  \
+onoff:ON/OFF/INNER       bursts: on/off period lengths from specs, INNER while on\n  \
+file:PATH[,once]         values from a file, one per line (looped unless once)\n  \
+cdf:PATH                 empirical CDF: lines \"VALUE PROBABILITY\"\n\
+Intervals take time units (ns, us, ms, s); sizes take bytes (64, 1500B, 1KiB).\n\n\
+EXAMPLES:\n  \
+wirelab send 10.0.0.2 --rate 10kpps --size 100 --count 100000 --json\n  \
+wirelab send ::1 --interval exp:1ms --size uniform:64,1400 --duration 10s --record tx.wlr\n  \
+wirelab send host --echo --interval 10ms --duration 30s     # RTT against `wirelab recv --echo`")]
+pub struct SendArgs {
+    /// Receiver host name or address
+    pub host: String,
+    /// Receiver UDP port
+    #[arg(short, long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    #[command(flatten)]
+    pub family: IpFamily,
+    /// Local address to bind (default: any)
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+    /// Flow id of the first flow (0..2^32); each flow has its own sequence space
+    #[arg(long, default_value_t = 1)]
+    pub flow: u32,
+    /// Number of concurrent flows (ids FLOW, FLOW+1, ...), each on its own socket and thread
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub flows: u32,
+    /// Interval between probes as a spec (see below), e.g. 100us, exp:1ms
+    #[arg(short, long, value_name = "SPEC", conflicts_with_all = ["rate", "bitrate"])]
+    pub interval: Option<String>,
+    /// Constant packet rate, e.g. 10kpps, 1Mpps, 500
+    #[arg(short, long, value_name = "RATE", conflicts_with = "bitrate")]
+    pub rate: Option<String>,
+    /// Constant bit rate of UDP payload, e.g. 50Mbit, 1Gbit (uses the mean size)
+    #[arg(short, long, value_name = "BITRATE")]
+    pub bitrate: Option<String>,
+    /// UDP payload size as a spec, e.g. 100, uniform:64,1400 (min 24; 40 with --echo)
+    #[arg(short, long, value_name = "SPEC", default_value = "64")]
+    pub size: String,
+    /// Stop after this many probes
+    #[arg(short = 'n', long)]
+    pub count: Option<u64>,
+    /// Stop after this long, e.g. 5s, 500ms (default 10s when no --count)
+    #[arg(short, long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// DSCP code point (0-63), set in the TOS/traffic-class byte
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63), conflicts_with = "tos")]
+    pub dscp: Option<u8>,
+    /// Raw TOS / traffic-class byte (0-255)
+    #[arg(long)]
+    pub tos: Option<u8>,
+    /// Padding after the probe header: a byte value (0x00-0xff) or "random"
+    #[arg(long, default_value = "0")]
+    pub padding: String,
+    /// Flag the first N probes as warm-up (analysis excludes them)
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u64,
+    /// How to wait for each deadline
+    #[arg(long, value_enum, default_value_t = WaitArg::Hybrid)]
+    pub wait: WaitArg,
+    /// With --wait hybrid: start spinning this long before the deadline
+    #[arg(long, default_value = "100us", value_name = "DURATION")]
+    pub spin_margin: String,
+    /// Most probes sent in one sendmmsg call when behind schedule
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub batch: u16,
+    /// Run the sending threads under SCHED_FIFO at this priority (1-99; needs CAP_SYS_NICE)
+    #[arg(long, value_name = "PRIO")]
+    pub rt_priority: Option<i32>,
+    /// Pin the sending thread to this CPU (flow i goes to CPU+i)
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Lock all memory (mlockall; needs CAP_IPC_LOCK)
+    #[arg(long)]
+    pub mlock: bool,
+    /// Request echo replies (the receiver runs `wirelab recv --echo`) and measure RTT
+    #[arg(long)]
+    pub echo: bool,
+    /// With --echo: how long to wait for outstanding replies at the end
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub echo_wait: String,
+    /// Seed of every random choice (intervals, sizes, padding); same seed, same run
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write per-packet records here (read with `wirelab analyze` / `export`)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Print the summary as JSON (schema wirelab.send/1)
+    #[arg(long)]
+    pub json: bool,
+    /// No progress output on stderr
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_long_help = "EXAMPLES:\n  \
+wirelab recv                           # port 5757, IPv6 socket accepting IPv4 too\n  \
+wirelab recv -4 --port 9000 --json     # summary as JSON on stdout when it ends\n  \
+wirelab recv --echo --forever          # a standing reflector for `wirelab send --echo`\n  \
+wirelab recv --record rx.wlr           # per-packet records for `wirelab analyze`\n\n\
+It ends on Ctrl-C / SIGTERM, or once every flow has sent its end marker (then --linger), or after --idle-timeout.")]
+pub struct RecvArgs {
+    /// UDP port to listen on
+    #[arg(short, long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Local address to bind (default: all addresses)
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+    #[command(flatten)]
+    pub family: IpFamily,
+    /// Reflect echo requests back to their sender with receive/transmit times
+    #[arg(long)]
+    pub echo: bool,
+    /// Socket receive buffer size
+    #[arg(long, default_value = "32MiB")]
+    pub rcvbuf: String,
+    /// Datagrams taken per recvmmsg call
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub batch: u16,
+    /// SO_BUSY_POLL in µs (0 = off; above the sysctl needs CAP_NET_ADMIN)
+    #[arg(long, default_value_t = 0)]
+    pub busy_poll: u32,
+    /// After every flow has ended, wait this long for late packets
+    #[arg(long, default_value = "300ms", value_name = "DURATION")]
+    pub linger: String,
+    /// End when nothing has arrived for this long (after the first packet)
+    #[arg(long, value_name = "DURATION")]
+    pub idle_timeout: Option<String>,
+    /// End after this long in any case
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Keep running after flows end (only a signal or --timeout ends it)
+    #[arg(long)]
+    pub forever: bool,
+    /// Window for throughput over time in the summary
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub window: String,
+    /// Pin the receiving thread to this CPU
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Run the receiving thread under SCHED_FIFO at this priority (needs CAP_SYS_NICE)
+    #[arg(long, value_name = "PRIO")]
+    pub rt_priority: Option<i32>,
+    /// Write per-packet records here
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Print the summary as JSON (schema wirelab.recv/1) when it ends
+    #[arg(long)]
+    pub json: bool,
+    /// No progress output on stderr
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_long_help = "EXAMPLES:\n  \
+wirelab analyze tx.wlr rx.wlr              # join sender and receiver by flow and sequence\n  \
+wirelab analyze rx.wlr --json              # receiver records alone\n  \
+wirelab analyze tx.wlr --window 100ms      # sender alone: pacing accuracy, RTT with --echo\n\n\
+One-way delay is receive time minus send time on two clocks: it is exact only when both hosts' clocks are synchronized (on one host they are the same clock).")]
+pub struct AnalyzeArgs {
+    /// Record files written by `send --record` and `recv --record`
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Window for throughput over time
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub window: String,
+    /// Print the report as JSON (schema wirelab.analysis/1)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Csv,
+    Jsonl,
+}
+
+#[derive(Args, Debug)]
+#[command(after_long_help = "EXAMPLES:\n  wirelab export rx.wlr > rx.csv\n  wirelab export tx.wlr --format jsonl -o tx.jsonl")]
+pub struct ExportArgs {
+    /// Record file to convert
+    pub file: PathBuf,
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = ExportFormat::Csv)]
+    pub format: ExportFormat,
+    /// Output file (default: stdout)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the file's header metadata (JSON) instead of the records
+    #[arg(long)]
+    pub header: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_long_help = "As root, the lab is two network namespaces joined by a veth pair (198.18.0.1 and \
+198.18.0.2, the benchmarking range), removed again at the end. Without root it says so and runs the same over loopback.")]
+pub struct DemoArgs {
+    /// How long the sender runs
+    #[arg(short, long, default_value = "3s", value_name = "DURATION")]
+    pub duration: String,
+    /// Interval spec of the sender
+    #[arg(short, long, default_value = "exp:500us", value_name = "SPEC")]
+    pub interval: String,
+    /// Size spec of the sender
+    #[arg(short, long, default_value = "uniform:64,512", value_name = "SPEC")]
+    pub size: String,
+    /// Run over loopback even as root
+    #[arg(long)]
+    pub loopback: bool,
+    /// Keep the record files in this directory (default: a temporary one, removed)
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Print the analysis as JSON
+    #[arg(long)]
+    pub json: bool,
+}

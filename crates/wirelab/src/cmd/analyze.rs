@@ -1,0 +1,351 @@
+//! `wirelab analyze`, and the summaries `send` and `recv` print.
+
+use crate::cli::AnalyzeArgs;
+use crate::values;
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use wirelab_analysis::{
+    analyze, departure_interval_samples, ks_distance, render_text, size_samples, AnalysisConfig,
+    FlowConfig, FlowReport, FlowStats, RecordSets, SenderInfo, Summary,
+};
+use wirelab_core::gen::{Bounds, GenSpec, SpecUnit};
+use wirelab_engine::receiver::RxSink;
+use wirelab_engine::recordlog::RecordMeta;
+use wirelab_engine::sender::FlowOutcome;
+use wirelab_wire::record::{Record, RecordKind, RecordReader, Role};
+use wirelab_wire::ProbeFlags;
+
+pub use wirelab_analysis::OWD_CLOCK_NOTE as CLOCK_NOTE;
+
+/// Most flows a live receiver tracks; probes of further flows are counted
+/// by the receiver but not analyzed.
+const MAX_LIVE_FLOWS: usize = 65_536;
+
+/// Per-flow streaming statistics of a running receiver.
+pub struct LiveFlows {
+    cfg: FlowConfig,
+    flows: HashMap<u32, FlowStats>,
+}
+
+impl LiveFlows {
+    pub fn new(window_ns: u64) -> Self {
+        LiveFlows {
+            cfg: FlowConfig {
+                window_ns,
+                ..FlowConfig::default()
+            },
+            flows: HashMap::new(),
+        }
+    }
+
+    pub fn finish(&self) -> Summary {
+        let mut flows: Vec<FlowReport> = self.flows.values().map(|f| f.finish(None)).collect();
+        flows.sort_by_key(|f| f.flow);
+        Summary::new(flows)
+    }
+}
+
+impl RxSink for LiveFlows {
+    fn packet(&mut self, r: &Record) {
+        let n = self.flows.len();
+        let cfg = self.cfg;
+        let f = match self.flows.get_mut(&r.flow) {
+            Some(f) => f,
+            None if n < MAX_LIVE_FLOWS => self
+                .flows
+                .entry(r.flow)
+                .or_insert_with(|| FlowStats::new(r.flow, cfg)),
+            None => return,
+        };
+        f.observe(r.seq, r.tx_ns, r.rx_ns, r.size, ProbeFlags(r.probe_flags));
+    }
+}
+
+pub fn print_summary(s: &Summary) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    render_text(s, &mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// One record file, loaded whole.
+pub struct Loaded {
+    pub role: Role,
+    pub meta: Option<RecordMeta>,
+    pub records: Vec<Record>,
+}
+
+pub fn load(path: &Path) -> Result<Loaded> {
+    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut r = RecordReader::new(std::io::BufReader::with_capacity(1 << 20, f))
+        .with_context(|| format!("{}", path.display()))?;
+    let role = r.header().role;
+    let meta = serde_json::from_str::<RecordMeta>(&r.header().metadata).ok();
+    let mut records = Vec::new();
+    while let Some(rec) = r
+        .next_record()
+        .with_context(|| format!("reading {}", path.display()))?
+    {
+        records.push(rec);
+    }
+    if r.trailing_bytes > 0 {
+        eprintln!(
+            "wirelab: {}: ignored a partial record of {} bytes at the end (file cut short?)",
+            path.display(),
+            r.trailing_bytes
+        );
+    }
+    Ok(Loaded {
+        role,
+        meta,
+        records,
+    })
+}
+
+/// The generator specs a sender recorded in its metadata.
+struct Requested {
+    interval: Option<GenSpec>,
+    size: Option<GenSpec>,
+}
+
+impl Requested {
+    fn from_config(cfg: &serde_json::Value) -> Requested {
+        let get = |k: &str, u| {
+            cfg.get(k)
+                .and_then(|v| v.as_str())
+                .and_then(|s| GenSpec::parse(s, u).ok())
+        };
+        Requested {
+            interval: get("interval", SpecUnit::Time),
+            size: get("size", SpecUnit::Bytes),
+        }
+    }
+
+    fn mean_interval_ns(&self) -> Option<u64> {
+        self.interval
+            .as_ref()
+            .and_then(values::mean_of)
+            .map(|m| m.round() as u64)
+    }
+}
+
+/// Fills the KS distances between requested and achieved intervals and
+/// sizes, where the requested distribution has a CDF.
+fn fill_ks(report: &mut FlowReport, tx: &[Record], req: &Requested) {
+    let Some(sender) = report.sender.as_mut() else {
+        return;
+    };
+    let cdf_of = |spec: &GenSpec| {
+        spec.build(&|p| std::fs::read_to_string(p).map_err(|e| e.to_string()), 0, Bounds::NON_NEGATIVE)
+            .ok()
+    };
+    if let (Some(spec), Some(dep)) = (&req.interval, sender.departure.as_mut()) {
+        if let Some(g) = cdf_of(spec) {
+            if g.cdf(0.0).is_some() {
+                let mut s = departure_interval_samples(tx, report.flow);
+                if !s.is_empty() {
+                    dep.ks_distance = Some(ks_distance(&mut s, |x| g.cdf(x).unwrap_or(0.0)));
+                }
+            }
+        }
+    }
+    if let (Some(spec), Some(sz)) = (&req.size, sender.sizes.as_mut()) {
+        if let Some(g) = cdf_of(spec) {
+            if g.cdf(0.0).is_some() {
+                let mut s = size_samples(tx, report.flow, RecordKind::Tx);
+                if !s.is_empty() {
+                    sz.ks_distance = Some(ks_distance(&mut s, |x| g.cdf(x).unwrap_or(0.0)));
+                }
+            }
+        }
+    }
+}
+
+/// Runs the whole-run analysis over in-memory records.
+fn analyze_sets(
+    tx: &[Record],
+    rx: &[Record],
+    echo: &[Record],
+    sender_meta: Option<&RecordMeta>,
+    window_ns: u64,
+) -> Result<Summary> {
+    let req = sender_meta
+        .map(|m| Requested::from_config(&m.config))
+        .unwrap_or(Requested {
+            interval: None,
+            size: None,
+        });
+    let interval_ns = req.mean_interval_ns();
+    let cfg = AnalysisConfig {
+        flow: FlowConfig {
+            window_ns,
+            requested_interval_ns: interval_ns,
+            ..FlowConfig::default()
+        },
+        sender: sender_meta.map(|m| SenderInfo {
+            start_unix_ns: m.start_unix_ns,
+            interval_ns,
+            late_threshold_ns: None,
+        }),
+        ..AnalysisConfig::default()
+    };
+    let sets = RecordSets {
+        tx: if sender_meta.is_some() || !tx.is_empty() {
+            Some(tx)
+        } else {
+            None
+        },
+        rx: (!rx.is_empty()).then_some(rx),
+        echo: (!echo.is_empty()).then_some(echo),
+    };
+    let mut summary = analyze(&sets, &cfg)?;
+    for f in summary.flows.iter_mut() {
+        fill_ks(f, tx, &req);
+    }
+    Ok(summary)
+}
+
+pub fn run(a: AnalyzeArgs) -> Result<()> {
+    let window_ns = values::duration_ns("--window", &a.window)?.max(1_000_000);
+    let (mut tx, mut rx, mut echo) = (Vec::new(), Vec::new(), Vec::new());
+    let mut sender_meta = None;
+    for p in &a.files {
+        let l = load(p)?;
+        if l.role == Role::Sender && sender_meta.is_none() {
+            sender_meta = l.meta.clone();
+        }
+        for r in l.records {
+            match (l.role, r.kind) {
+                (Role::Sender, RecordKind::Tx) => tx.push(r),
+                (Role::Sender, RecordKind::EchoReply) => echo.push(r),
+                (Role::Receiver | Role::Reflector, RecordKind::Rx) => rx.push(r),
+                _ => {}
+            }
+        }
+    }
+    let summary = analyze_sets(&tx, &rx, &echo, sender_meta.as_ref(), window_ns)?;
+    if a.json {
+        println!("{}", summary.to_json()?);
+    } else {
+        print_summary(&summary)?;
+    }
+    Ok(())
+}
+
+/// The sender's summary: its own counters plus the analysis of what it sent.
+pub fn sender_summary(
+    outcomes: &[(FlowOutcome, u64, u64)],
+    meta_config: &serde_json::Value,
+    start_unix_ns: u64,
+    target: std::net::SocketAddr,
+) -> Result<serde_json::Value> {
+    let meta = RecordMeta {
+        wirelab_version: env!("CARGO_PKG_VERSION").into(),
+        role: "sender".into(),
+        host: String::new(),
+        clock: String::new(),
+        start_unix_ns,
+        config: meta_config.clone(),
+    };
+    let mut flows = Vec::new();
+    let mut totals_sent = 0;
+    for (o, clamped_ivals, clamped_sizes) in outcomes {
+        let s = analyze_sets(&o.tx, &[], &o.replies, Some(&meta), 1_000_000_000)?;
+        totals_sent += o.stats.sent;
+        for f in s.flows {
+            let mut v = serde_json::to_value(&f)?;
+            v["echo_replies"] = serde_json::json!(o.stats.echo_replies);
+            v["engine"] = serde_json::to_value(&o.stats)?;
+            v["engine"]["clamped_intervals"] = serde_json::json!(clamped_ivals);
+            v["engine"]["clamped_sizes"] = serde_json::json!(clamped_sizes);
+            flows.push(v);
+        }
+    }
+    Ok(serde_json::json!({
+        "schema": "wirelab.send/1",
+        "target": target.to_string(),
+        "config": meta_config,
+        "flows": flows,
+        "totals": { "flows": outcomes.len(), "sent": totals_sent },
+    }))
+}
+
+pub fn print_sender_summary(v: &serde_json::Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "sent to {}: interval {}, size {}",
+        v["target"].as_str().unwrap_or("?"),
+        v["config"]["interval"].as_str().unwrap_or("?"),
+        v["config"]["size"].as_str().unwrap_or("?")
+    )?;
+    for f in v["flows"].as_array().into_iter().flatten() {
+        let e = &f["engine"];
+        let s = &f["sender"];
+        let ns = |x: &serde_json::Value| {
+            x.as_f64()
+                .map(wirelab_core::units::format_ns)
+                .unwrap_or_else(|| "-".into())
+        };
+        writeln!(
+            out,
+            "flow {}: {} probes ({} bytes) at {:.1} pps; lateness p50 {} p99 {} p99.9 {} max {}; missed deadlines {}; drift {} ppm",
+            f["flow"],
+            f["sent"],
+            e["bytes"],
+            s["rate"]["rate_pps"].as_f64().unwrap_or(0.0),
+            ns(&s["lateness"]["p50_ns"]),
+            ns(&s["lateness"]["p99_ns"]),
+            ns(&s["lateness"]["p999_ns"]),
+            ns(&s["lateness"]["max_ns"]),
+            s["late"],
+            s["drift"]["drift_ppm"]
+                .as_f64()
+                .map(|d| format!("{d:.2}"))
+                .unwrap_or_else(|| "-".into()),
+        )?;
+        writeln!(
+            out,
+            "  {} send calls, {} batched (max {} per call), {} retries, {} errors; clamped: {} intervals, {} sizes; KS distance: intervals {}, sizes {}",
+            e["send_calls"],
+            e["batched_calls"],
+            e["max_batch"],
+            e["send_retries"],
+            e["send_errors"],
+            e["clamped_intervals"],
+            e["clamped_sizes"],
+            fmt_ks(&s["departure"]["ks_distance"]),
+            fmt_ks(&s["sizes"]["ks_distance"]),
+        )?;
+        if !f["rtt"].is_null() {
+            let r = &f["rtt"];
+            writeln!(
+                out,
+                "  rtt: {} replies, lost {}; min {} p50 {} p99 {} max {}; reflector residence p50 {}; network rtt p50 {}",
+                r["replies"],
+                r["lost"],
+                ns(&r["rtt"]["min_ns"]),
+                ns(&r["rtt"]["p50_ns"]),
+                ns(&r["rtt"]["p99_ns"]),
+                ns(&r["rtt"]["max_ns"]),
+                ns(&r["residence"]["p50_ns"]),
+                ns(&r["net_rtt"]["p50_ns"]),
+            )?;
+            writeln!(
+                out,
+                "  one-way (needs synchronized clocks): forward p50 {}, return p50 {}",
+                ns(&r["forward"]["p50_ns"]),
+                ns(&r["return"]["p50_ns"]),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn fmt_ks(v: &serde_json::Value) -> String {
+    v.as_f64()
+        .map(|d| format!("{d:.4}"))
+        .unwrap_or_else(|| "n/a".into())
+}

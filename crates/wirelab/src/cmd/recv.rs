@@ -1,0 +1,146 @@
+//! `wirelab recv`.
+
+use crate::cli::RecvArgs;
+use crate::values;
+use anyhow::{Context, Result};
+use std::time::Duration;
+use wirelab_engine::receiver::{RecvConfig, RecvCounters, Receiver};
+use wirelab_engine::recordlog::{hostname, RecordLog, RecordMeta};
+use wirelab_engine::StopFlag;
+use wirelab_io::clock::real_ns;
+use wirelab_wire::record::Role;
+
+pub fn run(a: RecvArgs) -> Result<()> {
+    let bind = super::bind_addr(a.bind.as_deref(), a.port, a.family.ipv4)?;
+    let dur = |flag: &str, v: &Option<String>| -> Result<Option<Duration>> {
+        v.as_deref()
+            .map(|s| values::duration_ns(flag, s).map(Duration::from_nanos))
+            .transpose()
+    };
+    let window_ns = values::duration_ns("--window", &a.window)?.max(1_000_000);
+    let cfg = RecvConfig {
+        bind,
+        v6only: a.family.ipv6,
+        echo: a.echo,
+        rcvbuf: values::bytes("--rcvbuf", &a.rcvbuf)? as usize,
+        batch: a.batch as usize,
+        busy_poll_us: a.busy_poll,
+        linger: Duration::from_nanos(values::duration_ns("--linger", &a.linger)?),
+        idle_timeout: dur("--idle-timeout", &a.idle_timeout)?,
+        max_duration: dur("--timeout", &a.timeout)?,
+        forever: a.forever,
+    };
+    if let Some(c) = a.cpu {
+        wirelab_io::rt::pin_to_cpu(c)?;
+    }
+    if let Some(p) = a.rt_priority {
+        wirelab_io::rt::set_fifo_priority(p)?;
+    }
+    let rx = Receiver::bind(cfg.clone()).map_err(|e| bind_error(e, bind))?;
+    let local = rx.local_addr()?;
+    let mut log = match &a.record {
+        Some(p) => {
+            let meta = RecordMeta {
+                wirelab_version: env!("CARGO_PKG_VERSION").into(),
+                role: if a.echo { "reflector" } else { "receiver" }.into(),
+                host: hostname(),
+                clock: format!(
+                    "rx times CLOCK_REALTIME, {} timestamps",
+                    rx.timestamp_mode().as_str()
+                ),
+                start_unix_ns: real_ns(),
+                config: serde_json::json!({
+                    "bind": local.to_string(), "echo": a.echo, "rcvbuf": a.rcvbuf,
+                    "batch": a.batch, "busy_poll_us": a.busy_poll,
+                }),
+            };
+            Some(
+                RecordLog::create(p, Role::Receiver, &meta)
+                    .with_context(|| format!("cannot create record file {}", p.display()))?,
+            )
+        }
+        None => None,
+    };
+    let stop = StopFlag::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.as_arc())?;
+    }
+    if !a.quiet && !a.json {
+        eprintln!(
+            "wirelab recv: listening on {local} ({}{}), Ctrl-C to stop",
+            rx.timestamp_mode().as_str(),
+            if a.echo { ", reflecting echo requests" } else { "" }
+        );
+    }
+    let pb = crate::progress::spinner(a.quiet);
+    let mut last = (0u64, std::time::Instant::now());
+    let mut progress = |c: &RecvCounters| {
+        if let Some(pb) = &pb {
+            let dt = last.1.elapsed().as_secs_f64().max(1e-3);
+            let rate = (c.packets - last.0) as f64 / dt;
+            last = (c.packets, std::time::Instant::now());
+            pb.set_message(format!(
+                "{} packets, {:.0} pps, {} flow(s) ({} ended), {} kernel drops, {} not probes",
+                c.packets, rate, c.flows, c.flows_ended, c.kernel_drops, c.malformed
+            ));
+        }
+    };
+    let mut flows = super::analyze::LiveFlows::new(window_ns);
+    let out = rx.run(
+        &mut flows,
+        log.as_mut(),
+        &stop,
+        &mut progress,
+        Duration::from_millis(250),
+    )?;
+    if let Some(pb) = &pb {
+        pb.finish_and_clear();
+    }
+    if let Some(l) = log {
+        l.finish().context("cannot finish the record file")?;
+    }
+    let summary = flows.finish();
+    if a.json {
+        let v = serde_json::json!({
+            "schema": "wirelab.recv/1",
+            "receiver": out,
+            "flows": summary.flows,
+            "totals": summary.totals,
+            "clock_note": super::analyze::CLOCK_NOTE,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "receiver {}: {} packets, {} bytes in {:.3} s ({}), ended by {}; {} kernel drops, {} not probes, {} echo replies",
+            out.local_addr,
+            out.counters.packets,
+            out.counters.bytes,
+            out.duration_ns as f64 / 1e9,
+            out.timestamping,
+            out.end_reason,
+            out.counters.kernel_drops,
+            out.counters.malformed,
+            out.counters.echo_replies,
+        );
+        super::analyze::print_summary(&summary)?;
+    }
+    Ok(())
+}
+
+fn bind_error(e: std::io::Error, bind: std::net::SocketAddr) -> anyhow::Error {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => crate::error::usage(format!(
+            "port {} is already in use on {}: pick another with --port",
+            bind.port(),
+            bind.ip()
+        )),
+        std::io::ErrorKind::PermissionDenied => anyhow::Error::new(crate::error::Privilege(format!(
+            "binding {bind} needs privilege (ports below 1024 need CAP_NET_BIND_SERVICE): use --port 1024 or above"
+        ))),
+        std::io::ErrorKind::AddrNotAvailable => crate::error::usage(format!(
+            "{} is not an address of this host: check --bind",
+            bind.ip()
+        )),
+        _ => anyhow::Error::new(e).context(format!("cannot bind {bind}")),
+    }
+}

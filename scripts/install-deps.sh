@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the system packages wirelab's build, tests and demo need (Debian).
+# Idempotent; does nothing when everything is already there.
+set -euo pipefail
+need=()
+command -v ip >/dev/null || need+=(iproute2)
+command -v nft >/dev/null || need+=(nftables)
+command -v tshark >/dev/null || need+=(tshark)
+command -v capinfos >/dev/null || need+=(tshark)
+command -v tcpdump >/dev/null || need+=(tcpdump)
+[ -e /usr/include/pcap/pcap.h ] || need+=(libpcap-dev)
+command -v cc >/dev/null || need+=(gcc)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "installing: ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
