@@ -68,6 +68,9 @@ pub struct Pacer {
     scheduled: u64,
     sent: u64,
     exhausted: bool,
+    /// The clock passed start + duration: schedule nothing more. This ends
+    /// unpaced runs (interval 0), whose offsets never reach the duration.
+    expired: bool,
 }
 
 impl Pacer {
@@ -85,6 +88,7 @@ impl Pacer {
             scheduled: 0,
             sent: 0,
             exhausted: false,
+            expired: false,
         }
     }
 
@@ -104,6 +108,9 @@ impl Pacer {
     }
 
     fn within_limits(&self) -> bool {
+        if self.expired {
+            return false;
+        }
         if let Some(c) = self.limits.count {
             if self.scheduled >= c {
                 return false;
@@ -158,7 +165,12 @@ impl Pacer {
 
     /// Decides what to do at `now_ns`. Call [`Pacer::push_interval`] while
     /// [`Pacer::wants_interval`] first, so due packets can be batched.
-    pub fn poll(&self, now_ns: u64) -> Action {
+    pub fn poll(&mut self, now_ns: u64) -> Action {
+        if let Some(d) = self.limits.duration_ns {
+            if now_ns >= self.start_ns.saturating_add(d) {
+                self.expired = true;
+            }
+        }
         let Some(deadline) = self.next_deadline() else {
             return Action::Done;
         };
@@ -303,6 +315,40 @@ mod tests {
     }
 
     #[test]
+    fn unpaced_run_ends_by_the_clock() {
+        let mut p = Pacer::new(
+            0,
+            WaitStrategy::Spin,
+            Limits {
+                count: None,
+                duration_ns: Some(1_000),
+            },
+            64,
+        );
+        let mut out = vec![];
+        let mut now = 0;
+        let mut sent = 0;
+        for _ in 0..1000 {
+            while p.wants_interval() {
+                p.push_interval(0.0);
+            }
+            match p.poll(now) {
+                Action::Send { count } => {
+                    assert_eq!(count, 64);
+                    p.take(count, &mut out);
+                    sent += out.len();
+                    now += 100;
+                }
+                Action::Done => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(p.is_done());
+        // 10 batches before the clock passed 1 µs, then the pending batch drains.
+        assert_eq!(sent, 11 * 64);
+    }
+
+    #[test]
     fn fractional_intervals_do_not_drift() {
         // 3 kpps: 333333.33 ns. Rounding each interval would lose 1 ns per
         // packet (3 ms per million); the schedule must not.
@@ -334,7 +380,8 @@ mod tests {
             while p.wants_interval() {
                 p.push_interval(1_000.0);
             }
-            if let Action::Send { count } = p.poll(u64::MAX / 2) {
+            let now = p.next_deadline().unwrap_or(0);
+            if let Action::Send { count } = p.poll(now) {
                 p.take(count, &mut out);
                 n += out.len();
             }

@@ -101,3 +101,13 @@ mod tests {
         assert!(e.contains("cannot pin to CPU 100000"), "{e}");
     }
 }
+
+/// Restores the default SIGPIPE action, so `wirelab ... | head` ends
+/// quietly like other command-line tools instead of reporting EPIPE.
+pub fn default_sigpipe() {
+    // SAFETY: installing SIG_DFL for SIGPIPE touches no memory of ours and
+    // runs at startup, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

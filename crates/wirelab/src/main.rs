@@ -14,6 +14,7 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() {
+    wirelab_io::rt::default_sigpipe();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -76,7 +76,7 @@ fn exact_loss_from_nftables_is_reported_exactly() {
     assert_eq!(f["sent"], 1050, "{f}");
     assert_eq!(f["received"], 1039, "{f}");
     assert_eq!(f["lost"], 11, "{f}");
-    let lost: Vec<u64> = f["lost_seqs"]
+    let lost: Vec<u64> = f["receiver"]["loss"]["lost_seqs"]
         .as_array()
         .unwrap_or_else(|| panic!("no lost_seqs in {f}"))
         .iter()
