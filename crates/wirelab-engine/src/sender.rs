@@ -109,25 +109,37 @@ pub struct FlowSendStats {
 /// Shared sink for the records of all flows of one sender.
 pub type SharedLog = Arc<Mutex<RecordLog>>;
 
-/// Everything a flow hands back.
-pub struct FlowOutcome {
-    pub stats: FlowSendStats,
-    /// Every Tx record (when `keep_records`), for the summary's metrics.
-    pub tx: Vec<Record>,
-    pub replies: Vec<Record>,
+/// Receives every record a flow produces, as it is produced: streaming
+/// statistics live here, so a long run holds no per-packet memory.
+pub trait RecordSink: Send {
+    fn record(&mut self, r: &Record);
+}
+
+/// Keeps every record (tests, short runs).
+impl RecordSink for Vec<Record> {
+    fn record(&mut self, r: &Record) {
+        self.push(*r);
+    }
+}
+
+/// Discards records.
+impl RecordSink for () {
+    fn record(&mut self, _: &Record) {}
 }
 
 /// Runs one flow to completion (limits reached, values exhausted, or stop).
-/// Records go to `log` when given; all records are also returned when
-/// `keep_records` so the caller can summarize them.
-pub fn run_flow(
+/// Tx records go to `tx_sink`, echo replies to `reply_sink` (owned by the
+/// reply thread and handed back), and both to `log` when given.
+#[allow(clippy::too_many_arguments)]
+pub fn run_flow<S: RecordSink + 'static>(
     cfg: &FlowConfig,
     intervals: &mut dyn Values,
     sizes: &mut dyn Values,
     log: Option<&SharedLog>,
-    keep_records: bool,
+    tx_sink: &mut dyn RecordSink,
+    reply_sink: S,
     stop: &StopFlag,
-) -> io::Result<FlowOutcome> {
+) -> io::Result<(FlowSendStats, S)> {
     let sock = UdpSock::connect(cfg.target, cfg.bind)?;
     if let Some(tos) = cfg.tos {
         sock.set_tos(tos)?;
@@ -150,7 +162,9 @@ pub fn run_flow(
     let replies_wanted = Arc::new(AtomicU64::new(0));
     let replies_got = Arc::new(AtomicU64::new(0));
     let reply_stop = StopFlag::new();
+    let mut reply_sink = Some(reply_sink);
     let reply_thread = if cfg.echo {
+        let sink = reply_sink.take();
         let mut rsock = sock.try_clone()?;
         rsock.enable_rx_timestamps();
         rsock.set_read_timeout(Duration::from_millis(50))?;
@@ -160,7 +174,7 @@ pub fn run_flow(
         let off = cfg.mono_to_real;
         let got = replies_got.clone();
         Some(std::thread::spawn(move || {
-            reply_loop(rsock, flow, off, log, keep_records, got, rstop)
+            reply_loop(rsock, flow, off, log, sink, got, rstop)
         }))
     } else {
         None
@@ -173,7 +187,6 @@ pub fn run_flow(
     let mut pacer = Pacer::new(start, cfg.wait, cfg.limits, max_batch);
     let mut due: Vec<u64> = Vec::with_capacity(max_batch);
     let mut chunk: Vec<Record> = Vec::with_capacity(RECORD_CHUNK);
-    let mut kept: Vec<Record> = Vec::new();
     let mut st = FlowSendStats {
         flow: cfg.flow,
         start_unix_ns: start_real,
@@ -276,7 +289,8 @@ pub fn run_flow(
                     if warm {
                         st.warmup += 1;
                     }
-                    push_record(&mut chunk, &mut kept, rec, log, keep_records)?;
+                    tx_sink.record(&rec);
+                    push_record(&mut chunk, rec, log)?;
                 }
                 st.sent += sent as u64;
                 st.last_tx_offset_ns = now - epoch;
@@ -313,7 +327,7 @@ pub fn run_flow(
     }
     flush_chunk(&mut chunk, log)?;
 
-    let replies = if let Some(t) = reply_thread {
+    if let Some(t) = reply_thread {
         // Stop early once every probe has come back.
         let wait_until = mono_ns() + cfg.echo_wait.as_nanos() as u64;
         let wanted = replies_wanted.load(Ordering::Relaxed);
@@ -324,19 +338,14 @@ pub fn run_flow(
             std::thread::sleep(Duration::from_millis(10));
         }
         reply_stop.stop();
-        let (count, recs) = t
+        let (count, sink) = t
             .join()
             .map_err(|_| io::Error::other("echo reply thread panicked"))??;
         st.echo_replies = count;
-        recs
-    } else {
-        Vec::new()
-    };
-    Ok(FlowOutcome {
-        stats: st,
-        tx: kept,
-        replies,
-    })
+        reply_sink = Some(sink);
+    }
+    let reply_sink = reply_sink.ok_or_else(|| io::Error::other("echo reply sink lost"))?;
+    Ok((st, reply_sink))
 }
 
 /// Sends `lens.len()` buffers, retrying the rest after a partial send or a
@@ -394,16 +403,7 @@ mod libc_errno {
     pub const ECONNREFUSED: i32 = 111;
 }
 
-fn push_record(
-    chunk: &mut Vec<Record>,
-    kept: &mut Vec<Record>,
-    rec: Record,
-    log: Option<&SharedLog>,
-    keep: bool,
-) -> io::Result<()> {
-    if keep {
-        kept.push(rec);
-    }
+fn push_record(chunk: &mut Vec<Record>, rec: Record, log: Option<&SharedLog>) -> io::Result<()> {
     if log.is_some() {
         chunk.push(rec);
         if chunk.len() >= RECORD_CHUNK {
@@ -424,19 +424,19 @@ fn flush_chunk(chunk: &mut Vec<Record>, log: Option<&SharedLog>) -> io::Result<(
     Ok(())
 }
 
-/// Reads echo replies until stopped; returns (replies, records).
-fn reply_loop(
+/// Reads echo replies until stopped; returns the reply count and the sink.
+fn reply_loop<S: RecordSink>(
     sock: UdpSock,
     flow: u32,
     mono_to_real: i128,
     log: Option<SharedLog>,
-    keep: bool,
+    sink: Option<S>,
     got: Arc<AtomicU64>,
     stop: StopFlag,
-) -> io::Result<(u64, Vec<Record>)> {
+) -> io::Result<(u64, S)> {
+    let mut sink = sink.ok_or_else(|| io::Error::other("echo reply sink missing"))?;
     let mut batch = RecvBatch::new(64, 2048);
     let mut chunk = Vec::with_capacity(RECORD_CHUNK);
-    let mut kept = Vec::new();
     let mut count = 0u64;
     loop {
         match sock.recv_batch(&mut batch) {
@@ -471,7 +471,8 @@ fn reply_loop(
                         rec_flags,
                         ..Default::default()
                     };
-                    push_record(&mut chunk, &mut kept, rec, log.as_ref(), keep)?;
+                    sink.record(&rec);
+                    push_record(&mut chunk, rec, log.as_ref())?;
                 }
             }
             Err(e)
@@ -488,5 +489,5 @@ fn reply_loop(
         }
     }
     flush_chunk(&mut chunk, log.as_ref())?;
-    Ok((count, kept))
+    Ok((count, sink))
 }

@@ -161,3 +161,26 @@ fn several_flows_into_one_receiver() {
         assert_eq!(f["duplicates"], 0, "{f}");
     }
 }
+
+#[test]
+fn demo_builds_a_lab_reports_and_tears_it_down() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let before = String::from_utf8(run(std::process::Command::new("ip").args(["netns", "list"])).stdout).unwrap();
+    let out = run(std::process::Command::new(exe()).args(["demo", "--duration", "1s", "--json"]));
+    let v = json(&out);
+    assert_eq!(v["schema"], "wirelab.analysis/1");
+    let f = flow(&v, 1);
+    assert!(f["sent"].as_u64().unwrap() > 500, "{f}");
+    assert_eq!(f["sent"], f["received"], "{f}");
+    assert_eq!(f["sent_source"], "sender_records");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("joined by a veth pair"), "{err}");
+    let after = String::from_utf8(run(std::process::Command::new("ip").args(["netns", "list"])).stdout).unwrap();
+    assert_eq!(
+        before.lines().filter(|l| l.starts_with("wl-")).count(),
+        after.lines().filter(|l| l.starts_with("wl-")).count(),
+        "demo namespaces left behind: {after}"
+    );
+}

@@ -8,12 +8,13 @@ use std::io::Write;
 use std::path::Path;
 use wirelab_analysis::{
     analyze, departure_interval_samples, ks_distance, render_text, size_samples, AnalysisConfig,
-    FlowConfig, FlowReport, FlowStats, RecordSets, SenderInfo, Summary,
+    FlowConfig, FlowReport, FlowStats, RateModel, RecordSets, RttStats, SenderInfo, SenderStats,
+    SentSource, Summary,
 };
 use wirelab_core::gen::{Bounds, GenSpec, SpecUnit};
 use wirelab_engine::receiver::RxSink;
 use wirelab_engine::recordlog::RecordMeta;
-use wirelab_engine::sender::FlowOutcome;
+use wirelab_engine::sender::{FlowSendStats, RecordSink};
 use wirelab_wire::record::{Record, RecordKind, RecordReader, Role};
 use wirelab_wire::ProbeFlags;
 
@@ -105,13 +106,13 @@ pub fn load(path: &Path) -> Result<Loaded> {
 }
 
 /// The generator specs a sender recorded in its metadata.
-struct Requested {
+pub struct Requested {
     interval: Option<GenSpec>,
     size: Option<GenSpec>,
 }
 
 impl Requested {
-    fn from_config(cfg: &serde_json::Value) -> Requested {
+    pub fn from_config(cfg: &serde_json::Value) -> Requested {
         let get = |k: &str, u| {
             cfg.get(k)
                 .and_then(|v| v.as_str())
@@ -123,7 +124,7 @@ impl Requested {
         }
     }
 
-    fn mean_interval_ns(&self) -> Option<u64> {
+    pub fn mean_interval_ns(&self) -> Option<u64> {
         self.interval
             .as_ref()
             .and_then(values::mean_of)
@@ -135,37 +136,42 @@ impl Requested {
 /// sizes, where the requested distribution has a continuous CDF (a
 /// constant's step CDF makes any jitter look like a distance of ~1, which
 /// says nothing; its accuracy is the lateness and departure error instead).
-fn fill_ks(report: &mut FlowReport, tx: &[Record], req: &Requested) {
+fn fill_ks_samples(
+    report: &mut FlowReport,
+    req: &Requested,
+    intervals: &mut [f64],
+    sizes: &mut [f64],
+) {
     let Some(sender) = report.sender.as_mut() else {
         return;
     };
-    let cdf_of = |spec: &GenSpec| {
-        if spec.as_const().is_some() {
+    let ks = |spec: &Option<GenSpec>, samples: &mut [f64]| -> Option<f64> {
+        let spec = spec.as_ref()?;
+        if spec.as_const().is_some() || samples.is_empty() {
             return None;
         }
-        spec.build(&|p| std::fs::read_to_string(p).map_err(|e| e.to_string()), 0, Bounds::NON_NEGATIVE)
-            .ok()
+        let g = spec
+            .build(
+                &|p| std::fs::read_to_string(p).map_err(|e| e.to_string()),
+                0,
+                Bounds::NON_NEGATIVE,
+            )
+            .ok()?;
+        g.cdf(0.0)?;
+        Some(ks_distance(samples, |x| g.cdf(x).unwrap_or(0.0)))
     };
-    if let (Some(spec), Some(dep)) = (&req.interval, sender.departure.as_mut()) {
-        if let Some(g) = cdf_of(spec) {
-            if g.cdf(0.0).is_some() {
-                let mut s = departure_interval_samples(tx, report.flow);
-                if !s.is_empty() {
-                    dep.ks_distance = Some(ks_distance(&mut s, |x| g.cdf(x).unwrap_or(0.0)));
-                }
-            }
-        }
+    if let Some(dep) = sender.departure.as_mut() {
+        dep.ks_distance = ks(&req.interval, intervals);
     }
-    if let (Some(spec), Some(sz)) = (&req.size, sender.sizes.as_mut()) {
-        if let Some(g) = cdf_of(spec) {
-            if g.cdf(0.0).is_some() {
-                let mut s = size_samples(tx, report.flow, RecordKind::Tx);
-                if !s.is_empty() {
-                    sz.ks_distance = Some(ks_distance(&mut s, |x| g.cdf(x).unwrap_or(0.0)));
-                }
-            }
-        }
+    if let Some(sz) = sender.sizes.as_mut() {
+        sz.ks_distance = ks(&req.size, sizes);
     }
+}
+
+fn fill_ks(report: &mut FlowReport, tx: &[Record], req: &Requested) {
+    let mut ivals = departure_interval_samples(tx, report.flow);
+    let mut sizes = size_samples(tx, report.flow, RecordKind::Tx);
+    fill_ks_samples(report, req, &mut ivals, &mut sizes);
 }
 
 /// Runs the whole-run analysis over in-memory records.
@@ -239,41 +245,149 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
     Ok(())
 }
 
-/// The sender's summary: its own counters plus the analysis of what it sent.
+/// Most samples kept for a KS distance; beyond it a uniform reservoir
+/// sample (Algorithm R) keeps memory bounded on long runs.
+const KS_SAMPLES: usize = 200_000;
+
+/// A bounded uniform sample of a stream of values.
+pub struct Reservoir {
+    seen: u64,
+    state: u64,
+    pub samples: Vec<f64>,
+}
+
+impl Reservoir {
+    fn new(seed: u64) -> Self {
+        Reservoir {
+            seen: 0,
+            state: seed | 1,
+            samples: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, v: f64) {
+        self.seen += 1;
+        if self.samples.len() < KS_SAMPLES {
+            self.samples.push(v);
+            return;
+        }
+        // xorshift64*: cheap, and good enough to pick reservoir slots.
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        let r = self.state.wrapping_mul(0x2545_f491_4f6c_dd1d) % self.seen;
+        if (r as usize) < KS_SAMPLES {
+            self.samples[r as usize] = v;
+        }
+    }
+}
+
+/// Streaming sender statistics of one flow, fed by the sending thread.
+pub struct SendAccum {
+    stats: SenderStats,
+    intervals: Reservoir,
+    sizes: Reservoir,
+    prev_tx: Option<u64>,
+}
+
+impl SendAccum {
+    pub fn new(info: SenderInfo) -> Self {
+        SendAccum {
+            stats: SenderStats::new(info, RateModel::default()),
+            intervals: Reservoir::new(0x1234),
+            sizes: Reservoir::new(0x5678),
+            prev_tx: None,
+        }
+    }
+}
+
+impl RecordSink for SendAccum {
+    fn record(&mut self, r: &Record) {
+        let flags = ProbeFlags(r.probe_flags);
+        self.stats
+            .observe(r.seq, r.sched_ns, r.tx_ns, r.size, flags);
+        if flags.is_warmup() {
+            return;
+        }
+        if let Some(p) = self.prev_tx {
+            self.intervals.add(r.tx_ns.saturating_sub(p) as f64);
+        }
+        self.prev_tx = Some(r.tx_ns);
+        self.sizes.add(r.size as f64);
+    }
+}
+
+/// Streaming RTT statistics, fed by the echo reply thread.
+#[derive(Default)]
+pub struct RttAccum(RttStats);
+
+impl RecordSink for RttAccum {
+    fn record(&mut self, r: &Record) {
+        self.0.observe(
+            r.seq,
+            r.tx_ns,
+            r.rx_ns,
+            r.refl_rx_ns,
+            r.refl_tx_ns,
+            ProbeFlags(r.probe_flags),
+        );
+    }
+}
+
+/// What one sending flow hands to the summary.
+pub struct SentFlow {
+    pub stats: FlowSendStats,
+    pub tx: SendAccum,
+    pub rtt: RttAccum,
+    pub echo: bool,
+    pub clamped_intervals: u64,
+    pub clamped_sizes: u64,
+}
+
+/// Builds the sender's report of one flow from its streaming statistics.
+fn sent_flow_report(f: &mut SentFlow, req: &Requested) -> FlowReport {
+    let mut rep = FlowReport::empty(f.stats.flow);
+    let sender = f.tx.stats.finish();
+    rep.sent = Some(f.tx.stats.sent());
+    rep.sent_source = Some(SentSource::SenderRecords);
+    if f.echo {
+        rep.rtt = Some(f.rtt.0.finish(Some(sender.echo_requests)));
+    }
+    rep.sender = Some(sender);
+    fill_ks_samples(
+        &mut rep,
+        req,
+        &mut f.tx.intervals.samples,
+        &mut f.tx.sizes.samples,
+    );
+    rep
+}
+
+/// The sender's summary: its own counters plus the statistics of what it sent.
 pub fn sender_summary(
-    outcomes: &[(FlowOutcome, u64, u64)],
-    meta_config: &serde_json::Value,
-    start_unix_ns: u64,
+    flows: &mut [SentFlow],
+    config: &serde_json::Value,
     target: std::net::SocketAddr,
 ) -> Result<serde_json::Value> {
-    let meta = RecordMeta {
-        wirelab_version: env!("CARGO_PKG_VERSION").into(),
-        role: "sender".into(),
-        host: String::new(),
-        clock: String::new(),
-        start_unix_ns,
-        config: meta_config.clone(),
-    };
-    let mut flows = Vec::new();
+    let req = Requested::from_config(config);
+    let mut out = Vec::new();
     let mut totals_sent = 0;
-    for (o, clamped_ivals, clamped_sizes) in outcomes {
-        let s = analyze_sets(&o.tx, &[], &o.replies, Some(&meta), 1_000_000_000)?;
-        totals_sent += o.stats.sent;
-        for f in s.flows {
-            let mut v = serde_json::to_value(&f)?;
-            v["echo_replies"] = serde_json::json!(o.stats.echo_replies);
-            v["engine"] = serde_json::to_value(&o.stats)?;
-            v["engine"]["clamped_intervals"] = serde_json::json!(clamped_ivals);
-            v["engine"]["clamped_sizes"] = serde_json::json!(clamped_sizes);
-            flows.push(v);
-        }
+    for f in flows.iter_mut() {
+        totals_sent += f.stats.sent;
+        let rep = sent_flow_report(f, &req);
+        let mut v = serde_json::to_value(&rep)?;
+        v["echo_replies"] = serde_json::json!(f.stats.echo_replies);
+        v["engine"] = serde_json::to_value(&f.stats)?;
+        v["engine"]["clamped_intervals"] = serde_json::json!(f.clamped_intervals);
+        v["engine"]["clamped_sizes"] = serde_json::json!(f.clamped_sizes);
+        out.push(v);
     }
     Ok(serde_json::json!({
         "schema": "wirelab.send/1",
         "target": target.to_string(),
-        "config": meta_config,
-        "flows": flows,
-        "totals": { "flows": outcomes.len(), "sent": totals_sent },
+        "config": config,
+        "flows": out,
+        "totals": { "flows": flows.len(), "sent": totals_sent },
     }))
 }
 

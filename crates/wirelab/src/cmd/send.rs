@@ -9,7 +9,9 @@ use std::time::Duration;
 use wirelab_core::gen::{Bounds, SpecUnit};
 use wirelab_core::schedule::{Limits, WaitStrategy};
 use wirelab_engine::recordlog::{hostname, RecordLog, RecordMeta};
-use wirelab_engine::sender::{self, FlowConfig, FlowOutcome, Padding, MAX_PAYLOAD};
+use crate::cmd::analyze::{sender_summary, Requested, RttAccum, SendAccum, SentFlow};
+use wirelab_analysis::SenderInfo;
+use wirelab_engine::sender::{self, FlowConfig, Padding, MAX_PAYLOAD};
 use wirelab_engine::StopFlag;
 use wirelab_io::clock::{mono_ns, mono_to_real_offset};
 use wirelab_wire::probe::{ECHO_LEN, HEADER_LEN};
@@ -108,6 +110,7 @@ pub fn run(a: SendArgs) -> Result<()> {
         ));
     }
 
+    let interval_ns = Requested::from_config(&config).mean_interval_ns();
     let mut handles = Vec::new();
     for (i, (mut ivals, mut sizes)) in gens.into_iter().enumerate() {
         let cfg = FlowConfig {
@@ -134,7 +137,13 @@ pub fn run(a: SendArgs) -> Result<()> {
         let log = log.clone();
         let cpu = a.cpu.map(|c| c + i);
         let prio = a.rt_priority;
-        handles.push(std::thread::spawn(move || -> Result<(FlowOutcome, u64, u64)> {
+        let info = SenderInfo {
+            start_unix_ns,
+            interval_ns,
+            late_threshold_ns: None,
+        };
+        let echo = a.echo;
+        handles.push(std::thread::spawn(move || -> Result<SentFlow> {
             if let Some(c) = cpu {
                 wirelab_io::rt::pin_to_cpu(c)?;
             }
@@ -143,9 +152,25 @@ pub fn run(a: SendArgs) -> Result<()> {
             }
             let mut next_ival = || ivals.next();
             let mut next_size = || sizes.next();
-            let out = sender::run_flow(&cfg, &mut next_ival, &mut next_size, log.as_ref(), true, &stop)
-                .with_context(|| format!("flow {} to {}", cfg.flow, cfg.target))?;
-            Ok((out, ivals.clamped(), sizes.clamped()))
+            let mut tx = SendAccum::new(info);
+            let (stats, rtt) = sender::run_flow(
+                &cfg,
+                &mut next_ival,
+                &mut next_size,
+                log.as_ref(),
+                &mut tx,
+                RttAccum::default(),
+                &stop,
+            )
+            .with_context(|| format!("flow {} to {}", cfg.flow, cfg.target))?;
+            Ok(SentFlow {
+                stats,
+                tx,
+                rtt,
+                echo,
+                clamped_intervals: ivals.clamped(),
+                clamped_sizes: sizes.clamped(),
+            })
         }));
     }
     let mut outcomes = Vec::new();
@@ -176,7 +201,7 @@ pub fn run(a: SendArgs) -> Result<()> {
     if let Some(e) = first_err {
         return Err(e);
     }
-    let report = crate::cmd::analyze::sender_summary(&outcomes, &config, start_unix_ns, target)?;
+    let report = sender_summary(&mut outcomes, &config, target)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -1,0 +1,487 @@
+//! Capture files: pcapng or pcap, to a file or stdout, with rotation.
+//!
+//! # Names
+//!
+//! Without rotation the path is used as given. With any rotation (`max_bytes`, `every_ns`)
+//! files are numbered from 1 before the extension: `out.pcapng` → `out-00001.pcapng`,
+//! `out-00002.pcapng`, ... (a path without extension gets `-00001` appended). With
+//! `max_files = N` only the newest N files are kept: opening file N+1 deletes the oldest
+//! (a ring of files; names keep counting up, so sorting by name sorts by time).
+//!
+//! # Rotation
+//!
+//! - by size: a file is closed once it holds at least `max_bytes` bytes (the packet that
+//!   crosses the limit is still written to it, so no file is ever empty);
+//! - by time: every `every_ns` of wall-clock time from the start or, with `align`, at
+//!   multiples of `every_ns` since the Unix epoch (so `--rotate-every 1h --align` cuts at
+//!   the top of each hour). Time rotation is checked once per processing cycle.
+//!
+//! Every pcapng file ends with an interface statistics block holding the counters of the
+//! last [`Output::tick`]. pcap files cannot carry statistics.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use wirelab_pcap::{
+    InterfaceOptions, PcapPrecision, PcapWriter, PcapngWriter, SectionOptions, StatsCounters,
+};
+
+/// Output file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileFormat {
+    /// pcapng, nanosecond timestamps (`if_tsresol` 9).
+    Pcapng,
+    /// Classic pcap with µs or ns timestamps.
+    Pcap(PcapPrecision),
+}
+
+/// When to start a new file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rotation {
+    /// Close a file once it holds at least this many bytes.
+    pub max_bytes: Option<u64>,
+    /// Start a new file every this many ns of wall-clock time.
+    pub every_ns: Option<u64>,
+    /// Align time rotation to multiples of `every_ns` since the epoch.
+    pub align: bool,
+    /// Keep only the newest this many files.
+    pub max_files: Option<u32>,
+}
+
+impl Rotation {
+    /// Whether files are numbered.
+    pub fn enabled(&self) -> bool {
+        self.max_bytes.is_some() || self.every_ns.is_some()
+    }
+}
+
+/// Where and how to write.
+#[derive(Debug, Clone)]
+pub struct OutputConfig {
+    /// File path; `None` writes to stdout.
+    pub path: Option<PathBuf>,
+    /// Format.
+    pub format: FileFormat,
+    /// Rotation (files only).
+    pub rotation: Rotation,
+    /// Interface name for the IDB.
+    pub ifname: String,
+    /// Interface description (`if_description`), e.g. the filter in use.
+    pub description: Option<String>,
+    /// LINKTYPE_*.
+    pub linktype: u16,
+    /// Snap length.
+    pub snaplen: u32,
+    /// Flush after every processing cycle (on for stdout, so a pipe reader sees packets
+    /// as they come).
+    pub flush_each_cycle: bool,
+}
+
+/// One file written.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FileSummary {
+    /// Path ("-" for stdout).
+    pub path: String,
+    /// Packets in the file.
+    pub packets: u64,
+    /// Bytes in the file.
+    pub bytes: u64,
+    /// Whether the file was deleted by the ring of files (`max_files`).
+    pub deleted: bool,
+}
+
+struct Counting {
+    inner: Box<dyn Write + Send>,
+    bytes: u64,
+}
+
+impl Write for Counting {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.inner.write_all(buf)?;
+        self.bytes += buf.len() as u64;
+        Ok(())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+enum Writer {
+    Ng(PcapngWriter<Counting>),
+    Classic(PcapWriter<Counting>),
+}
+
+impl Writer {
+    fn bytes(&self) -> u64 {
+        match self {
+            Writer::Ng(w) => w.get_ref().bytes,
+            Writer::Classic(w) => w.get_ref().bytes,
+        }
+    }
+}
+
+/// The numbered name of file `index` (1-based) for `path`.
+pub fn numbered(path: &Path, index: u32) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let new = match name.rfind('.') {
+        Some(dot) if dot > 0 => format!("{}-{:05}{}", &name[..dot], index, &name[dot..]),
+        _ => format!("{name}-{index:05}"),
+    };
+    path.with_file_name(new)
+}
+
+/// `path` with `.tN` before the extension (per-thread files): `out.pcapng` → `out.t0.pcapng`.
+pub fn per_thread(path: &Path, thread: usize) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let new = match name.rfind('.') {
+        Some(dot) if dot > 0 => format!("{}.t{}{}", &name[..dot], thread, &name[dot..]),
+        _ => format!("{name}.t{thread}"),
+    };
+    path.with_file_name(new)
+}
+
+/// A writer that rotates.
+pub struct Output {
+    cfg: OutputConfig,
+    w: Option<Writer>,
+    index: u32,
+    live: VecDeque<usize>,
+    files: Vec<FileSummary>,
+    next_cut_ns: Option<u64>,
+    counters: StatsCounters,
+    cur_packets: u64,
+    dirty: bool,
+}
+
+fn next_boundary(now_ns: u64, every: u64, align: bool) -> u64 {
+    if align {
+        (now_ns / every + 1) * every
+    } else {
+        now_ns + every
+    }
+}
+
+impl Output {
+    /// Opens the first file (or stdout) at wall-clock `now_ns`.
+    pub fn create(cfg: OutputConfig, now_ns: u64) -> io::Result<Output> {
+        let mut o = Output {
+            next_cut_ns: cfg
+                .rotation
+                .every_ns
+                .filter(|_| cfg.path.is_some())
+                .map(|e| next_boundary(now_ns, e.max(1), cfg.rotation.align)),
+            cfg,
+            w: None,
+            index: 0,
+            live: VecDeque::new(),
+            files: Vec::new(),
+            counters: StatsCounters {
+                start_ns: Some(now_ns),
+                ..Default::default()
+            },
+            cur_packets: 0,
+            dirty: false,
+        };
+        o.open_next()?;
+        Ok(o)
+    }
+
+    fn open_next(&mut self) -> io::Result<()> {
+        let (sink, name): (Box<dyn Write + Send>, String) = match &self.cfg.path {
+            None => (
+                Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
+                "-".to_string(),
+            ),
+            Some(p) => {
+                self.index += 1;
+                let path = if self.cfg.rotation.enabled() {
+                    numbered(p, self.index)
+                } else {
+                    p.clone()
+                };
+                let f = File::create(&path).map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+                })?;
+                (
+                    Box::new(BufWriter::with_capacity(1 << 20, f)),
+                    path.display().to_string(),
+                )
+            }
+        };
+        let c = Counting {
+            inner: sink,
+            bytes: 0,
+        };
+        let w = match self.cfg.format {
+            FileFormat::Pcapng => {
+                let os = os_name();
+                let sec = SectionOptions {
+                    os: os.as_deref(),
+                    ..Default::default()
+                };
+                let mut w = PcapngWriter::with_section(c, &sec)?;
+                let mut idb =
+                    InterfaceOptions::new(&self.cfg.ifname, self.cfg.linktype, self.cfg.snaplen);
+                idb.description = self.cfg.description.as_deref();
+                w.add_interface_with(&idb)?;
+                Writer::Ng(w)
+            }
+            FileFormat::Pcap(prec) => Writer::Classic(PcapWriter::new(
+                c,
+                u32::from(self.cfg.linktype),
+                self.cfg.snaplen,
+                prec,
+            )?),
+        };
+        self.w = Some(w);
+        self.files.push(FileSummary {
+            path: name,
+            packets: 0,
+            bytes: 0,
+            deleted: false,
+        });
+        self.live.push_back(self.files.len() - 1);
+        self.cur_packets = 0;
+        if let Some(max) = self.cfg.rotation.max_files {
+            while self.live.len() > max.max(1) as usize {
+                if let Some(old) = self.live.pop_front() {
+                    let f = &mut self.files[old];
+                    match std::fs::remove_file(&f.path) {
+                        Ok(()) => f.deleted = true,
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => f.deleted = true,
+                        Err(e) => {
+                            return Err(io::Error::new(
+                                e.kind(),
+                                format!("cannot delete old capture file {}: {e}", f.path),
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn close_current(&mut self, now_ns: u64) -> io::Result<()> {
+        if let Some(w) = self.w.take() {
+            let bytes;
+            match w {
+                Writer::Ng(mut w) => {
+                    let c = StatsCounters {
+                        end_ns: Some(now_ns),
+                        ..self.counters
+                    };
+                    w.write_interface_stats(0, now_ns, &c)?;
+                    bytes = w.get_ref().bytes;
+                    w.into_inner()?;
+                }
+                Writer::Classic(w) => {
+                    bytes = w.get_ref().bytes;
+                    w.into_inner()?;
+                }
+            }
+            if let Some(f) = self.files.last_mut() {
+                f.bytes = bytes;
+                f.packets = self.cur_packets;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one packet (`ts_ns`: ns since the epoch).
+    #[inline]
+    pub fn write(&mut self, ts_ns: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
+        let w = match &mut self.w {
+            Some(w) => w,
+            None => return Err(io::Error::other("capture output already closed")),
+        };
+        match w {
+            Writer::Ng(w) => w.write_packet(0, ts_ns, orig_len, data)?,
+            Writer::Classic(w) => w.write_packet(ts_ns, orig_len, data)?,
+        }
+        self.cur_packets += 1;
+        self.dirty = true;
+        if let Some(max) = self.cfg.rotation.max_bytes {
+            if self.cfg.path.is_some() && w_bytes(&self.w) >= max {
+                self.close_current(ts_ns)?;
+                self.open_next()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Once per processing cycle: remembers the counters for the next statistics block,
+    /// rotates by time, flushes stdout.
+    pub fn tick(&mut self, now_ns: u64, counters: &StatsCounters) -> io::Result<()> {
+        self.counters = StatsCounters {
+            start_ns: self.counters.start_ns,
+            ..*counters
+        };
+        if let (Some(cut), Some(every)) = (self.next_cut_ns, self.cfg.rotation.every_ns) {
+            if now_ns >= cut {
+                self.close_current(now_ns)?;
+                self.open_next()?;
+                self.next_cut_ns = Some(next_boundary(now_ns, every.max(1), self.cfg.rotation.align));
+            }
+        }
+        if self.cfg.flush_each_cycle && self.dirty {
+            self.dirty = false;
+            if let Some(w) = &mut self.w {
+                match w {
+                    Writer::Ng(w) => w.flush()?,
+                    Writer::Classic(w) => w.flush()?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes in the current file.
+    pub fn current_bytes(&self) -> u64 {
+        w_bytes(&self.w)
+    }
+
+    /// Writes the final statistics block, flushes and closes; returns every file written.
+    pub fn finish(mut self, now_ns: u64, counters: &StatsCounters) -> io::Result<Vec<FileSummary>> {
+        self.counters = StatsCounters {
+            start_ns: self.counters.start_ns,
+            ..*counters
+        };
+        self.close_current(now_ns)?;
+        Ok(self.files)
+    }
+}
+
+fn w_bytes(w: &Option<Writer>) -> u64 {
+    w.as_ref().map(Writer::bytes).unwrap_or(0)
+}
+
+fn os_name() -> Option<String> {
+    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    Some(format!("Linux {}", r.trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirelab_pcap::PcapReader;
+
+    fn cfg(dir: &Path, format: FileFormat, rotation: Rotation) -> OutputConfig {
+        OutputConfig {
+            path: Some(dir.join("out.pcapng")),
+            format,
+            rotation,
+            ifname: "veth0".into(),
+            description: Some("filter: udp".into()),
+            linktype: 1,
+            snaplen: 65535,
+            flush_each_cycle: false,
+        }
+    }
+
+    fn tmpdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("wl-out-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(numbered(Path::new("/a/out.pcapng"), 3), Path::new("/a/out-00003.pcapng"));
+        assert_eq!(numbered(Path::new("cap"), 12), Path::new("cap-00012"));
+        assert_eq!(numbered(Path::new(".x"), 1), Path::new(".x-00001"));
+        assert_eq!(per_thread(Path::new("o.pcap"), 1), Path::new("o.t1.pcap"));
+    }
+
+    #[test]
+    fn pcapng_with_stats_block() {
+        let d = tmpdir("ng");
+        let mut o = Output::create(cfg(&d, FileFormat::Pcapng, Rotation::default()), 1_000).unwrap();
+        o.write(1_700_000_000_000_000_001, 60, &[1u8; 60]).unwrap();
+        o.write(1_700_000_000_000_000_002, 1000, &[2u8; 60]).unwrap();
+        let c = StatsCounters {
+            ifrecv: Some(2),
+            ifdrop: Some(0),
+            ..Default::default()
+        };
+        let files = o.finish(2_000, &c).unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].packets, 2);
+        let bytes = std::fs::read(d.join("out.pcapng")).unwrap();
+        assert_eq!(files[0].bytes, bytes.len() as u64);
+        let mut r = PcapReader::new(&bytes[..]).unwrap();
+        let mut n = 0;
+        while let Some(p) = r.next_packet().unwrap() {
+            n += 1;
+            assert_eq!(p.ts_ns, 1_700_000_000_000_000_000 + n);
+        }
+        assert_eq!(n, 2);
+        assert_eq!(r.interfaces()[0].name.as_deref(), Some("veth0"));
+        let st = &r.interface_stats()[0].counters;
+        assert_eq!((st.ifrecv, st.ifdrop, st.start_ns, st.end_ns), (Some(2), Some(0), Some(1_000), Some(2_000)));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn rotation_by_size_with_ring_of_files() {
+        let d = tmpdir("size");
+        let rot = Rotation {
+            max_bytes: Some(1000),
+            max_files: Some(2),
+            ..Default::default()
+        };
+        let mut o = Output::create(cfg(&d, FileFormat::Pcap(PcapPrecision::Nano), rot), 0).unwrap();
+        for i in 0..100u64 {
+            o.write(1_000_000_000 + i, 100, &[0u8; 100]).unwrap();
+        }
+        let files = o.finish(5, &StatsCounters::default()).unwrap();
+        // 24-byte header + 116 bytes per record: 9 records cross 1000 bytes.
+        assert_eq!(files.len(), 12);
+        assert!(files.iter().take(10).all(|f| f.deleted && f.packets == 9));
+        assert_eq!(files.iter().map(|f| f.packets).sum::<u64>(), 100);
+        let mut left: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["out-00011.pcapng", "out-00012.pcapng"]);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn rotation_by_aligned_time() {
+        let d = tmpdir("time");
+        let s = 1_000_000_000u64;
+        let rot = Rotation {
+            every_ns: Some(10 * s),
+            align: true,
+            ..Default::default()
+        };
+        let mut o = Output::create(cfg(&d, FileFormat::Pcapng, rot), 1_234 * s + 5).unwrap();
+        let c = StatsCounters::default();
+        o.write(1_234 * s + 6, 60, &[0u8; 60]).unwrap();
+        o.tick(1_239 * s, &c).unwrap(); // before the boundary at 1240 s
+        o.tick(1_240 * s, &c).unwrap(); // cut
+        o.write(1_240 * s + 1, 60, &[0u8; 60]).unwrap();
+        o.tick(1_249 * s, &c).unwrap();
+        o.tick(1_250 * s + 3, &c).unwrap(); // cut
+        let files = o.finish(1_251 * s, &c).unwrap();
+        let counts: Vec<_> = files.iter().map(|f| f.packets).collect();
+        assert_eq!(counts, [1, 1, 0]);
+        assert!(files[2].path.ends_with("out-00003.pcapng"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
