@@ -4,8 +4,10 @@
 //!   measures its own lateness, and receives echo replies.
 //! - [`receiver`]: receives in batches with kernel timestamps, tracks every
 //!   flow live, reflects echo requests, writes records.
+//! - [`capture`]: TPACKET_V3 capture to pcapng/pcap with the adaptive wait of seed 001.
 //! - [`recordlog`]: buffered append-only record files.
 
+pub mod capture;
 pub mod recordlog;
 pub mod sender;
 pub mod receiver;

@@ -15,7 +15,9 @@ use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
-use wirelab_io::clock::{mono_ns, real_ns};
+use wirelab_core::forecast::{ForecastParams, Forecaster, WaitMode};
+use wirelab_io::clock::{mono_ns, real_ns, sleep_until_mono};
+use wirelab_io::ifstats::{cpu_time, CpuScope};
 use wirelab_io::udp::{RecvBatch, RxTimestamp, TimestampMode, UdpSock};
 use wirelab_wire::probe::{make_echo_reply, EchoTimes, ProbeRepr};
 use wirelab_wire::record::{Record, RecordKind};
@@ -28,6 +30,29 @@ pub trait RxSink {
 impl<F: FnMut(&Record)> RxSink for F {
     fn packet(&mut self, rec: &Record) {
         self(rec)
+    }
+}
+
+/// How the receive loop waits for packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvWait {
+    /// Block in recvmmsg until a packet arrives (one wake-up per burst).
+    Block,
+    /// Sleep a fixed period, then take everything queued without blocking.
+    Poll { period_ns: u64 },
+    /// The arrival-rate forecaster picks block or poll every cycle
+    /// (`wirelab_core::forecast`): blocking while traffic is sparse,
+    /// polling at the period when packets come faster than it.
+    Adaptive { period_ns: u64 },
+}
+
+impl RecvWait {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecvWait::Block => "block",
+            RecvWait::Poll { .. } => "poll",
+            RecvWait::Adaptive { .. } => "adaptive",
+        }
     }
 }
 
@@ -50,6 +75,7 @@ pub struct RecvConfig {
     pub max_duration: Option<Duration>,
     /// Keep serving after flows end (a standing reflector).
     pub forever: bool,
+    pub wait: RecvWait,
 }
 
 impl Default for RecvConfig {
@@ -65,6 +91,7 @@ impl Default for RecvConfig {
             idle_timeout: None,
             max_duration: None,
             forever: false,
+            wait: RecvWait::Block,
         }
     }
 }
@@ -87,6 +114,12 @@ pub struct RecvCounters {
     pub recv_calls: u64,
     /// Packets whose receive time came from user space, not the kernel.
     pub user_timestamps: u64,
+    /// Wait mode in use now ("block" or "poll") and how often it changed.
+    pub wait_mode: &'static str,
+    pub mode_switches: u64,
+    /// recvmmsg calls that returned packets, and the packets they returned.
+    pub wakeups: u64,
+    pub wakeup_packets: u64,
 }
 
 /// The receiver's final report.
@@ -99,6 +132,14 @@ pub struct RecvOutcome {
     pub duration_ns: u64,
     /// Why it ended: "flows-ended", "signal", "idle-timeout", "max-duration".
     pub end_reason: &'static str,
+    /// The configured wait ("block", "poll", "adaptive") and its poll period.
+    pub wait: &'static str,
+    pub poll_period_ns: Option<u64>,
+    pub wakeups_per_s: f64,
+    pub packets_per_wakeup: f64,
+    /// CPU time of the receiving thread (user + system).
+    pub cpu_user_ns: u64,
+    pub cpu_system_ns: u64,
 }
 
 /// A bound receiver, ready to run (split so callers can learn the port first).
@@ -151,6 +192,21 @@ impl Receiver {
         let mut last_rx = None::<u64>;
         let mut all_ended_at = None::<u64>;
         let mut next_progress = t0 + progress_every.as_nanos() as u64;
+        let cpu0 = cpu_time(CpuScope::Thread).ok();
+        let (period_ns, adaptive) = match cfg.wait {
+            RecvWait::Block => (None, false),
+            RecvWait::Poll { period_ns } => (Some(period_ns.max(1_000)), false),
+            RecvWait::Adaptive { period_ns } => (Some(period_ns.max(1_000)), true),
+        };
+        let mut forecaster = period_ns
+            .filter(|_| adaptive)
+            .map(|p| Forecaster::new(ForecastParams::for_poll_period(p), t0));
+        let mut mode = match cfg.wait {
+            RecvWait::Poll { .. } => WaitMode::Poll,
+            _ => WaitMode::Block,
+        };
+        let mut next_poll = t0;
+        let mut draining = false;
         let end_reason;
         loop {
             if stop.is_stopped() {
@@ -180,7 +236,22 @@ impl Receiver {
                 progress(&c);
                 next_progress = now + progress_every.as_nanos() as u64;
             }
-            let n = match self.sock.recv_batch(&mut batch) {
+            let res = match mode {
+                WaitMode::Block => self.sock.recv_batch(&mut batch),
+                WaitMode::Poll => {
+                    // Timer-paced: wake on the period grid and take what is
+                    // queued; a full batch means more is waiting, so go on
+                    // draining without sleeping.
+                    if !draining {
+                        let p = period_ns.unwrap_or(1_000_000);
+                        next_poll = next_poll.max(now) + p;
+                        let _ = sleep_until_mono(next_poll);
+                    }
+                    self.sock.recv_batch_nowait(&mut batch)
+                }
+            };
+            c.recv_calls += 1;
+            let n = match res {
                 Ok(n) => n,
                 Err(e)
                     if matches!(
@@ -190,11 +261,24 @@ impl Receiver {
                             | io::ErrorKind::Interrupted
                     ) =>
                 {
-                    continue
+                    0
                 }
                 Err(e) => return Err(e),
             };
-            c.recv_calls += 1;
+            if let Some(f) = forecaster.as_mut() {
+                let m = f.on_cycle(mono_ns(), n as u64);
+                if m != mode {
+                    c.mode_switches += 1;
+                    mode = m;
+                }
+            }
+            c.wait_mode = mode.as_str();
+            draining = n == batch.capacity();
+            if n == 0 {
+                continue;
+            }
+            c.wakeups += 1;
+            c.wakeup_packets += n as u64;
             let user_now = real_ns();
             last_rx = Some(mono_ns());
             c.kernel_drops = batch.kernel_drops as u64;
@@ -270,12 +354,27 @@ impl Receiver {
             }
         }
         progress(&c);
+        let dur = mono_ns() - t0;
+        let cpu = match (cpu0, cpu_time(CpuScope::Thread).ok()) {
+            (Some(a), Some(b)) => a.delta(&b),
+            _ => Default::default(),
+        };
         Ok(RecvOutcome {
+            wait: cfg.wait.as_str(),
+            poll_period_ns: period_ns,
+            wakeups_per_s: c.wakeups as f64 / (dur as f64 / 1e9).max(1e-9),
+            packets_per_wakeup: if c.wakeups > 0 {
+                c.wakeup_packets as f64 / c.wakeups as f64
+            } else {
+                0.0
+            },
+            cpu_user_ns: cpu.user_ns,
+            cpu_system_ns: cpu.system_ns,
             counters: c,
             local_addr: self.local_addr().map(|a| a.to_string()).unwrap_or_default(),
             timestamping: self.sock.timestamp_mode().as_str(),
             rcvbuf_bytes: self.rcvbuf,
-            duration_ns: mono_ns() - t0,
+            duration_ns: dur,
             end_reason,
         })
     }

@@ -257,6 +257,16 @@ impl UdpSock {
     /// rest only if already queued. Returns how many arrived; `WouldBlock`
     /// or `TimedOut` when the timeout passed with nothing.
     pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        self.recv_batch_flags(batch, libc::MSG_WAITFORONE)
+    }
+
+    /// Like [`UdpSock::recv_batch`] but never blocks: takes what is queued
+    /// (the polling mode of the receive loop). `WouldBlock` when nothing is.
+    pub fn recv_batch_nowait(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        self.recv_batch_flags(batch, libc::MSG_DONTWAIT)
+    }
+
+    fn recv_batch_flags(&self, batch: &mut RecvBatch, flags: i32) -> io::Result<usize> {
         batch.prepare();
         // SAFETY: `prepare` pointed every mmsghdr at buffers owned by `batch`
         // (payload, address and control space), which outlive this call and
@@ -266,7 +276,7 @@ impl UdpSock {
                 self.sock.as_raw_fd(),
                 batch.msgs.as_mut_ptr(),
                 batch.cap as libc::c_uint,
-                libc::MSG_WAITFORONE,
+                flags,
                 std::ptr::null_mut(),
             )
         };

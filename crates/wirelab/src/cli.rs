@@ -35,6 +35,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Run a complete lab: two network namespaces, a receiver, a sender, an analysis
     Demo(DemoArgs),
+    /// Capture packets to pcapng/pcap through an mmap'd TPACKET_V3 ring, losslessly
+    Capture(CaptureArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +47,16 @@ pub enum WaitArg {
     Spin,
     /// Sleep until shortly before the deadline (--spin-margin), then spin
     Hybrid,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecvWaitArg {
+    /// Block until packets arrive
+    Block,
+    /// Wake every --poll-period and take what is queued
+    Poll,
+    /// Block while traffic is sparse, poll when it is dense (forecaster with hysteresis)
+    Adaptive,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -189,6 +201,13 @@ pub struct RecvArgs {
     /// SO_BUSY_POLL in µs (0 = off; above the sysctl needs CAP_NET_ADMIN)
     #[arg(long, default_value_t = 0)]
     pub busy_poll: u32,
+    /// How to wait for packets: block in recvmmsg, poll every --poll-period, or let the
+    /// arrival-rate forecaster switch between the two (few wake-ups under floods)
+    #[arg(long, value_enum, default_value_t = RecvWaitArg::Adaptive)]
+    pub wait: RecvWaitArg,
+    /// Poll period of --wait poll and adaptive
+    #[arg(long, default_value = "200us", value_name = "DURATION")]
+    pub poll_period: String,
     /// After every flow has ended, wait this long for late packets
     #[arg(long, default_value = "300ms", value_name = "DURATION")]
     pub linger: String,
@@ -283,4 +302,137 @@ pub struct DemoArgs {
     /// Print the analysis as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureFormatArg {
+    /// pcapng with ns timestamps, interface name and statistics blocks
+    Pcapng,
+    /// Classic pcap (see --tsprec)
+    Pcap,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsPrecArg {
+    /// Microseconds (magic a1b2c3d4, readable by every tool)
+    Us,
+    /// Nanoseconds (magic a1b23c4d)
+    Ns,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureWaitArg {
+    /// Sleep in ppoll until the kernel retires a block (least CPU at low rates)
+    Block,
+    /// Look at the ring every --poll-period without a system call
+    Poll,
+    /// Forecast the arrival rate and switch between block and poll (seed 001)
+    Adaptive,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectionArg {
+    /// Received packets only
+    In,
+    /// Sent packets only
+    Out,
+    /// Both
+    Both,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FanoutArg {
+    /// By flow hash (a flow stays in one thread's file)
+    Hash,
+    /// By the CPU that received the packet
+    Cpu,
+    /// Round robin
+    Lb,
+}
+
+#[derive(Args, Debug)]
+#[command(after_long_help = "EXAMPLES:\n  \
+wirelab capture -i eth0 -w out.pcapng                     # everything, until Ctrl-C\n  \
+wirelab capture -i eth0 udp port 5757 -w out.pcapng -c 1000\n  \
+wirelab capture -i eth0 -w - | tshark -r -                # stream to another tool\n  \
+wirelab capture -i eth0 -w cap.pcapng --rotate-every 1h --rotate-align --rotate-files 24\n  \
+wirelab capture -i eth0 -w big.pcapng --threads 2 --fanout hash   # big.t0.pcapng, big.t1.pcapng\n\n\
+The summary goes to stdout, or to stderr when the capture itself goes to stdout (-w -).\n\
+Needs CAP_NET_RAW (root, or `setcap cap_net_raw,cap_net_admin=ep wirelab`). See docs/capture.md.")]
+pub struct CaptureArgs {
+    /// Interface to capture on
+    #[arg(short, long, value_name = "IF")]
+    pub interface: String,
+    /// Filter in tcpdump syntax (pcap-filter(7)), e.g. `udp port 5757`; the words are joined
+    #[arg(value_name = "FILTER", trailing_var_arg = true)]
+    pub filter: Vec<String>,
+    /// Write packets to FILE ("-" = stdout)
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    pub write: PathBuf,
+    /// Stop after this many packets
+    #[arg(short = 'c', long)]
+    pub count: Option<u64>,
+    /// Stop after this long (e.g. 10s, 5min)
+    #[arg(short, long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Bytes kept of each packet
+    #[arg(short, long, default_value_t = 262_144)]
+    pub snaplen: u32,
+    /// Do not put the interface into promiscuous mode
+    #[arg(short = 'p', long)]
+    pub no_promisc: bool,
+    /// Which direction to capture
+    #[arg(short = 'Q', long, value_enum, default_value_t = DirectionArg::Both)]
+    pub direction: DirectionArg,
+    /// File format
+    #[arg(long, value_enum, default_value_t = CaptureFormatArg::Pcapng)]
+    pub format: CaptureFormatArg,
+    /// Timestamp precision of --format pcap
+    #[arg(long, value_enum, default_value_t = TsPrecArg::Ns)]
+    pub tsprec: TsPrecArg,
+    /// Ring block size (multiple of 4 KiB)
+    #[arg(long, default_value = "1MiB", value_name = "SIZE")]
+    pub block_size: String,
+    /// Ring block count (halved automatically while the kernel lacks memory)
+    #[arg(long, default_value_t = 64)]
+    pub block_count: u32,
+    /// Block retire timeout: longest a partly filled block waits (ms resolution; 0 = kernel)
+    #[arg(long, default_value = "10ms", value_name = "DURATION")]
+    pub retire: String,
+    /// How to wait for packets
+    #[arg(long, value_enum, default_value_t = CaptureWaitArg::Adaptive)]
+    pub wait: CaptureWaitArg,
+    /// Poll period in µs for --wait poll|adaptive
+    #[arg(long, default_value_t = 1000, value_name = "US")]
+    pub poll_period: u64,
+    /// Start a new file once one reaches this size (e.g. 100MB)
+    #[arg(long, value_name = "SIZE")]
+    pub rotate_size: Option<String>,
+    /// Start a new file every DURATION
+    #[arg(long, value_name = "DURATION")]
+    pub rotate_every: Option<String>,
+    /// Cut --rotate-every files at multiples of DURATION since the epoch (wall clock)
+    #[arg(long, requires = "rotate_every")]
+    pub rotate_align: bool,
+    /// Keep only the newest N files (a ring of files)
+    #[arg(long, value_name = "N")]
+    pub rotate_files: Option<u32>,
+    /// Capture threads joined by PACKET_FANOUT; each writes FILE.tN.EXT
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: u16,
+    /// How PACKET_FANOUT spreads packets over threads
+    #[arg(long, value_enum, default_value_t = FanoutArg::Hash)]
+    pub fanout: FanoutArg,
+    /// Pin capture threads to these CPUs (comma-separated, used in turn)
+    #[arg(long, value_delimiter = ',', value_name = "CPU,...")]
+    pub cpu: Vec<usize>,
+    /// Print a live statistics line on stderr this often (e.g. 1s)
+    #[arg(long, value_name = "DURATION")]
+    pub stats_interval: Option<String>,
+    /// Print the summary as JSON (schema wirelab.capture/1)
+    #[arg(long)]
+    pub json: bool,
+    /// No progress or notes on stderr
+    #[arg(short, long)]
+    pub quiet: bool,
 }

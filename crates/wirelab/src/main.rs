@@ -30,6 +30,7 @@ fn main() {
         Command::Analyze(a) => cmd::analyze::run(a),
         Command::Export(a) => cmd::export::run(a),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Capture(a) => cmd::capture::run(a),
     };
     if let Err(e) = res {
         eprintln!("wirelab: error: {e:#}");

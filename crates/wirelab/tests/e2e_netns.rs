@@ -184,3 +184,35 @@ fn demo_builds_a_lab_reports_and_tears_it_down() {
         "demo namespaces left behind: {after}"
     );
 }
+
+/// A flood of small probes: the adaptive receiver switches to polling,
+/// takes many packets per wake-up, and loses nothing.
+#[test]
+fn adaptive_receiver_polls_under_a_flood_without_loss() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let lab = Lab::new();
+    let rx = lab
+        .wirelab(&lab.r)
+        .args(["recv", "-4", "--port", "6004", "--wait", "adaptive", "--poll-period", "200us"])
+        .args(["--json", "--quiet", "--timeout", "30s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    lab.wait_udp(&lab.r, 6004);
+    run(lab
+        .wirelab(&lab.s)
+        .args(["send", "198.18.0.2", "--port", "6004", "--interval", "0", "--size", "64"])
+        .args(["--count", "20000", "--quiet"]));
+    let rx = rx.wait_with_output().unwrap();
+    assert!(rx.status.success());
+    let v = json(&rx);
+    let f = flow(&v, 1);
+    assert_eq!(f["received"], 20000, "{f}");
+    assert_eq!(f["lost"], 0, "{f}");
+    let r = &v["receiver"];
+    assert_eq!(r["wait"], "adaptive");
+    assert!(r["counters"]["mode_switches"].as_u64().unwrap() >= 1, "{r}");
+    assert!(r["packets_per_wakeup"].as_f64().unwrap() > 2.0, "{r}");
+}

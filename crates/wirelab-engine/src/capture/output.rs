@@ -324,11 +324,13 @@ impl Output {
 
     /// Once per processing cycle: remembers the counters for the next statistics block,
     /// rotates by time, flushes stdout.
-    pub fn tick(&mut self, now_ns: u64, counters: &StatsCounters) -> io::Result<()> {
-        self.counters = StatsCounters {
-            start_ns: self.counters.start_ns,
-            ..*counters
-        };
+    pub fn tick(&mut self, now_ns: u64, counters: Option<&StatsCounters>) -> io::Result<()> {
+        if let Some(c) = counters {
+            self.counters = StatsCounters {
+                start_ns: self.counters.start_ns,
+                ..*c
+            };
+        }
         if let (Some(cut), Some(every)) = (self.next_cut_ns, self.cfg.rotation.every_ns) {
             if now_ns >= cut {
                 self.close_current(now_ns)?;
@@ -473,11 +475,11 @@ mod tests {
         let mut o = Output::create(cfg(&d, FileFormat::Pcapng, rot), 1_234 * s + 5).unwrap();
         let c = StatsCounters::default();
         o.write(1_234 * s + 6, 60, &[0u8; 60]).unwrap();
-        o.tick(1_239 * s, &c).unwrap(); // before the boundary at 1240 s
-        o.tick(1_240 * s, &c).unwrap(); // cut
+        o.tick(1_239 * s, Some(&c)).unwrap(); // before the boundary at 1240 s
+        o.tick(1_240 * s, Some(&c)).unwrap(); // cut
         o.write(1_240 * s + 1, 60, &[0u8; 60]).unwrap();
-        o.tick(1_249 * s, &c).unwrap();
-        o.tick(1_250 * s + 3, &c).unwrap(); // cut
+        o.tick(1_249 * s, None).unwrap();
+        o.tick(1_250 * s + 3, None).unwrap(); // cut
         let files = o.finish(1_251 * s, &c).unwrap();
         let counts: Vec<_> = files.iter().map(|f| f.packets).collect();
         assert_eq!(counts, [1, 1, 0]);

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod analyze;
+pub mod capture;
 pub mod demo;
 pub mod export;
 pub mod recv;

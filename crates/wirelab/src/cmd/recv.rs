@@ -1,10 +1,10 @@
 //! `wirelab recv`.
 
-use crate::cli::RecvArgs;
+use crate::cli::{RecvArgs, RecvWaitArg};
 use crate::values;
 use anyhow::{Context, Result};
 use std::time::Duration;
-use wirelab_engine::receiver::{RecvConfig, RecvCounters, Receiver};
+use wirelab_engine::receiver::{RecvConfig, RecvCounters, RecvWait, Receiver};
 use wirelab_engine::recordlog::{hostname, RecordLog, RecordMeta};
 use wirelab_engine::StopFlag;
 use wirelab_io::clock::real_ns;
@@ -29,6 +29,17 @@ pub fn run(a: RecvArgs) -> Result<()> {
         idle_timeout: dur("--idle-timeout", &a.idle_timeout)?,
         max_duration: dur("--timeout", &a.timeout)?,
         forever: a.forever,
+        wait: {
+            let period_ns = values::duration_ns("--poll-period", &a.poll_period)?;
+            if period_ns < 1_000 {
+                return Err(crate::error::usage("--poll-period must be at least 1us"));
+            }
+            match a.wait {
+                RecvWaitArg::Block => RecvWait::Block,
+                RecvWaitArg::Poll => RecvWait::Poll { period_ns },
+                RecvWaitArg::Adaptive => RecvWait::Adaptive { period_ns },
+            }
+        },
     };
     if let Some(c) = a.cpu {
         wirelab_io::rt::pin_to_cpu(c)?;
@@ -80,8 +91,8 @@ pub fn run(a: RecvArgs) -> Result<()> {
             let rate = (c.packets - last.0) as f64 / dt;
             last = (c.packets, std::time::Instant::now());
             pb.set_message(format!(
-                "{} packets, {:.0} pps, {} flow(s) ({} ended), {} kernel drops, {} not probes",
-                c.packets, rate, c.flows, c.flows_ended, c.kernel_drops, c.malformed
+                "{} packets, {:.0} pps, {} flow(s) ({} ended), {} kernel drops, {} not probes, wait {}",
+                c.packets, rate, c.flows, c.flows_ended, c.kernel_drops, c.malformed, c.wait_mode
             ));
         }
     };
@@ -111,7 +122,8 @@ pub fn run(a: RecvArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!(
-            "receiver {}: {} packets, {} bytes in {:.3} s ({}), ended by {}; {} kernel drops, {} not probes, {} echo replies",
+            "receiver {}: {} packets, {} bytes in {:.3} s ({}), ended by {}; {} kernel drops, {} not probes, {} echo replies\n\
+             wait {}: {:.0} wake-ups/s, {:.1} packets per wake-up, {} mode switches, CPU {:.3} s user + {:.3} s system",
             out.local_addr,
             out.counters.packets,
             out.counters.bytes,
@@ -121,6 +133,12 @@ pub fn run(a: RecvArgs) -> Result<()> {
             out.counters.kernel_drops,
             out.counters.malformed,
             out.counters.echo_replies,
+            out.wait,
+            out.wakeups_per_s,
+            out.packets_per_wakeup,
+            out.counters.mode_switches,
+            out.cpu_user_ns as f64 / 1e9,
+            out.cpu_system_ns as f64 / 1e9,
         );
         super::analyze::print_summary(&summary)?;
     }

@@ -1,0 +1,852 @@
+//! `capture`: the receive path of the "DMA ring" design (seed 001) on AF_PACKET TPACKET_V3.
+//!
+//! One thread per ring reads retired blocks in place, writes each packet straight from the
+//! ring to the (buffered) output and hands the block back: no per-packet allocation or copy
+//! besides the write itself. Between cycles it waits in one of two ways:
+//!
+//! - **block**: `ppoll` on the socket; the kernel wakes the thread when it retires a block
+//!   (full, or after the retire timeout) — the interrupt-driven mode of the source;
+//! - **poll**: sleep on an absolute grid of `poll_period_ns` (CLOCK_MONOTONIC), then look at
+//!   the ring without a system call — the timer-paced mode.
+//!
+//! `adaptive` lets [`wirelab_core::forecast::Forecaster`] choose after every cycle from the
+//! forecast inter-packet period, with hysteresis, counting switches.
+//!
+//! # Stop and drain
+//!
+//! When the stop flag is set (SIGINT/SIGTERM, `--duration`), the wall-clock time is noted,
+//! and the loop keeps reading until the kernel has retired the partly filled block (two
+//! retire timeouts plus 20 ms), writing only packets stamped before the stop. Then every
+//! file gets its final statistics block and is flushed. `--count` stops at exactly that many
+//! packets (across all threads).
+//!
+//! # Loss accounting (reported separately)
+//!
+//! - interface: `/sys/class/net/IF/statistics` rx_dropped, rx_missed_errors (before/after);
+//! - ring: `PACKET_STATISTICS` tp_drops and tp_freeze_q_cnt, per thread;
+//! - writer: none by construction — writes happen inline, so a slow disk backs up into the
+//!   ring and shows as ring drops.
+
+pub mod output;
+
+use crate::StopFlag;
+use hdrhistogram::Histogram;
+use output::{FileSummary, Output, OutputConfig};
+use serde::Serialize;
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use thiserror::Error;
+use wirelab_core::forecast::{ForecastParams, Forecaster, WaitMode};
+use wirelab_io::bpf::{BpfError, BpfProgram};
+use wirelab_io::clock::{mono_ns, real_ns, sleep_until_mono};
+use wirelab_io::ifstats::{cpu_time, CpuScope, CpuTime, IfCounters, IfInfo};
+use wirelab_io::ring_rx::{Fanout, FanoutMode, RingConfig, RingError, RxRing};
+use wirelab_pcap::StatsCounters;
+
+pub use output::{FileFormat, Rotation};
+
+/// Schema name of the JSON summary.
+pub const SCHEMA: &str = "wirelab.capture/1";
+
+/// How the capture loop waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitPolicy {
+    /// Always block in `ppoll` until the kernel retires a block.
+    Block,
+    /// Always poll at the fixed period.
+    Poll,
+    /// Let the forecaster choose.
+    Adaptive,
+}
+
+/// Everything a capture needs.
+#[derive(Debug, Clone)]
+pub struct CaptureConfig {
+    /// Interface.
+    pub ifname: String,
+    /// tcpdump filter expression ("" = everything).
+    pub filter: String,
+    /// Snap length.
+    pub snaplen: u32,
+    /// Ring geometry and socket options (`fanout` is set per thread from `threads`).
+    pub ring: RingConfig,
+    /// Wait policy.
+    pub wait: WaitPolicy,
+    /// Poll period (ns) for `poll` and `adaptive`.
+    pub poll_period_ns: u64,
+    /// Stop after this many packets.
+    pub count: Option<u64>,
+    /// Stop after this long.
+    pub duration_ns: Option<u64>,
+    /// Number of capture threads (more than 1 uses PACKET_FANOUT).
+    pub threads: usize,
+    /// Fanout mode for `threads > 1`.
+    pub fanout: FanoutMode,
+    /// Output file (`None` = stdout); with several threads each writes `NAME.tI.EXT`.
+    pub path: Option<PathBuf>,
+    /// File format.
+    pub format: FileFormat,
+    /// Rotation.
+    pub rotation: Rotation,
+    /// Pin capture thread `i` to CPU `cpus[i % len]`.
+    pub cpus: Vec<usize>,
+}
+
+/// Why a capture could not run.
+#[derive(Debug, Error)]
+pub enum CaptureError {
+    /// The filter.
+    #[error(transparent)]
+    Filter(#[from] BpfError),
+    /// The ring.
+    #[error(transparent)]
+    Ring(#[from] RingError),
+    /// Writing files.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// A bad combination of options.
+    #[error("{0}")]
+    Config(String),
+    /// A capture thread panicked.
+    #[error("capture thread {0} panicked")]
+    Panic(usize),
+}
+
+/// Live counters, updated once per cycle by every thread.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Packets written.
+    pub packets: AtomicU64,
+    /// Bytes captured.
+    pub bytes: AtomicU64,
+    /// Wake-ups.
+    pub wakeups: AtomicU64,
+    /// Ring drops (refreshed every ~100 ms).
+    pub ring_drops: AtomicU64,
+    /// Mode switches.
+    pub switches: AtomicU64,
+    /// Current mode of thread 0 (0 block, 1 poll).
+    pub mode: AtomicU8,
+    taken: AtomicU64,
+}
+
+/// A snapshot of [`Live`] for progress lines.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveSnapshot {
+    /// Seconds since start.
+    pub elapsed_s: f64,
+    /// Packets written.
+    pub packets: u64,
+    /// Bytes captured.
+    pub bytes: u64,
+    /// Wake-ups.
+    pub wakeups: u64,
+    /// Ring drops.
+    pub ring_drops: u64,
+    /// Mode switches.
+    pub switches: u64,
+    /// Thread 0 mode.
+    pub mode: WaitMode,
+}
+
+/// Latency summary (ns).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LatencySummary {
+    /// Samples.
+    pub count: u64,
+    /// Minimum.
+    pub min_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Maximum.
+    pub max_ns: u64,
+    /// Mean.
+    pub mean_ns: f64,
+}
+
+impl LatencySummary {
+    fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
+        LatencySummary {
+            count: h.len(),
+            min_ns: h.min(),
+            p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+            mean_ns: h.mean(),
+        }
+    }
+}
+
+/// Per-thread results.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadReport {
+    /// Thread index.
+    pub thread: usize,
+    /// Packets written.
+    pub packets: u64,
+    /// Bytes captured (caplen sum).
+    pub bytes: u64,
+    /// Ring counters: packets that passed the filter (incl. dropped).
+    pub ring_packets: u64,
+    /// Ring drops (`tp_drops`).
+    pub ring_drops: u64,
+    /// Freeze-queue count (`tp_freeze_q_cnt`).
+    pub ring_freeze_q_cnt: u64,
+    /// Blocks read.
+    pub blocks: u64,
+    /// Wake-ups (returns from a wait).
+    pub wakeups: u64,
+    /// Cycles in polling mode.
+    pub poll_cycles: u64,
+    /// Mode switches (adaptive).
+    pub mode_switches: u64,
+    /// CPU time of this thread.
+    pub cpu_user_ns: u64,
+    /// CPU time of this thread.
+    pub cpu_system_ns: u64,
+    /// Files written.
+    pub files: Vec<FileSummary>,
+    /// Packets seen after the stop time and not written.
+    pub after_stop: u64,
+    #[serde(skip)]
+    hist: Option<Histogram<u64>>,
+}
+
+/// The final summary (`wirelab.capture/1`).
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureReport {
+    /// Always [`SCHEMA`].
+    pub schema: &'static str,
+    /// Interface.
+    pub interface: String,
+    /// Filter expression.
+    pub filter: String,
+    /// Snap length.
+    pub snaplen: u32,
+    /// LINKTYPE_*.
+    pub linktype: u16,
+    /// "pcapng", "pcap-us" or "pcap-ns".
+    pub format: &'static str,
+    /// Wait policy.
+    pub wait: WaitPolicy,
+    /// Poll period (ns).
+    pub poll_period_ns: u64,
+    /// Ring geometry in use.
+    pub ring: RingSummary,
+    /// Wall-clock start, ns since the epoch.
+    pub start_unix_ns: u64,
+    /// Duration (s).
+    pub duration_s: f64,
+    /// Packets written (all threads).
+    pub packets: u64,
+    /// Bytes captured.
+    pub bytes: u64,
+    /// Loss, stage by stage.
+    pub loss: LossSummary,
+    /// Interface counters before and after.
+    pub interface_counters: IfCountersSummary,
+    /// Wake-ups per second (all threads).
+    pub wakeups_per_s: f64,
+    /// Packets per wake-up.
+    pub packets_per_wakeup: f64,
+    /// Wake-ups.
+    pub wakeups: u64,
+    /// Mode switches.
+    pub mode_switches: u64,
+    /// Fraction of cycles spent polling.
+    pub poll_fraction: f64,
+    /// CPU time.
+    pub cpu: CpuSummary,
+    /// Delivery latency: kernel timestamp → handled by the capture thread.
+    pub delivery_latency: LatencySummary,
+    /// Why the capture ended: "signal", "count", "duration", "error: ...".
+    pub stop_reason: String,
+    /// Notes (fallbacks taken).
+    pub notes: Vec<String>,
+    /// Per thread.
+    pub threads: Vec<ThreadReport>,
+}
+
+/// Ring geometry.
+#[derive(Debug, Clone, Serialize)]
+pub struct RingSummary {
+    /// Block size in bytes.
+    pub block_size: usize,
+    /// Block count (per thread).
+    pub block_count: usize,
+    /// Retire timeout (ms; 0 = kernel default).
+    pub retire_ms: u32,
+    /// Fanout mode with several threads.
+    pub fanout: Option<&'static str>,
+}
+
+/// Loss per stage.
+#[derive(Debug, Clone, Serialize)]
+pub struct LossSummary {
+    /// rx_dropped delta on the interface.
+    pub if_rx_dropped: u64,
+    /// rx_missed_errors delta.
+    pub if_rx_missed_errors: u64,
+    /// Ring drops.
+    pub ring_drops: u64,
+    /// Freeze-queue events.
+    pub ring_freeze_q_cnt: u64,
+    /// Writer backlog drops: always 0 (writes are inline; a slow writer shows as ring drops).
+    pub writer_drops: u64,
+}
+
+/// Interface counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct IfCountersSummary {
+    /// Before.
+    pub before: IfCountersJson,
+    /// After.
+    pub after: IfCountersJson,
+}
+
+/// Interface counters as JSON.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct IfCountersJson {
+    /// rx_packets.
+    pub rx_packets: u64,
+    /// rx_bytes.
+    pub rx_bytes: u64,
+    /// rx_dropped.
+    pub rx_dropped: u64,
+    /// rx_missed_errors.
+    pub rx_missed_errors: u64,
+    /// tx_packets.
+    pub tx_packets: u64,
+}
+
+impl From<IfCounters> for IfCountersJson {
+    fn from(c: IfCounters) -> Self {
+        IfCountersJson {
+            rx_packets: c.rx_packets,
+            rx_bytes: c.rx_bytes,
+            rx_dropped: c.rx_dropped,
+            rx_missed_errors: c.rx_missed_errors,
+            tx_packets: c.tx_packets,
+        }
+    }
+}
+
+/// CPU time.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuSummary {
+    /// Capture threads, user.
+    pub threads_user_s: f64,
+    /// Capture threads, system.
+    pub threads_system_s: f64,
+    /// Whole process, user.
+    pub process_user_s: f64,
+    /// Whole process, system.
+    pub process_system_s: f64,
+    /// Whole process CPU ns per packet written.
+    pub ns_per_packet: f64,
+    /// Whole process CPU as a fraction of one core.
+    pub utilization: f64,
+}
+
+fn format_name(f: FileFormat) -> &'static str {
+    match f {
+        FileFormat::Pcapng => "pcapng",
+        FileFormat::Pcap(wirelab_pcap::PcapPrecision::Micro) => "pcap-us",
+        FileFormat::Pcap(wirelab_pcap::PcapPrecision::Nano) => "pcap-ns",
+    }
+}
+
+/// An opened capture: rings set up, nothing read yet. Opening first lets the caller
+/// report setup errors (privilege, interface, filter) before printing anything else.
+pub struct Capture {
+    cfg: CaptureConfig,
+    rings: Vec<RxRing>,
+    linktype: u16,
+    notes: Vec<String>,
+}
+
+impl Capture {
+    /// Compiles the filter and opens one ring per thread.
+    pub fn open(cfg: CaptureConfig) -> Result<Capture, CaptureError> {
+        if cfg.threads == 0 {
+            return Err(CaptureError::Config("--threads must be at least 1".into()));
+        }
+        if cfg.threads > 1 && cfg.path.is_none() {
+            return Err(CaptureError::Config(
+                "-w - (stdout) takes one thread; use -w FILE with --threads (each thread \
+                 writes FILE.tN) or drop --threads"
+                    .into(),
+            ));
+        }
+        if cfg.path.is_none() && cfg.rotation.enabled() {
+            return Err(CaptureError::Config(
+                "rotation needs -w FILE, not stdout".into(),
+            ));
+        }
+        let info = IfInfo::lookup(&cfg.ifname).map_err(RingError::Interface)?;
+        let linktype = RxRing::linktype_of(&info)?;
+        let filter = BpfProgram::compile(&cfg.filter, i32::from(linktype), cfg.snaplen)?;
+        let group = (std::process::id() & 0xffff) as u16;
+        let mut rings = Vec::with_capacity(cfg.threads);
+        let mut notes = Vec::new();
+        for _ in 0..cfg.threads {
+            let mut rc = cfg.ring.clone();
+            if cfg.threads > 1 {
+                rc.fanout = Some(Fanout {
+                    group,
+                    mode: cfg.fanout,
+                });
+            }
+            let r = RxRing::open(&cfg.ifname, &rc, &filter)?;
+            for n in r.notes() {
+                if !notes.contains(n) {
+                    notes.push(n.clone());
+                }
+            }
+            rings.push(r);
+        }
+        Ok(Capture {
+            cfg,
+            rings,
+            linktype,
+            notes,
+        })
+    }
+
+    /// Messages about fallbacks taken while opening.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Block size and count in use.
+    pub fn geometry(&self) -> (usize, usize) {
+        self.rings[0].geometry()
+    }
+
+    /// Runs until `stop`, the count or the duration; calls `progress` every
+    /// `progress_every` from the calling thread.
+    pub fn run(
+        self,
+        stop: &StopFlag,
+        progress_every: Option<Duration>,
+        mut progress: impl FnMut(&LiveSnapshot),
+    ) -> Result<CaptureReport, CaptureError> {
+        let Capture {
+            cfg,
+            rings,
+            linktype,
+            notes,
+        } = self;
+        let (block_size, block_count) = rings[0].geometry();
+        let retire_ms = rings[0].retire_ms();
+        let proc_cpu0 = cpu_time(CpuScope::Process)?;
+        let if_before = IfCounters::read(&cfg.ifname).unwrap_or_default();
+        let start_real = real_ns();
+        let start_mono = mono_ns();
+        let live = Arc::new(Live::default());
+        let stop_at = Arc::new(AtomicU64::new(0));
+        let mut handles = Vec::new();
+        for (i, ring) in rings.into_iter().enumerate() {
+            let path = cfg.path.as_ref().map(|p| {
+                if cfg.threads > 1 {
+                    output::per_thread(p, i)
+                } else {
+                    p.clone()
+                }
+            });
+            let ocfg = OutputConfig {
+                flush_each_cycle: path.is_none(),
+                path,
+                format: cfg.format,
+                rotation: cfg.rotation,
+                ifname: cfg.ifname.clone(),
+                description: (!cfg.filter.is_empty()).then(|| format!("filter: {}", cfg.filter)),
+                linktype,
+                snaplen: cfg.snaplen,
+            };
+            let out = Output::create(ocfg, start_real)?;
+            let w = Worker {
+                idx: i,
+                ring,
+                out,
+                live: live.clone(),
+                stop: stop.clone(),
+                stop_at: stop_at.clone(),
+                wait: cfg.wait,
+                poll_period_ns: cfg.poll_period_ns.max(1_000),
+                count: cfg.count,
+                drain_ns: (u64::from(retire_ms.max(8)) * 2 + 20) * 1_000_000,
+                cpu: (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]),
+                ifname: cfg.ifname.clone(),
+                if_before,
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("wl-capture-{i}"))
+                .spawn(move || w.run())?;
+            handles.push(h);
+        }
+
+        // Supervise: duration, progress, end of workers.
+        let mut stop_reason = String::from("signal");
+        let deadline = cfg.duration_ns.map(|d| start_mono + d);
+        let mut next_progress = progress_every.map(|p| start_mono + p.as_nanos() as u64);
+        loop {
+            if handles.iter().all(|h| h.is_finished()) {
+                break;
+            }
+            let now = mono_ns();
+            if let Some(d) = deadline {
+                if now >= d && !stop.is_stopped() {
+                    stop_reason = "duration".into();
+                    stop.stop();
+                }
+            }
+            if stop.is_stopped() {
+                let _ = stop_at.compare_exchange(0, real_ns(), Ordering::Relaxed, Ordering::Relaxed);
+            }
+            if let (Some(np), Some(every)) = (next_progress, progress_every) {
+                if now >= np {
+                    progress(&snapshot(&live, now - start_mono));
+                    next_progress = Some(np + every.as_nanos() as u64);
+                }
+            }
+            let mut wake = now + 20_000_000;
+            if let Some(d) = deadline {
+                wake = wake.min(d.max(now));
+            }
+            if let Some(np) = next_progress {
+                wake = wake.min(np.max(now));
+            }
+            let _ = sleep_until_mono(wake);
+        }
+        let mut threads = Vec::new();
+        let mut first_err = None;
+        for (i, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(Ok(r)) => threads.push(r),
+                Ok(Err(e)) => {
+                    if first_err.is_none() {
+                        first_err = Some(e);
+                    }
+                }
+                Err(_) => {
+                    if first_err.is_none() {
+                        first_err = Some(CaptureError::Panic(i));
+                    }
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        let end_mono = mono_ns();
+        let if_after = IfCounters::read(&cfg.ifname).unwrap_or_default();
+        let proc_cpu = proc_cpu0.delta(&cpu_time(CpuScope::Process)?);
+        let d = if_before.delta(&if_after);
+        let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        for t in &threads {
+            if let Some(h) = &t.hist {
+                let _ = hist.add(h);
+            }
+        }
+        if let Some(c) = cfg.count {
+            if live.taken.load(Ordering::Relaxed) >= c {
+                stop_reason = "count".into();
+            }
+        }
+        let sum = |f: fn(&ThreadReport) -> u64| threads.iter().map(f).sum::<u64>();
+        let packets = sum(|t| t.packets);
+        let wakeups = sum(|t| t.wakeups);
+        let cycles_poll = sum(|t| t.poll_cycles);
+        let duration_s = (end_mono - start_mono) as f64 / 1e9;
+        let cpu_thr = threads.iter().fold(CpuTime::default(), |a, t| CpuTime {
+            user_ns: a.user_ns + t.cpu_user_ns,
+            system_ns: a.system_ns + t.cpu_system_ns,
+        });
+        Ok(CaptureReport {
+            schema: SCHEMA,
+            interface: cfg.ifname.clone(),
+            filter: cfg.filter.clone(),
+            snaplen: cfg.snaplen,
+            linktype,
+            format: format_name(cfg.format),
+            wait: cfg.wait,
+            poll_period_ns: cfg.poll_period_ns,
+            ring: RingSummary {
+                block_size,
+                block_count,
+                retire_ms,
+                fanout: (cfg.threads > 1).then_some(match cfg.fanout {
+                    FanoutMode::Hash => "hash",
+                    FanoutMode::Cpu => "cpu",
+                    FanoutMode::RoundRobin => "lb",
+                }),
+            },
+            start_unix_ns: start_real,
+            duration_s,
+            packets,
+            bytes: sum(|t| t.bytes),
+            loss: LossSummary {
+                if_rx_dropped: d.rx_dropped,
+                if_rx_missed_errors: d.rx_missed_errors,
+                ring_drops: sum(|t| t.ring_drops),
+                ring_freeze_q_cnt: sum(|t| t.ring_freeze_q_cnt),
+                writer_drops: 0,
+            },
+            interface_counters: IfCountersSummary {
+                before: if_before.into(),
+                after: if_after.into(),
+            },
+            wakeups_per_s: wakeups as f64 / duration_s.max(1e-9),
+            packets_per_wakeup: packets as f64 / wakeups.max(1) as f64,
+            wakeups,
+            mode_switches: sum(|t| t.mode_switches),
+            poll_fraction: cycles_poll as f64 / wakeups.max(1) as f64,
+            cpu: CpuSummary {
+                threads_user_s: cpu_thr.user_ns as f64 / 1e9,
+                threads_system_s: cpu_thr.system_ns as f64 / 1e9,
+                process_user_s: proc_cpu.user_ns as f64 / 1e9,
+                process_system_s: proc_cpu.system_ns as f64 / 1e9,
+                ns_per_packet: proc_cpu.total_ns() as f64 / packets.max(1) as f64,
+                utilization: proc_cpu.total_ns() as f64 / (end_mono - start_mono).max(1) as f64,
+            },
+            delivery_latency: LatencySummary::of(&hist),
+            stop_reason,
+            notes,
+            threads,
+        })
+    }
+}
+
+fn snapshot(live: &Live, elapsed_ns: u64) -> LiveSnapshot {
+    LiveSnapshot {
+        elapsed_s: elapsed_ns as f64 / 1e9,
+        packets: live.packets.load(Ordering::Relaxed),
+        bytes: live.bytes.load(Ordering::Relaxed),
+        wakeups: live.wakeups.load(Ordering::Relaxed),
+        ring_drops: live.ring_drops.load(Ordering::Relaxed),
+        switches: live.switches.load(Ordering::Relaxed),
+        mode: if live.mode.load(Ordering::Relaxed) == 1 {
+            WaitMode::Poll
+        } else {
+            WaitMode::Block
+        },
+    }
+}
+
+struct Worker {
+    idx: usize,
+    ring: RxRing,
+    out: Output,
+    live: Arc<Live>,
+    stop: StopFlag,
+    stop_at: Arc<AtomicU64>,
+    wait: WaitPolicy,
+    poll_period_ns: u64,
+    count: Option<u64>,
+    drain_ns: u64,
+    cpu: Option<usize>,
+    ifname: String,
+    if_before: IfCounters,
+}
+
+impl Worker {
+    fn counters(&mut self, packets: u64) -> io::Result<StatsCounters> {
+        let st = self.ring.stats()?;
+        let d = IfCounters::read(&self.ifname)
+            .map(|a| self.if_before.delta(&a))
+            .ok();
+        Ok(StatsCounters {
+            start_ns: None,
+            end_ns: None,
+            ifrecv: Some(st.packets),
+            ifdrop: Some(st.drops),
+            filter_accept: Some(st.packets),
+            osdrop: d.map(|d| d.rx_dropped + d.rx_missed_errors),
+            usrdeliv: Some(packets),
+        })
+    }
+
+    fn run(mut self) -> Result<ThreadReport, CaptureError> {
+        if let Some(c) = self.cpu {
+            wirelab_io::rt::pin_to_cpu(c).map_err(|e| io::Error::other(e.to_string()))?;
+        }
+        let cpu0 = cpu_time(CpuScope::Thread)?;
+        let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let period = self.poll_period_ns;
+        let mut fc = Forecaster::new(ForecastParams::for_poll_period(period), mono_ns());
+        let mut mode = match self.wait {
+            WaitPolicy::Poll => WaitMode::Poll,
+            _ => WaitMode::Block,
+        };
+        let mut next_poll = mono_ns() + period;
+        let mut next_stats = mono_ns() + 100_000_000;
+        let mut drain_until: Option<u64> = None;
+        let (mut packets, mut bytes, mut blocks, mut wakeups, mut poll_cycles) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut after_stop = 0u64;
+        let mut done = false;
+        let mut stop_real = u64::MAX;
+        let mut err: Option<CaptureError> = None;
+        loop {
+            // Process every retired block.
+            let mut n = 0u64;
+            let mut nbytes = 0u64;
+            while let Some(block) = self.ring.next_block() {
+                let now_real = real_ns();
+                for p in block.packets() {
+                    if p.ts_ns > stop_real {
+                        after_stop += 1;
+                        continue;
+                    }
+                    if let Some(c) = self.count {
+                        if self.live.taken.fetch_add(1, Ordering::Relaxed) >= c {
+                            done = true;
+                            break;
+                        }
+                    }
+                    if let Err(e) = self.out.write(p.ts_ns, p.orig_len, p.data) {
+                        err = Some(e.into());
+                        break;
+                    }
+                    let _ = hist.record(now_real.saturating_sub(p.ts_ns).max(1));
+                    n += 1;
+                    nbytes += p.data.len() as u64;
+                }
+                blocks += 1;
+                drop(block);
+                if done || err.is_some() {
+                    break;
+                }
+            }
+            if err.is_some() {
+                break;
+            }
+            packets += n;
+            bytes += nbytes;
+            if n > 0 {
+                self.live.packets.fetch_add(n, Ordering::Relaxed);
+                self.live.bytes.fetch_add(nbytes, Ordering::Relaxed);
+            }
+            if done {
+                self.stop.stop();
+                break;
+            }
+            let now = mono_ns();
+            if now >= next_stats {
+                next_stats = now + 100_000_000;
+                match self.counters(packets) {
+                    Ok(c) => {
+                        if self.idx == 0 {
+                            self.live.ring_drops.store(c.ifdrop.unwrap_or(0), Ordering::Relaxed);
+                        }
+                        if let Err(e) = self.out.tick(real_ns(), Some(&c)) {
+                            err = Some(e.into());
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        err = Some(e.into());
+                        break;
+                    }
+                }
+            } else if let Err(e) = self.out.tick(real_ns(), None) {
+                err = Some(e.into());
+                break;
+            }
+            if self.stop.is_stopped() {
+                match drain_until {
+                    None => {
+                        let at = self.stop_at.load(Ordering::Relaxed);
+                        stop_real = if at == 0 { real_ns() } else { at };
+                        drain_until = Some(now + self.drain_ns);
+                    }
+                    Some(t) if now >= t => break,
+                    Some(_) => {}
+                }
+                let _ = self.ring.wait(Duration::from_millis(5));
+                continue;
+            }
+            if mode == WaitMode::Poll {
+                poll_cycles += 1;
+            }
+            if self.wait == WaitPolicy::Adaptive {
+                mode = fc.on_cycle(now, n);
+                if self.idx == 0 {
+                    self.live.mode.store((mode == WaitMode::Poll) as u8, Ordering::Relaxed);
+                }
+            }
+            match mode {
+                WaitMode::Block => {
+                    if let Err(e) = self.ring.wait(Duration::from_millis(50)) {
+                        err = Some(e.into());
+                        break;
+                    }
+                    next_poll = mono_ns() + period;
+                }
+                WaitMode::Poll => {
+                    // An absolute grid; slots missed while processing are skipped.
+                    next_poll += period;
+                    if next_poll <= now {
+                        next_poll = now + period;
+                    }
+                    let _ = sleep_until_mono(next_poll);
+                }
+            }
+            wakeups += 1;
+            self.live.wakeups.fetch_add(1, Ordering::Relaxed);
+        }
+        self.live.switches.fetch_add(fc.switches(), Ordering::Relaxed);
+        // A reader that went away (`-w - | head`) ends the capture like a signal.
+        let broken_pipe = matches!(&err, Some(CaptureError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe);
+        if broken_pipe {
+            self.stop.stop();
+            err = None;
+        }
+        let counters = self.counters(packets)?;
+        let end = real_ns();
+        let files = self.out.finish(end, &counters);
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let files = match files {
+            Err(e) if broken_pipe && e.kind() == io::ErrorKind::BrokenPipe => Vec::new(),
+            f => f?,
+        };
+        let cpu = cpu0.delta(&cpu_time(CpuScope::Thread)?);
+        let st = self.ring.stats()?;
+        Ok(ThreadReport {
+            thread: self.idx,
+            packets,
+            bytes,
+            ring_packets: st.packets,
+            ring_drops: st.drops,
+            ring_freeze_q_cnt: st.freeze_q_cnt,
+            blocks,
+            wakeups,
+            poll_cycles,
+            mode_switches: fc.switches(),
+            cpu_user_ns: cpu.user_ns,
+            cpu_system_ns: cpu.system_ns,
+            files,
+            after_stop,
+            hist: Some(hist),
+        })
+    }
+}

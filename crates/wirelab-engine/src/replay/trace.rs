@@ -1,0 +1,238 @@
+//! Reading the input files once: selection (packet numbers, BPF), static
+//! rewrites, trace offsets; into memory (preload) or into chunks handed to
+//! the sender by a read-ahead thread (stream).
+
+use super::ReplayError;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use wirelab_io::bpf::BpfProgram;
+use wirelab_pcap::PcapReader;
+use wirelab_wire::rewrite::{RewriteSpec, RewriteStats, Verdict};
+
+/// Packet-number ranges, 1-based and inclusive, across all input files in
+/// order (`1-100,200-`). Empty = every packet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ranges(pub Vec<(u64, Option<u64>)>);
+
+impl Ranges {
+    /// Parses `7,11,20-23,174-`.
+    pub fn parse(s: &str) -> Result<Ranges, String> {
+        let mut v = vec![];
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = || format!("{part:?}: expected N, N-M or N- (packet numbers start at 1)");
+            let num = |t: &str| t.trim().parse::<u64>().ok().filter(|&n| n >= 1).ok_or_else(bad);
+            let r = match part.split_once('-') {
+                Some((a, "")) => (num(a)?, None),
+                Some((a, b)) => {
+                    let (a, b) = (num(a)?, num(b)?);
+                    if b < a {
+                        return Err(bad());
+                    }
+                    (a, Some(b))
+                }
+                None => {
+                    let n = num(part)?;
+                    (n, Some(n))
+                }
+            };
+            v.push(r);
+        }
+        Ok(Ranges(v))
+    }
+
+    /// Whether packet number `n` (1-based) is in any range.
+    pub fn contains(&self, n: u64) -> bool {
+        self.0.iter().any(|&(a, b)| n >= a && !matches!(b, Some(b) if n > b))
+    }
+}
+
+/// Which packets are sent.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Send only these packet numbers (empty: all).
+    pub include_ranges: Ranges,
+    /// Never send these packet numbers.
+    pub exclude_ranges: Ranges,
+    /// Send only packets matching this filter.
+    pub include_bpf: Option<BpfProgram>,
+    /// Never send packets matching this filter.
+    pub exclude_bpf: Option<BpfProgram>,
+}
+
+impl Selection {
+    fn keep(&self, n: u64, data: &[u8], orig_len: u32) -> bool {
+        (self.include_ranges.0.is_empty() || self.include_ranges.contains(n))
+            && !self.exclude_ranges.contains(n)
+            && !matches!(&self.include_bpf, Some(f) if !f.matches(data, orig_len))
+            && !self.exclude_bpf.as_ref().is_some_and(|f| f.matches(data, orig_len))
+    }
+}
+
+/// One selected packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pkt {
+    /// Offset of the data in its arena.
+    pub off: usize,
+    /// Captured (and rewritten) length.
+    pub len: u32,
+    /// Original length after rewriting.
+    pub orig_len: u32,
+    /// ns since the first selected packet, continuous across files.
+    pub t_ns: u64,
+    /// Packet number in the input (1-based, across files).
+    pub number: u64,
+}
+
+/// Counts from reading.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ReadStats {
+    /// Packets read.
+    pub read: u64,
+    /// Packets selected.
+    pub selected: u64,
+    /// Packets left out by ranges or filters.
+    pub filtered: u64,
+    /// Packets larger than the interface accepts (skipped).
+    pub oversize: u64,
+    /// Timestamps that went backwards (sent at the previous packet's time).
+    pub ts_backwards: u64,
+    /// Rewrite counters.
+    #[serde(skip)]
+    pub rewrite: RewriteStats,
+}
+
+/// Everything the reader needs.
+#[derive(Clone, Debug)]
+pub struct ReadSpec {
+    /// Input files, read in order.
+    pub files: Vec<PathBuf>,
+    /// Selection.
+    pub select: Selection,
+    /// Rewrites that do not depend on the loop.
+    pub rewrite: RewriteSpec,
+    /// Largest frame accepted (interface MTU + L2 header), if known.
+    pub max_frame: Option<usize>,
+}
+
+fn open(path: &Path) -> Result<PcapReader<BufReader<File>>, ReplayError> {
+    let f = File::open(path).map_err(|e| ReplayError::Input(format!("cannot open {}: {e}", path.display())))?;
+    PcapReader::new(BufReader::with_capacity(1 << 20, f))
+        .map_err(|e| ReplayError::Input(format!("{}: {e} (is it a pcap or pcapng file?)", path.display())))
+}
+
+/// Reads every file once, calling `sink` for each selected, rewritten
+/// packet with its trace offset. `sink` returns false to stop early.
+pub fn scan(
+    spec: &ReadSpec,
+    stats: &mut ReadStats,
+    mut sink: impl FnMut(&[u8], u32, u64, u64) -> bool,
+) -> Result<(), ReplayError> {
+    let mut number = 0u64;
+    let mut base = 0u64; // trace offset where the current file starts
+    let mut last_t = 0u64;
+    let mut gap_sum = 0u64;
+    let mut gaps = 0u64;
+    let mut buf = Vec::with_capacity(65_536);
+    for (fi, path) in spec.files.iter().enumerate() {
+        let mut r = open(path)?;
+        let mut first_ts: Option<u64> = None;
+        let mut prev_ts: Option<u64> = None;
+        if fi > 0 && stats.selected > 0 {
+            base = last_t + if gaps > 0 { gap_sum / gaps } else { 1_000_000 };
+        }
+        loop {
+            let p = r
+                .next_packet()
+                .map_err(|e| ReplayError::Input(format!("{}: {e}", path.display())))?;
+            let Some(p) = p else { break };
+            number += 1;
+            stats.read += 1;
+            if p.linktype != wirelab_pcap::LINKTYPE_ETHERNET {
+                return Err(ReplayError::Input(format!(
+                    "{}: packet {number} has link type {} — replay sends Ethernet frames (link type 1) only; convert first, e.g. `tcprewrite --dlt=enet --enet-dmac=.. --enet-smac=..`",
+                    path.display(),
+                    p.linktype
+                )));
+            }
+            if !spec.select.keep(number, p.data, p.orig_len) {
+                stats.filtered += 1;
+                continue;
+            }
+            let ts = p.ts_ns;
+            let f0 = *first_ts.get_or_insert(ts);
+            let mut rel = ts.saturating_sub(f0);
+            if let Some(pt) = prev_ts {
+                if ts < pt {
+                    stats.ts_backwards += 1;
+                    rel = pt.saturating_sub(f0);
+                } else {
+                    gap_sum += ts - pt;
+                    gaps += 1;
+                }
+            }
+            prev_ts = Some(ts.max(prev_ts.unwrap_or(0)));
+            let t = base + rel;
+            buf.clear();
+            buf.extend_from_slice(p.data);
+            let mut orig = p.orig_len;
+            if spec.rewrite.apply(&mut buf, &mut orig, &mut stats.rewrite) == Verdict::Drop {
+                stats.filtered += 1;
+                continue;
+            }
+            if spec.max_frame.is_some_and(|m| buf.len() > m) {
+                stats.oversize += 1;
+                continue;
+            }
+            stats.selected += 1;
+            last_t = t;
+            if !sink(&buf, orig, t, number) {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The whole selection in memory.
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// All frame bytes, back to back.
+    pub arena: Vec<u8>,
+    /// One entry per packet.
+    pub pkts: Vec<Pkt>,
+}
+
+impl Trace {
+    /// Frame data of `p`.
+    pub fn data(&self, p: &Pkt) -> &[u8] {
+        &self.arena[p.off..p.off + p.len as usize]
+    }
+
+    /// First to last trace offset.
+    pub fn span_ns(&self) -> u64 {
+        self.pkts.last().map(|p| p.t_ns).unwrap_or(0)
+    }
+}
+
+/// Loads everything into memory.
+pub fn preload(spec: &ReadSpec, stats: &mut ReadStats) -> Result<Trace, ReplayError> {
+    let mut t = Trace::default();
+    scan(spec, stats, |d, orig_len, t_ns, number| {
+        t.pkts.push(Pkt {
+            off: t.arena.len(),
+            len: d.len() as u32,
+            orig_len,
+            t_ns,
+            number,
+        });
+        t.arena.extend_from_slice(d);
+        true
+    })?;
+    t.arena.shrink_to_fit();
+    t.pkts.shrink_to_fit();
+    Ok(t)
+}
+
+/// Chunk size of the streaming reader.
+pub const CHUNK_BYTES: usize = 4 << 20;

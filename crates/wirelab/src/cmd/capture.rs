@@ -1,0 +1,251 @@
+//! `wirelab capture`.
+
+use crate::cli::{
+    CaptureArgs, CaptureFormatArg, CaptureWaitArg, DirectionArg, FanoutArg, TsPrecArg,
+};
+use crate::error::{usage, Privilege};
+use crate::values;
+use anyhow::Result;
+use std::io::Write;
+use std::time::Duration;
+use wirelab_engine::capture::{
+    Capture, CaptureConfig, CaptureError, CaptureReport, FileFormat, LiveSnapshot, Rotation,
+    WaitPolicy,
+};
+use wirelab_engine::StopFlag;
+use wirelab_io::ring_rx::{Direction, FanoutMode, RingConfig, RingError};
+use wirelab_pcap::PcapPrecision;
+
+fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
+    let dur = |flag: &str, v: &Option<String>| -> Result<Option<u64>> {
+        v.as_deref().map(|s| values::duration_ns(flag, s)).transpose()
+    };
+    let block_size = values::bytes("--block-size", &a.block_size)?;
+    let block_size = u32::try_from(block_size)
+        .map_err(|_| usage(format!("--block-size {} is larger than 4 GiB", a.block_size)))?;
+    let retire_ns = values::duration_ns("--retire", &a.retire)?;
+    if retire_ns != 0 && retire_ns < 1_000_000 {
+        return Err(usage(
+            "--retire has millisecond resolution: use 0 (kernel default) or at least 1ms",
+        ));
+    }
+    if a.poll_period == 0 {
+        return Err(usage("--poll-period must be at least 1 µs"));
+    }
+    let path = (a.write.as_os_str() != "-").then(|| a.write.clone());
+    Ok(CaptureConfig {
+        ifname: a.interface.clone(),
+        filter: a.filter.join(" "),
+        snaplen: a.snaplen.max(1),
+        ring: RingConfig {
+            block_size,
+            block_count: a.block_count,
+            retire_ms: (retire_ns / 1_000_000) as u32,
+            promisc: !a.no_promisc,
+            direction: match a.direction {
+                DirectionArg::In => Direction::In,
+                DirectionArg::Out => Direction::Out,
+                DirectionArg::Both => Direction::Both,
+            },
+            fanout: None,
+        },
+        wait: match a.wait {
+            CaptureWaitArg::Block => WaitPolicy::Block,
+            CaptureWaitArg::Poll => WaitPolicy::Poll,
+            CaptureWaitArg::Adaptive => WaitPolicy::Adaptive,
+        },
+        poll_period_ns: a.poll_period * 1_000,
+        count: a.count,
+        duration_ns: dur("--duration", &a.duration)?,
+        threads: a.threads as usize,
+        fanout: match a.fanout {
+            FanoutArg::Hash => FanoutMode::Hash,
+            FanoutArg::Cpu => FanoutMode::Cpu,
+            FanoutArg::Lb => FanoutMode::RoundRobin,
+        },
+        path,
+        format: match (a.format, a.tsprec) {
+            (CaptureFormatArg::Pcapng, _) => FileFormat::Pcapng,
+            (CaptureFormatArg::Pcap, TsPrecArg::Us) => FileFormat::Pcap(PcapPrecision::Micro),
+            (CaptureFormatArg::Pcap, TsPrecArg::Ns) => FileFormat::Pcap(PcapPrecision::Nano),
+        },
+        rotation: Rotation {
+            max_bytes: a
+                .rotate_size
+                .as_deref()
+                .map(|s| values::bytes("--rotate-size", s))
+                .transpose()?,
+            every_ns: dur("--rotate-every", &a.rotate_every)?,
+            align: a.rotate_align,
+            max_files: a.rotate_files,
+        },
+        cpus: a.cpu.clone(),
+    })
+}
+
+fn map_err(e: CaptureError) -> anyhow::Error {
+    match e {
+        CaptureError::Ring(RingError::Privilege { .. }) => {
+            anyhow::Error::new(Privilege(e.to_string()))
+        }
+        CaptureError::Ring(RingError::Config(m)) | CaptureError::Config(m) => usage(m),
+        CaptureError::Ring(RingError::Interface(e)) => usage(e.to_string()),
+        CaptureError::Filter(f) => usage(f.to_string()),
+        e => anyhow::Error::new(e),
+    }
+}
+
+pub fn run(a: CaptureArgs) -> Result<()> {
+    let cfg = config(&a)?;
+    let to_stdout = cfg.path.is_none();
+    let stats_every = a
+        .stats_interval
+        .as_deref()
+        .map(|s| values::duration_ns("--stats-interval", s).map(Duration::from_nanos))
+        .transpose()?
+        .filter(|d| !d.is_zero());
+    let stop = StopFlag::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.as_arc())?;
+    }
+    let cap = Capture::open(cfg.clone()).map_err(map_err)?;
+    if !a.quiet {
+        for n in cap.notes() {
+            eprintln!("wirelab capture: note: {n}");
+        }
+        let (bs, bc) = cap.geometry();
+        eprintln!(
+            "wirelab capture: listening on {}{}, ring {} × {} KiB, wait {}, writing {}{}",
+            cfg.ifname,
+            if cfg.filter.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", cfg.filter)
+            },
+            bc,
+            bs / 1024,
+            a.wait_name(),
+            a.write.display(),
+            if cfg.count.is_none() && cfg.duration_ns.is_none() {
+                "; Ctrl-C to stop"
+            } else {
+                ""
+            }
+        );
+    }
+    let mut last = (0.0f64, 0u64, 0u64);
+    let quiet = a.quiet;
+    let report = cap
+        .run(&stop, stats_every, |s: &LiveSnapshot| {
+            if quiet {
+                return;
+            }
+            let dt = (s.elapsed_s - last.0).max(1e-6);
+            let pps = (s.packets - last.1) as f64 / dt;
+            let wps = (s.wakeups - last.2) as f64 / dt;
+            last = (s.elapsed_s, s.packets, s.wakeups);
+            eprintln!(
+                "{:8.1}s {:>12} pkts {:>10.0} pps {:>8.1} MB  ring drops {}  wake-ups {:.0}/s  mode {} ({} switches)",
+                s.elapsed_s,
+                s.packets,
+                pps,
+                s.bytes as f64 / 1e6,
+                s.ring_drops,
+                wps,
+                s.mode.as_str(),
+                s.switches
+            );
+        })
+        .map_err(map_err)?;
+    let text = if a.json {
+        let mut s = serde_json::to_string_pretty(&report)?;
+        s.push('\n');
+        s
+    } else {
+        human(&report)
+    };
+    if to_stdout {
+        eprint!("{text}");
+    } else {
+        let mut o = std::io::stdout().lock();
+        o.write_all(text.as_bytes())?;
+        o.flush()?;
+    }
+    Ok(())
+}
+
+impl CaptureArgs {
+    fn wait_name(&self) -> String {
+        match self.wait {
+            CaptureWaitArg::Block => "block".into(),
+            CaptureWaitArg::Poll => format!("poll every {} µs", self.poll_period),
+            CaptureWaitArg::Adaptive => format!("adaptive (poll every {} µs)", self.poll_period),
+        }
+    }
+}
+
+fn ms(ns: u64) -> String {
+    wirelab_core::units::format_ns(ns as f64)
+}
+
+fn human(r: &CaptureReport) -> String {
+    let files: Vec<&str> = r
+        .threads
+        .iter()
+        .flat_map(|t| t.files.iter().filter(|f| !f.deleted).map(|f| f.path.as_str()))
+        .collect();
+    let files = if files.len() > 3 {
+        format!("{} … {} ({} files)", files[0], files[files.len() - 1], files.len())
+    } else {
+        files.join(", ")
+    };
+    let l = &r.loss;
+    let d = &r.delivery_latency;
+    let mut s = format!(
+        "wirelab capture: {} packets ({:.1} kB) on {} in {:.2} s → {} [{}; stopped by {}]\n",
+        r.packets,
+        r.bytes as f64 / 1e3,
+        r.interface,
+        r.duration_s,
+        files,
+        r.format,
+        r.stop_reason
+    );
+    s += &format!(
+        "  loss: interface rx_dropped {} rx_missed {}; ring drops {} (queue freezes {}); writer {}\n",
+        l.if_rx_dropped, l.if_rx_missed_errors, l.ring_drops, l.ring_freeze_q_cnt, l.writer_drops
+    );
+    s += &format!(
+        "  wait {}: {} wake-ups ({:.0}/s), {:.1} packets/wake-up, {} mode switches, {:.0}% of cycles polling\n",
+        serde_json::to_value(r.wait)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        r.wakeups,
+        r.wakeups_per_s,
+        r.packets_per_wakeup,
+        r.mode_switches,
+        r.poll_fraction * 100.0
+    );
+    s += &format!(
+        "  cpu: {:.3} s user + {:.3} s system ({:.1}% of a core, {:.0} ns/packet)\n",
+        r.cpu.process_user_s,
+        r.cpu.process_system_s,
+        r.cpu.utilization * 100.0,
+        r.cpu.ns_per_packet
+    );
+    if d.count > 0 {
+        s += &format!(
+            "  delivery latency (kernel stamp → handled): min {} p50 {} p90 {} p99 {} max {}\n",
+            ms(d.min_ns),
+            ms(d.p50_ns),
+            ms(d.p90_ns),
+            ms(d.p99_ns),
+            ms(d.max_ns)
+        );
+    }
+    for n in &r.notes {
+        s += &format!("  note: {n}\n");
+    }
+    s
+}
