@@ -216,3 +216,47 @@ fn adaptive_receiver_polls_under_a_flood_without_loss() {
     assert!(r["counters"]["mode_switches"].as_u64().unwrap() >= 1, "{r}");
     assert!(r["packets_per_wakeup"].as_f64().unwrap() > 2.0, "{r}");
 }
+
+/// SIGINT ends the receiver; everything received is in its summary and
+/// its record file. The DSCP asked for is on the wire (nft counts it).
+#[test]
+fn sigint_flushes_summary_and_records_and_dscp_is_set() {
+    if !netns_available(&["nft"]) {
+        return;
+    }
+    let lab = Lab::new();
+    lab.sh(
+        &lab.r,
+        "nft add table inet wlt && \
+         nft add chain inet wlt input '{ type filter hook input priority 0; }' && \
+         nft add rule inet wlt input udp dport 6005 ip dscp ef counter",
+    );
+    let rx_file = lab.file("rx.wlr");
+    let rx = lab
+        .wirelab(&lab.r)
+        .args(["recv", "-4", "--port", "6005", "--json", "--quiet", "--forever"])
+        .arg("--record")
+        .arg(&rx_file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    lab.wait_udp(&lab.r, 6005);
+    run(lab
+        .wirelab(&lab.s)
+        .args(["send", "198.18.0.2", "--port", "6005", "--dscp", "46", "--rate", "5kpps"])
+        .args(["--count", "500", "--quiet"]));
+    // --forever: only the signal ends it. `ip netns exec` execs, so the
+    // child's pid is the receiver's.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run(std::process::Command::new("kill").args(["-INT", &rx.id().to_string()]));
+    let rx = rx.wait_with_output().unwrap();
+    assert!(rx.status.success(), "{}", String::from_utf8_lossy(&rx.stderr));
+    let v = json(&rx);
+    assert_eq!(v["receiver"]["end_reason"], "signal");
+    assert_eq!(flow(&v, 1)["received"], 500);
+    let an = run(std::process::Command::new(exe()).args(["analyze", "--json"]).arg(&rx_file));
+    assert_eq!(flow(&json(&an), 1)["received"], 500);
+    let nft = lab.sh(&lab.r, "nft list table inet wlt");
+    let text = String::from_utf8_lossy(&nft.stdout);
+    assert!(text.contains("packets 503 "), "{text}");
+}
