@@ -6,5 +6,6 @@
 
 pub mod forecast;
 pub mod gen;
+pub mod replay;
 pub mod schedule;
 pub mod units;

@@ -11,6 +11,7 @@ pub mod capture;
 pub mod recordlog;
 pub mod sender;
 pub mod receiver;
+pub mod replay;
 pub mod stop;
 
 pub use stop::StopFlag;

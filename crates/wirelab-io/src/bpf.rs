@@ -121,9 +121,12 @@ impl BpfProgram {
     pub fn compile(expr: &str, linktype: i32, snaplen: u32) -> Result<BpfProgram, BpfError> {
         let c_expr = CString::new(expr).map_err(|_| BpfError::Nul { expr: expr.into() })?;
         let snap = c_int::try_from(snaplen.max(1)).unwrap_or(c_int::MAX);
+        // LINKTYPE_* equals DLT_* except for the few values remapped in pcap files;
+        // LINKTYPE_RAW (101) is DLT_RAW (12 on Linux).
+        let dlt = if linktype == 101 { 12 } else { linktype };
         let _guard = COMPILE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: pcap_open_dead only allocates a handle; a null return is checked below.
-        let p = unsafe { pcap_open_dead(linktype, snap) };
+        let p = unsafe { pcap_open_dead(dlt, snap) };
         if p.is_null() {
             return Err(BpfError::LinkType { linktype });
         }

@@ -7,9 +7,19 @@
 //!   timestamps (SO_TIMESTAMPING, falling back to SO_TIMESTAMPNS) and kernel
 //!   drop counts (SO_RXQ_OVFL).
 //!
+//! - [`bpf`]: tcpdump filter expressions compiled by libpcap; run in user space or
+//!   attached to a socket.
+//! - [`ring_rx`]: AF_PACKET TPACKET_V3 receive ring, read in place.
+//! - [`ifstats`]: interface counters from sysfs, thread/process CPU time.
+//!
 //! Every `unsafe` block carries a `// SAFETY:` comment.
 
+pub mod bpf;
 pub mod clock;
+pub mod packet_sock;
+pub mod ring_tx;
+pub mod ifstats;
+pub mod ring_rx;
 pub mod rt;
 pub mod udp;
 

@@ -7,6 +7,7 @@
 
 pub mod probe;
 pub mod record;
+pub mod rewrite;
 
 pub use probe::{EchoTimes, ProbeFlags, ProbeRepr, WireError};
 pub use record::{Record, RecordError, RecordFileHeader, RecordKind, RecordReader, Role};

@@ -37,6 +37,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Capture packets to pcapng/pcap through an mmap'd TPACKET_V3 ring, losslessly
     Capture(CaptureArgs),
+    /// Replay pcap/pcapng files onto an interface with measured timing fidelity
+    Replay(ReplayArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -364,7 +366,7 @@ pub struct CaptureArgs {
     #[arg(short, long, value_name = "IF")]
     pub interface: String,
     /// Filter in tcpdump syntax (pcap-filter(7)), e.g. `udp port 5757`; the words are joined
-    #[arg(value_name = "FILTER", trailing_var_arg = true)]
+    #[arg(value_name = "FILTER")]
     pub filter: Vec<String>,
     /// Write packets to FILE ("-" = stdout)
     #[arg(short = 'w', long = "write", value_name = "FILE")]
@@ -433,6 +435,213 @@ pub struct CaptureArgs {
     #[arg(long)]
     pub json: bool,
     /// No progress or notes on stderr
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayTxArg {
+    /// AF_PACKET TX ring (TPACKET_V2), batched kicks
+    Ring,
+    /// sendmmsg on a packet socket
+    Sendmmsg,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LateArg {
+    /// Send everything due at once (tcpreplay's behaviour)
+    Burst,
+    /// Shift the rest of the schedule by the lateness (gaps kept, duration grows)
+    Rebase,
+    /// Keep at least --spread-factor x the original gap while catching up (no drift)
+    Spread,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateLayerArg {
+    /// Count L2 frame bytes (as captured, without FCS)
+    L2,
+    /// Count bytes on the wire: frame padded to 60, + FCS, preamble, inter-frame gap
+    Wire,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VlanArg {
+    /// Insert a new outer tag
+    Add,
+    /// Remove the outer tag
+    Del,
+    /// Change the outer tag's fields
+    Retag,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FixLenArg {
+    Pad,
+    Trunc,
+    Del,
+}
+
+#[derive(Args, Debug)]
+#[command(after_long_help = "TIMING: original (default), --multiplier, --pps, --mbps, --topspeed. Deadlines are absolute \
+(first packet's start + trace offset / multiplier); when late, --late spread (default) keeps at least half of every \
+original gap while catching up, burst sends everything due at once, rebase shifts the schedule.\n\n\
+SELECTION: --include/--exclude take packet numbers (7,11,20-23,174-, or P:LIST) or a BPF filter (F:EXPR or any \
+other text, tcpdump syntax).\n\n\
+EXAMPLES:\n  \
+wirelab replay -i eth1 trace.pcap\n  \
+wirelab replay -i eth1 --pps 100kpps --loop 0 --duration 60s trace.pcapng\n  \
+wirelab replay -i eth1 --topspeed --enet-smac if --enet-dmac 02:00:00:00:00:02 trace.pcap\n  \
+wirelab replay -w out.pcap --mtu 300 --mtu-trunc --fixcsum trace.pcap   # rewrite only, no timing")]
+pub struct ReplayArgs {
+    /// pcap or pcapng files, replayed in order
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Interface to send on
+    #[arg(short = 'i', long = "intf1", value_name = "IF", required_unless_present = "write")]
+    pub intf: Option<String>,
+    /// Write the (selected, rewritten) packets to this pcap file instead of sending
+    #[arg(short = 'w', long, value_name = "FILE", conflicts_with = "intf")]
+    pub write: Option<PathBuf>,
+    /// Speed-up factor of the original timing (2 = twice as fast)
+    #[arg(short = 'x', long, value_name = "X", conflicts_with_all = ["pps", "mbps", "topspeed"])]
+    pub multiplier: Option<f64>,
+    /// Fixed packet rate (e.g. 1000, 100kpps)
+    #[arg(short = 'p', long, value_name = "RATE", conflicts_with_all = ["mbps", "topspeed"])]
+    pub pps: Option<String>,
+    /// Fixed bit rate in Mbit/s (see --rate-layer)
+    #[arg(short = 'M', long, value_name = "MBPS", conflicts_with = "topspeed")]
+    pub mbps: Option<f64>,
+    /// What --mbps counts
+    #[arg(long, value_enum, default_value = "l2")]
+    pub rate_layer: RateLayerArg,
+    /// As fast as possible
+    #[arg(short = 't', long)]
+    pub topspeed: bool,
+    /// Packets per tick with --pps/--mbps
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub burst: u32,
+    /// Passes over the trace (0 = until stopped)
+    #[arg(short = 'l', long = "loop", default_value_t = 1, value_name = "N")]
+    pub loops: u64,
+    /// Gap between passes (default: the trace's mean gap, so timestamps continue)
+    #[arg(long, value_name = "DURATION")]
+    pub loop_delay: Option<String>,
+    /// Stop after this much time
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Stop after this many packets
+    #[arg(short = 'L', long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Catch-up policy when late
+    #[arg(long, value_enum, default_value = "spread")]
+    pub late: LateArg,
+    /// Fraction of the original gap kept while catching up (--late spread)
+    #[arg(long, default_value_t = 0.5, value_name = "F")]
+    pub spread_factor: f64,
+    /// Lateness that counts as late (report; threshold of --late rebase)
+    #[arg(long, default_value = "10us", value_name = "DURATION")]
+    pub late_threshold: String,
+    /// Sleep until this long before each deadline, then spin
+    #[arg(long, default_value = "50us", value_name = "DURATION")]
+    pub spin: String,
+    /// Transmit method
+    #[arg(long, value_enum, default_value = "ring")]
+    pub tx: ReplayTxArg,
+    /// Go through the qdisc layer (default: PACKET_QDISC_BYPASS)
+    #[arg(long)]
+    pub no_qdisc_bypass: bool,
+    /// Slots of the TX ring
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub ring_slots: usize,
+    /// Most frames per send call
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub batch: usize,
+    /// Preload budget; larger inputs are streamed with read-ahead
+    #[arg(long, default_value = "1GiB", value_name = "BYTES")]
+    pub max_preload: String,
+    /// SCHED_FIFO priority (1-99)
+    #[arg(long, value_name = "PRIO")]
+    pub rt_priority: Option<i32>,
+    /// Pin the sending thread to this CPU
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+    /// Lock memory (mlockall)
+    #[arg(long)]
+    pub mlock: bool,
+    /// Write every departure to this CSV file
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Send only these packets: numbers (7,11,20-23,174- or P:LIST) or a BPF filter (F:EXPR or plain text)
+    #[arg(long, value_name = "SPEC")]
+    pub include: Option<String>,
+    /// Never send these packets: numbers or a BPF filter, as --include
+    #[arg(long, value_name = "SPEC")]
+    pub exclude: Option<String>,
+    /// Send only these packet numbers (1-100,200-)
+    #[arg(long, value_name = "RANGES")]
+    pub packets: Option<String>,
+    /// Destination MAC (aa:bb:cc:dd:ee:ff)
+    #[arg(long, value_name = "MAC")]
+    pub enet_dmac: Option<String>,
+    /// Source MAC, or `if` for the sending interface's MAC
+    #[arg(long, value_name = "MAC")]
+    pub enet_smac: Option<String>,
+    /// VLAN operation on the outer tag
+    #[arg(long, value_enum)]
+    pub enet_vlan: Option<VlanArg>,
+    /// VLAN id for add/retag
+    #[arg(long, value_name = "VID")]
+    pub enet_vlan_tag: Option<u16>,
+    /// VLAN priority (PCP) for add/retag
+    #[arg(long, value_name = "PCP")]
+    pub enet_vlan_pri: Option<u8>,
+    /// VLAN CFI/DEI bit for add
+    #[arg(long, value_name = "0|1")]
+    pub enet_vlan_cfi: Option<u8>,
+    /// VLAN TPID for add/retag: 802.1q (0x8100) or 802.1ad (0x88a8)
+    #[arg(long, value_name = "PROTO")]
+    pub enet_vlan_proto: Option<String>,
+    /// Map source addresses FROM:TO by CIDR (repeatable; [v6]/64:[v6]/64 for IPv6)
+    #[arg(long, value_name = "MAP")]
+    pub srcipmap: Vec<String>,
+    /// Map destination addresses FROM:TO by CIDR (repeatable)
+    #[arg(long, value_name = "MAP")]
+    pub dstipmap: Vec<String>,
+    /// Map source and destination addresses FROM:TO (repeatable)
+    #[arg(long, value_name = "MAP")]
+    pub pnat: Vec<String>,
+    /// Map TCP/UDP ports PORT[-PORT]:NEW (repeatable)
+    #[arg(long, value_name = "MAP")]
+    pub portmap: Vec<String>,
+    /// TTL / hop limit: N, +N or -N
+    #[arg(long, value_name = "TTL")]
+    pub ttl: Option<String>,
+    /// MTU for --mtu-trunc (L3 bytes)
+    #[arg(long, default_value_t = 1500, value_name = "BYTES")]
+    pub mtu: usize,
+    /// Truncate frames whose L3 part exceeds --mtu (fixes lengths and checksums)
+    #[arg(long)]
+    pub mtu_trunc: bool,
+    /// Frames cut short by the capture: pad to the original length, shrink the IP length, or drop
+    #[arg(long, value_enum)]
+    pub fixlen: Option<FixLenArg>,
+    /// Remove the last 4 bytes (Ethernet FCS) of every frame
+    #[arg(long)]
+    pub efcs: bool,
+    /// Recompute every IPv4/TCP/UDP/ICMP checksum
+    #[arg(long)]
+    pub fixcsum: bool,
+    /// Randomise IP addresses consistently with this seed
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Move addresses apart by the loop number in every pass after the first (tcpreplay --unique-ip)
+    #[arg(long)]
+    pub unique_ip: bool,
+    /// Print the report as JSON (schema wirelab.replay/1)
+    #[arg(long)]
+    pub json: bool,
+    /// No notes on stderr
     #[arg(short, long)]
     pub quiet: bool,
 }

@@ -31,6 +31,7 @@ fn main() {
         Command::Export(a) => cmd::export::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Capture(a) => cmd::capture::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
     };
     if let Err(e) = res {
         eprintln!("wirelab: error: {e:#}");

@@ -9,8 +9,12 @@
 //! - **poll**: sleep on an absolute grid of `poll_period_ns` (CLOCK_MONOTONIC), then look at
 //!   the ring without a system call — the timer-paced mode.
 //!
-//! `adaptive` lets [`wirelab_core::forecast::Forecaster`] choose after every cycle from the
-//! forecast inter-packet period, with hysteresis, counting switches.
+//! `adaptive` lets [`wirelab_core::forecast::Forecaster`] choose after every cycle, with
+//! hysteresis, counting switches. With TPACKET_V3 the kernel already coalesces
+//! notifications per *block* (the "interrupt" of the source is a block retirement), so the
+//! forecaster is fed retired blocks per cycle, not packets: it polls once blocks retire
+//! faster than the poll period (small blocks or very high rates), where one timer wake-up
+//! per period is cheaper than one ppoll wake-up per block, and blocks otherwise.
 //!
 //! # Stop and drain
 //!
@@ -691,7 +695,14 @@ impl Worker {
         let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
             .map_err(|e| io::Error::other(e.to_string()))?;
         let period = self.poll_period_ns;
-        let mut fc = Forecaster::new(ForecastParams::for_poll_period(period), mono_ns());
+        // The kernel's notification unit is the retired block, so blocks are the events
+        // whose period is forecast: poll once blocks retire faster than the poll period.
+        let params = ForecastParams {
+            n1: 2,
+            n2: 8,
+            ..ForecastParams::for_poll_period(period)
+        };
+        let mut fc = Forecaster::new(params, mono_ns());
         let mut mode = match self.wait {
             WaitPolicy::Poll => WaitMode::Poll,
             _ => WaitMode::Block,
@@ -708,6 +719,7 @@ impl Worker {
             // Process every retired block.
             let mut n = 0u64;
             let mut nbytes = 0u64;
+            let mut nblocks = 0u64;
             while let Some(block) = self.ring.next_block() {
                 let now_real = real_ns();
                 for p in block.packets() {
@@ -729,7 +741,7 @@ impl Worker {
                     n += 1;
                     nbytes += p.data.len() as u64;
                 }
-                blocks += 1;
+                nblocks += 1;
                 drop(block);
                 if done || err.is_some() {
                     break;
@@ -740,6 +752,7 @@ impl Worker {
             }
             packets += n;
             bytes += nbytes;
+            blocks += nblocks;
             if n > 0 {
                 self.live.packets.fetch_add(n, Ordering::Relaxed);
                 self.live.bytes.fetch_add(nbytes, Ordering::Relaxed);
@@ -787,9 +800,10 @@ impl Worker {
                 poll_cycles += 1;
             }
             if self.wait == WaitPolicy::Adaptive {
-                mode = fc.on_cycle(now, n);
+                mode = fc.on_cycle(now, nblocks);
                 if self.idx == 0 {
                     self.live.mode.store((mode == WaitMode::Poll) as u8, Ordering::Relaxed);
+                    self.live.switches.store(fc.switches(), Ordering::Relaxed);
                 }
             }
             match mode {
@@ -812,7 +826,6 @@ impl Worker {
             wakeups += 1;
             self.live.wakeups.fetch_add(1, Ordering::Relaxed);
         }
-        self.live.switches.fetch_add(fc.switches(), Ordering::Relaxed);
         // A reader that went away (`-w - | head`) ends the capture like a signal.
         let broken_pipe = matches!(&err, Some(CaptureError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe);
         if broken_pipe {

@@ -21,7 +21,13 @@ impl Ranges {
         let mut v = vec![];
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let bad = || format!("{part:?}: expected N, N-M or N- (packet numbers start at 1)");
-            let num = |t: &str| t.trim().parse::<u64>().ok().filter(|&n| n >= 1).ok_or_else(bad);
+            let num = |t: &str| {
+                t.trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(bad)
+            };
             let r = match part.split_once('-') {
                 Some((a, "")) => (num(a)?, None),
                 Some((a, b)) => {
@@ -43,7 +49,9 @@ impl Ranges {
 
     /// Whether packet number `n` (1-based) is in any range.
     pub fn contains(&self, n: u64) -> bool {
-        self.0.iter().any(|&(a, b)| n >= a && !matches!(b, Some(b) if n > b))
+        self.0
+            .iter()
+            .any(|&(a, b)| n >= a && !matches!(b, Some(b) if n > b))
     }
 }
 
@@ -65,7 +73,10 @@ impl Selection {
         (self.include_ranges.0.is_empty() || self.include_ranges.contains(n))
             && !self.exclude_ranges.contains(n)
             && !matches!(&self.include_bpf, Some(f) if !f.matches(data, orig_len))
-            && !self.exclude_bpf.as_ref().is_some_and(|f| f.matches(data, orig_len))
+            && !self
+                .exclude_bpf
+                .as_ref()
+                .is_some_and(|f| f.matches(data, orig_len))
     }
 }
 
@@ -116,9 +127,14 @@ pub struct ReadSpec {
 }
 
 fn open(path: &Path) -> Result<PcapReader<BufReader<File>>, ReplayError> {
-    let f = File::open(path).map_err(|e| ReplayError::Input(format!("cannot open {}: {e}", path.display())))?;
-    PcapReader::new(BufReader::with_capacity(1 << 20, f))
-        .map_err(|e| ReplayError::Input(format!("{}: {e} (is it a pcap or pcapng file?)", path.display())))
+    let f = File::open(path)
+        .map_err(|e| ReplayError::Input(format!("cannot open {}: {e}", path.display())))?;
+    PcapReader::new(BufReader::with_capacity(1 << 20, f)).map_err(|e| {
+        ReplayError::Input(format!(
+            "{}: {e} (is it a pcap or pcapng file?)",
+            path.display()
+        ))
+    })
 }
 
 /// Reads every file once, calling `sink` for each selected, rewritten

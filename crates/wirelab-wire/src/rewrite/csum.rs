@@ -51,7 +51,10 @@ mod tests {
         let mut e = d;
         e[2] = 0x12;
         e[3] = 0x34;
-        assert_eq!(update(finish(sum(&d, 0)), &d[2..4], &e[2..4]), finish(sum(&e, 0)));
+        assert_eq!(
+            update(finish(sum(&d, 0)), &d[2..4], &e[2..4]),
+            finish(sum(&e, 0))
+        );
     }
 
     #[test]

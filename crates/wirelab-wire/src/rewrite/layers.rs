@@ -186,7 +186,9 @@ mod tests {
         let mut f = vec![0u8; 12];
         f.extend_from_slice(&[0x81, 0x00, 0x00, 0x2a, 0x88, 0x47, 0, 1, 0x21, 0xfe]);
         let ip_off = f.len();
-        f.extend_from_slice(&[0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend_from_slice(&[
+            0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+        ]);
         f.extend_from_slice(&[0u8; 20]);
         let l = parse_ethernet(&f);
         assert_eq!(l.vlan_tags, 1);

@@ -5,6 +5,7 @@ pub mod capture;
 pub mod demo;
 pub mod export;
 pub mod recv;
+pub mod replay;
 pub mod send;
 
 use anyhow::{Context, Result};

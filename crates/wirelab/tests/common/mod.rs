@@ -129,7 +129,14 @@ impl Lab {
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(10) {
             let out = Command::new("ip")
-                .args(["netns", "exec", ns, "cat", "/proc/net/udp", "/proc/net/udp6"])
+                .args([
+                    "netns",
+                    "exec",
+                    ns,
+                    "cat",
+                    "/proc/net/udp",
+                    "/proc/net/udp6",
+                ])
                 .output()
                 .unwrap();
             if String::from_utf8_lossy(&out.stdout).contains(&hex) {

@@ -1,0 +1,225 @@
+//! The sans-IO heart of `wirelab replay`: when each packet is due
+//! ([`Timing`], [`LoopClock`]), what to do when the sender is late
+//! ([`LatePolicy`], [`Pacer`]) and how well it did ([`Fidelity`]).
+//!
+//! All times are ns relative to the replay's start on the monotonic clock;
+//! the driver adds its start instant. Nothing here reads a clock.
+//!
+//! # Schedule
+//!
+//! Packet *i* has an *ideal* departure: with original timing
+//! `trace_offset / multiplier`, where the trace offset runs on across loops
+//! ([`LoopClock`]); with `--pps` `⌊i / burst⌋ · burst / pps`; with `--mbps`
+//! the bits of all earlier bursts over the rate; with `--topspeed` 0. The
+//! ideal never depends on what happened at run time, so lateness cannot
+//! accumulate into drift unless the policy asks for it (`rebase`).
+//!
+//! # Late policy
+//!
+//! - `burst`: send everything that is due now (tcpreplay's behaviour):
+//!   absolute schedule kept, but after a late wake-up the backlog leaves
+//!   back-to-back.
+//! - `rebase`: when a packet leaves more than a threshold late, shift the
+//!   rest of the schedule by that lateness: gaps kept, total duration grows.
+//! - `spread` (default): a late packet leaves no earlier than the previous
+//!   departure plus its original gap times a factor (0.5): the backlog drains
+//!   at twice the original rate, gaps are never collapsed to zero, and the
+//!   schedule is rejoined, so there is no drift.
+
+mod fidelity;
+
+pub use fidelity::{Fidelity, FidelityReport, Percentiles};
+
+/// How the ideal departure times are derived.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Timing {
+    /// Trace timing divided by a multiplier (1.0 = original).
+    Original {
+        /// Speed-up factor (2.0 = twice as fast).
+        multiplier: f64,
+    },
+    /// Fixed packet rate, `burst` packets per tick of `burst / pps`.
+    Pps {
+        /// Packets per second.
+        pps: f64,
+        /// Packets per tick (≥ 1).
+        burst: u32,
+    },
+    /// Fixed bit rate, counted on L2 bytes or on the wire (preamble, FCS,
+    /// inter-frame gap, minimum frame size).
+    Rate {
+        /// Bits per second.
+        bps: f64,
+        /// Count wire bytes instead of L2 bytes.
+        wire: bool,
+        /// Packets per tick (≥ 1).
+        burst: u32,
+    },
+    /// As fast as possible: everything is due at once.
+    Topspeed,
+}
+
+/// Bytes a frame of `len` L2 bytes (without FCS) occupies on Ethernet:
+/// padded to 60, plus FCS 4, preamble and SFD 8, inter-frame gap 12.
+pub fn wire_bytes(len: u32) -> u64 {
+    u64::from(len.max(60)) + 24
+}
+
+/// Trace time across loops: loop *k* starts `k · period` after loop 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopClock {
+    /// From the first to the last packet of one pass.
+    pub span_ns: u64,
+    /// From the first packet of one pass to the first of the next.
+    pub period_ns: u64,
+}
+
+impl LoopClock {
+    /// A pass of `span_ns` with `count` packets. The next pass starts
+    /// `loop_delay_ns` after the last packet, or, without a delay, one mean
+    /// gap later (so timestamps stay continuous and the loop seam looks like
+    /// any other gap); one packet alone repeats every 1 ms.
+    pub fn new(span_ns: u64, count: u64, loop_delay_ns: Option<u64>) -> LoopClock {
+        let gap = match loop_delay_ns {
+            Some(d) => d,
+            None if count > 1 => span_ns / (count - 1),
+            None => 1_000_000,
+        };
+        LoopClock {
+            span_ns,
+            period_ns: span_ns.saturating_add(gap).max(1),
+        }
+    }
+
+    /// Trace offset of a packet at `offset_ns` into pass `pass`.
+    pub fn trace_ns(&self, pass: u64, offset_ns: u64) -> u64 {
+        pass.saturating_mul(self.period_ns)
+            .saturating_add(offset_ns)
+    }
+}
+
+/// Turns packets, in sending order, into ideal departure times.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    timing: Timing,
+    index: u64,
+    bits_at_tick: f64,
+    bits: f64,
+}
+
+impl Schedule {
+    /// A schedule for `timing`.
+    pub fn new(timing: Timing) -> Schedule {
+        Schedule {
+            timing,
+            index: 0,
+            bits_at_tick: 0.0,
+            bits: 0.0,
+        }
+    }
+
+    /// The ideal departure (ns from start) of the next packet, which is
+    /// `len` L2 bytes long and sits `trace_ns` into the (looped) trace.
+    pub fn next(&mut self, trace_ns: u64, len: u32) -> u64 {
+        let i = self.index;
+        self.index += 1;
+        match self.timing {
+            Timing::Original { multiplier } => (trace_ns as f64 / multiplier).round() as u64,
+            Timing::Pps { pps, burst } => {
+                let b = u64::from(burst.max(1));
+                ((i / b * b) as f64 * 1e9 / pps).round() as u64
+            }
+            Timing::Rate { bps, wire, burst } => {
+                let b = u64::from(burst.max(1));
+                if i.is_multiple_of(b) {
+                    self.bits_at_tick = self.bits;
+                }
+                let bytes = if wire {
+                    wire_bytes(len)
+                } else {
+                    u64::from(len)
+                };
+                self.bits += bytes as f64 * 8.0;
+                (self.bits_at_tick * 1e9 / bps).round() as u64
+            }
+            Timing::Topspeed => 0,
+        }
+    }
+}
+
+/// What to do when the sender finds itself behind schedule.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LatePolicy {
+    /// Send everything due at once.
+    Burst,
+    /// Shift the remaining schedule by any lateness above `threshold_ns`.
+    Rebase {
+        /// Lateness tolerated before shifting.
+        threshold_ns: u64,
+    },
+    /// Keep at least `factor` × the original gap between late packets.
+    Spread {
+        /// Fraction of the original gap kept while catching up (0..1).
+        factor: f64,
+    },
+}
+
+impl LatePolicy {
+    /// The documented default.
+    pub const DEFAULT: LatePolicy = LatePolicy::Spread { factor: 0.5 };
+}
+
+/// Applies a [`LatePolicy`]: turns ideal times into targets, learns from
+/// actual departures.
+#[derive(Clone, Debug)]
+pub struct Pacer {
+    policy: LatePolicy,
+    shift_ns: u64,
+    prev: Option<(u64, u64)>,
+}
+
+impl Pacer {
+    /// A pacer applying `policy`.
+    pub fn new(policy: LatePolicy) -> Pacer {
+        Pacer {
+            policy,
+            shift_ns: 0,
+            prev: None,
+        }
+    }
+
+    /// When to send a packet whose ideal time is `ideal_ns`.
+    pub fn target(&self, ideal_ns: u64) -> u64 {
+        match self.policy {
+            LatePolicy::Burst => ideal_ns,
+            LatePolicy::Rebase { .. } => ideal_ns + self.shift_ns,
+            LatePolicy::Spread { factor } => match self.prev {
+                Some((pi, pd)) => {
+                    let gap = ideal_ns.saturating_sub(pi) as f64 * factor;
+                    ideal_ns.max(pd + gap as u64)
+                }
+                None => ideal_ns,
+            },
+        }
+    }
+
+    /// Reports that the packet with `ideal_ns`, targeted at `target_ns`,
+    /// left at `actual_ns`.
+    pub fn departed(&mut self, ideal_ns: u64, target_ns: u64, actual_ns: u64) {
+        if let LatePolicy::Rebase { threshold_ns } = self.policy {
+            let late = actual_ns.saturating_sub(target_ns);
+            if late > threshold_ns {
+                self.shift_ns += late;
+            }
+        }
+        self.prev = Some((ideal_ns, actual_ns));
+    }
+
+    /// Total shift applied by `rebase` so far.
+    pub fn shift_ns(&self) -> u64 {
+        self.shift_ns
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+//! Virtual-clock tests of the schedule, the late policies and fidelity.
+use super::*;
+
+/// Simulates a sender: packets with ideal times `ideal`; the sender wakes
+/// exactly on target except once, when it sleeps until `stall_until`; each
+/// send costs `cost` ns. Returns actual departures.
+fn simulate(
+    policy: LatePolicy,
+    ideal: &[u64],
+    stall_at: usize,
+    stall_until: u64,
+    cost: u64,
+) -> Vec<u64> {
+    let mut p = Pacer::new(policy);
+    let mut now = 0u64;
+    let mut out = vec![];
+    for (i, &id) in ideal.iter().enumerate() {
+        let t = p.target(id);
+        now = now.max(t);
+        if i == stall_at {
+            now = now.max(stall_until);
+        }
+        p.departed(id, t, now);
+        out.push(now);
+        now += cost;
+    }
+    out
+}
+
+fn cbr(n: u64, gap: u64) -> Vec<u64> {
+    let mut s = Schedule::new(Timing::Original { multiplier: 1.0 });
+    (0..n).map(|i| s.next(i * gap, 100)).collect()
+}
+
+#[test]
+fn burst_collapses_gaps_but_keeps_schedule() {
+    let ideal = cbr(100, 100_000);
+    let act = simulate(LatePolicy::Burst, &ideal, 10, 1_500_000, 1_000);
+    // After the stall, 5 packets leave 1 µs apart, then the schedule holds.
+    assert_eq!(act[11] - act[10], 1_000);
+    assert_eq!(act[99], ideal[99]);
+}
+
+#[test]
+fn spread_keeps_half_gaps_and_rejoins() {
+    let ideal = cbr(100, 100_000);
+    let act = simulate(LatePolicy::DEFAULT, &ideal, 10, 1_500_000, 1_000);
+    for i in 11..100 {
+        assert!(act[i] - act[i - 1] >= 50_000, "gap {i} collapsed");
+    }
+    assert_eq!(act[99], ideal[99], "no drift after catching up");
+    let mut f = Fidelity::new(10_000);
+    for (i, a) in ideal.iter().zip(&act) {
+        f.record(*i, *a, 100);
+    }
+    let r = f.report();
+    assert_eq!(r.duration_error_ns, 0);
+    assert_eq!(r.late_runs, 1);
+    assert!(r.late_run_max >= 5);
+}
+
+#[test]
+fn rebase_keeps_gaps_and_drifts() {
+    let ideal = cbr(100, 100_000);
+    let act = simulate(
+        LatePolicy::Rebase {
+            threshold_ns: 10_000,
+        },
+        &ideal,
+        10,
+        1_500_000,
+        1_000,
+    );
+    for i in 11..100 {
+        assert_eq!(act[i] - act[i - 1], 100_000);
+    }
+    assert_eq!(act[99] - ideal[99], 500_000);
+}
+
+#[test]
+fn rates_and_bursts() {
+    let mut s = Schedule::new(Timing::Pps {
+        pps: 1000.0,
+        burst: 4,
+    });
+    let t: Vec<u64> = (0..9).map(|_| s.next(0, 60)).collect();
+    assert_eq!(
+        t,
+        [0, 0, 0, 0, 4_000_000, 4_000_000, 4_000_000, 4_000_000, 8_000_000]
+    );
+    // 1000-byte frames at 8 Mbit/s L2: 1 ms each.
+    let mut s = Schedule::new(Timing::Rate {
+        bps: 8e6,
+        wire: false,
+        burst: 1,
+    });
+    let t: Vec<u64> = (0..3).map(|_| s.next(0, 1000)).collect();
+    assert_eq!(t, [0, 1_000_000, 2_000_000]);
+    // Wire rate counts 24 bytes more (and pads to 60).
+    let mut s = Schedule::new(Timing::Rate {
+        bps: 8e6,
+        wire: true,
+        burst: 1,
+    });
+    let t: Vec<u64> = (0..2).map(|_| s.next(0, 976)).collect();
+    assert_eq!(t, [0, 1_000_000]);
+    let mut s = Schedule::new(Timing::Original { multiplier: 2.0 });
+    assert_eq!(s.next(3_000, 1), 1_500);
+    let mut s = Schedule::new(Timing::Topspeed);
+    assert_eq!(s.next(3_000, 1), 0);
+}
+
+#[test]
+fn loops_are_continuous() {
+    let c = LoopClock::new(900, 10, None);
+    assert_eq!(c.period_ns, 1000);
+    assert_eq!(c.trace_ns(2, 5), 2005);
+    assert_eq!(LoopClock::new(900, 10, Some(50)).period_ns, 950);
+    assert_eq!(LoopClock::new(0, 1, None).period_ns, 1_000_000);
+}
+
+#[test]
+fn fidelity_rates() {
+    let mut f = Fidelity::new(10_000);
+    for i in 0..11u64 {
+        f.record(i * 1_000_000, i * 1_000_000 + 500, 1000);
+    }
+    let r = f.report();
+    assert!((r.pps - 1000.0).abs() < 1e-6);
+    assert!((r.mbps_l2 - 8.8).abs() < 1e-6);
+    assert_eq!(r.duration_error_ns, 0);
+    assert_eq!(r.late_packets, 0);
+    assert!(r.departure_error.p50_ns >= 499 && r.departure_error.p50_ns <= 501);
+}

@@ -1,0 +1,698 @@
+//! The replay driver: reads the trace (into memory, or streamed with
+//! read-ahead when it exceeds the preload budget), paces every packet on
+//! its absolute deadline with the sans-IO [`wirelab_core::replay`] schedule,
+//! transmits through an AF_PACKET TX ring (default), `sendmmsg` on a packet
+//! socket, or into a pcap file, and measures its own fidelity.
+//!
+//! # What "departure" means
+//!
+//! A frame's departure time is CLOCK_MONOTONIC read immediately before the
+//! `send()` that hands it to the kernel: for the TX ring, the kick after
+//! the slot was filled and released; for `sendmmsg`, the call itself. With
+//! PACKET_QDISC_BYPASS the kick runs the driver's transmit routine
+//! synchronously, so on veth the frame reaches the peer within that call.
+//! Frames sent in one batch share the departure time of their kick.
+
+pub mod trace;
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use thiserror::Error;
+use wirelab_core::replay::{
+    Fidelity, FidelityReport, LatePolicy, LoopClock, Pacer, Schedule, Timing,
+};
+use wirelab_io::clock::{mono_ns, mono_to_real_offset, sleep_until_mono, spin_until_mono};
+use wirelab_io::packet_sock::{IfInfo, PacketError, PacketSocket};
+use wirelab_io::ring_tx::TxRing;
+use wirelab_wire::rewrite::{unique_ip, RewriteStats};
+
+use crate::StopFlag;
+pub use trace::{Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
+
+/// JSON schema name of the report.
+pub const SCHEMA: &str = "wirelab.replay/1";
+
+/// Replay failures, each naming the fix.
+#[derive(Debug, Error)]
+pub enum ReplayError {
+    /// Input file problem.
+    #[error("{0}")]
+    Input(String),
+    /// Socket setup.
+    #[error(transparent)]
+    Packet(#[from] PacketError),
+    /// Other I/O (output file, log).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// OS error.
+        source: io::Error,
+    },
+}
+
+/// Where frames go.
+#[derive(Clone, Debug)]
+pub enum Output {
+    /// AF_PACKET TX ring on an interface.
+    Ring {
+        /// Interface name.
+        ifname: String,
+        /// Ask for PACKET_QDISC_BYPASS.
+        qdisc_bypass: bool,
+        /// Slots in the ring.
+        slots: usize,
+    },
+    /// `sendmmsg` on a packet socket.
+    Sendmmsg {
+        /// Interface name.
+        ifname: String,
+        /// Ask for PACKET_QDISC_BYPASS.
+        qdisc_bypass: bool,
+    },
+    /// A pcap file (no waiting; timestamps = first packet's time + ideal offset).
+    File(PathBuf),
+}
+
+/// A complete replay job.
+#[derive(Clone, Debug)]
+pub struct ReplayConfig {
+    /// Reading, selection, static rewrites.
+    pub read: ReadSpec,
+    /// Timing mode.
+    pub timing: Timing,
+    /// Catch-up policy.
+    pub late: LatePolicy,
+    /// Lateness above which a packet counts as late in the report.
+    pub late_threshold_ns: u64,
+    /// Passes over the trace (0 = until stopped).
+    pub loops: u64,
+    /// Gap between passes (None: the trace's mean gap).
+    pub loop_delay_ns: Option<u64>,
+    /// Stop after this much (scheduled) time.
+    pub duration_ns: Option<u64>,
+    /// Stop after this many packets.
+    pub limit: Option<u64>,
+    /// tcpreplay `--unique-ip`: move addresses apart by the loop number.
+    pub unique_ip: bool,
+    /// Preload budget in bytes; larger traces are streamed.
+    pub max_preload: u64,
+    /// Most frames per kick.
+    pub batch: usize,
+    /// Spin this long before each deadline (sleep before that).
+    pub spin_ns: u64,
+    /// Per-packet departure log (CSV).
+    pub log: Option<PathBuf>,
+    /// Output.
+    pub output: Output,
+}
+
+/// How the trace was held.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LoadInfo {
+    /// "memory" or "stream".
+    pub mode: &'static str,
+    /// Bytes of frame data (memory) or of input files (stream).
+    pub bytes: u64,
+    /// Packets per pass.
+    pub packets: u64,
+    /// ns to read and prepare (memory mode).
+    pub load_ns: u64,
+    /// The budget.
+    pub max_preload_bytes: u64,
+}
+
+/// Send-side problems.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct SendStats {
+    /// Failed send calls.
+    pub failures: u64,
+    /// Retries after ENOBUFS/EAGAIN or a full ring.
+    pub retries: u64,
+    /// Frames given up on.
+    pub frames_lost: u64,
+    /// Frames the kernel rejected as malformed (TX ring).
+    pub wrong_format: u64,
+    /// Send calls (kicks).
+    pub kicks: u64,
+}
+
+/// The full result, `wirelab.replay/1`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReplayReport {
+    /// Schema name and version.
+    pub schema: &'static str,
+    /// Output description.
+    pub output: String,
+    /// "ring", "sendmmsg" or "file".
+    pub tx: &'static str,
+    /// Whether qdisc bypass is active.
+    pub qdisc_bypass: bool,
+    /// What departure time means.
+    pub departure: &'static str,
+    /// Input files.
+    pub files: Vec<String>,
+    /// Loading.
+    pub load: LoadInfo,
+    /// Reading and selection.
+    pub read: ReadStats,
+    /// Rewrite counters.
+    pub rewrite: RewriteCounters,
+    /// Timing mode, as text.
+    pub timing: String,
+    /// Late policy, as text.
+    pub late_policy: String,
+    /// Passes started.
+    pub loops: u64,
+    /// Why it stopped: "done", "limit", "duration", "signal".
+    pub stopped_by: &'static str,
+    /// Fidelity.
+    pub fidelity: FidelityReport,
+    /// Send problems.
+    pub send: SendStats,
+}
+
+/// [`RewriteStats`] for the report.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct RewriteCounters {
+    /// Frames changed.
+    pub changed: u64,
+    /// Frames dropped by --fixlen del.
+    pub dropped: u64,
+    /// Frames truncated to the MTU.
+    pub truncated: u64,
+    /// Frames with checksums recomputed in full.
+    pub csum_recomputed: u64,
+    /// Frames whose checksum could not be recomputed.
+    pub csum_unfixable: u64,
+}
+
+impl From<RewriteStats> for RewriteCounters {
+    fn from(s: RewriteStats) -> Self {
+        RewriteCounters {
+            changed: s.changed,
+            dropped: s.dropped,
+            truncated: s.truncated,
+            csum_recomputed: s.csum_recomputed,
+            csum_unfixable: s.csum_unfixable,
+        }
+    }
+}
+
+/// Looks up interface facts (for `--enet-smac-from-if` and the like).
+pub fn interface(ifname: &str) -> Result<IfInfo, ReplayError> {
+    Ok(wirelab_io::packet_sock::if_info(ifname)?)
+}
+
+enum Tx {
+    Ring(TxRing),
+    Mmsg {
+        sock: PacketSocket,
+        bufs: Vec<Vec<u8>>,
+        n: usize,
+    },
+    File {
+        w: wirelab_pcap::PcapWriter<BufWriter<std::fs::File>>,
+        base_ns: u64,
+        pending: Vec<(u64, u32, Vec<u8>)>,
+    },
+}
+
+impl Tx {
+    fn push(
+        &mut self,
+        data: &[u8],
+        orig_len: u32,
+        pass: u64,
+        unique: bool,
+        ideal: u64,
+    ) -> io::Result<bool> {
+        let edit = |d: &mut [u8]| {
+            if unique && pass > 0 {
+                unique_ip(d, pass.min(u64::from(u32::MAX)) as u32);
+            }
+        };
+        match self {
+            Tx::Ring(r) => r.push(data, edit),
+            Tx::Mmsg { bufs, n, .. } => {
+                if *n == bufs.len() {
+                    return Ok(false);
+                }
+                let b = &mut bufs[*n];
+                b.clear();
+                b.extend_from_slice(data);
+                edit(b);
+                *n += 1;
+                Ok(true)
+            }
+            Tx::File { pending, .. } => {
+                let mut v = data.to_vec();
+                edit(&mut v);
+                pending.push((ideal, orig_len, v));
+                Ok(true)
+            }
+        }
+    }
+
+    /// Hands everything queued to the kernel. Returns frames lost.
+    fn kick(&mut self, st: &mut SendStats) -> u64 {
+        st.kicks += 1;
+        match self {
+            Tx::Ring(r) => {
+                let mut tries = 0;
+                loop {
+                    match r.kick() {
+                        Ok(()) => return 0,
+                        Err(e)
+                            if matches!(
+                                e.raw_os_error(),
+                                Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR)
+                            ) && tries < 100 =>
+                        {
+                            st.retries += 1;
+                            tries += 1;
+                            std::thread::yield_now();
+                        }
+                        Err(e) => {
+                            st.failures += 1;
+                            tracing::warn!("TX ring send failed: {e}");
+                            let lost = r.queued() as u64;
+                            return lost;
+                        }
+                    }
+                }
+            }
+            Tx::Mmsg { sock, bufs, n } => {
+                let mut done = 0;
+                let mut tries = 0;
+                let mut lost = 0;
+                while done < *n {
+                    let frames: Vec<&[u8]> = bufs[done..*n].iter().map(|b| b.as_slice()).collect();
+                    match sock.send_batch(&frames) {
+                        Ok(k) => done += k.max(1),
+                        Err(e)
+                            if matches!(
+                                e.raw_os_error(),
+                                Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR)
+                            ) && tries < 100 =>
+                        {
+                            st.retries += 1;
+                            tries += 1;
+                            std::thread::yield_now();
+                        }
+                        Err(e) => {
+                            st.failures += 1;
+                            tracing::warn!("sendmmsg failed: {e}");
+                            // Skip the frame that failed, keep the rest.
+                            done += 1;
+                            lost += 1;
+                        }
+                    }
+                }
+                *n = 0;
+                lost
+            }
+            Tx::File {
+                w,
+                base_ns,
+                pending,
+            } => {
+                let mut lost = 0;
+                for (ideal, orig, v) in pending.drain(..) {
+                    if w.write_packet(*base_ns + ideal, orig.max(v.len() as u32), &v)
+                        .is_err()
+                    {
+                        st.failures += 1;
+                        lost += 1;
+                    }
+                }
+                lost
+            }
+        }
+    }
+}
+
+struct Queued {
+    ideal: u64,
+    target: u64,
+    len: u32,
+    number: u64,
+    pass: u64,
+}
+
+struct Sender<'a> {
+    cfg: &'a ReplayConfig,
+    tx: Tx,
+    sched: Schedule,
+    pacer: Pacer,
+    clock: LoopClock,
+    fid: Fidelity,
+    send: SendStats,
+    start: u64,
+    queue: Vec<Queued>,
+    sent: u64,
+    stop: &'a StopFlag,
+    stopped_by: &'static str,
+    log: Option<BufWriter<std::fs::File>>,
+    paced: bool,
+}
+
+impl Sender<'_> {
+    fn flush(&mut self) {
+        if self.queue.is_empty() {
+            return;
+        }
+        let dep = mono_ns().saturating_sub(self.start);
+        let lost = self.tx.kick(&mut self.send);
+        self.send.frames_lost += lost;
+        let ok = self.queue.len() as u64 - lost.min(self.queue.len() as u64);
+        for q in self.queue.iter().take(ok as usize) {
+            let actual = if self.paced { dep } else { q.ideal };
+            self.fid.record(q.ideal, actual, q.len);
+            if let Some(l) = &mut self.log {
+                let _ = writeln!(
+                    l,
+                    "{},{},{},{},{},{}",
+                    q.number, q.pass, q.ideal, q.target, actual, q.len
+                );
+            }
+        }
+        self.queue.clear();
+    }
+
+    /// Sends one packet; false = stop.
+    fn packet(&mut self, p: &Pkt, data: &[u8], pass: u64) -> bool {
+        if self.stop.is_stopped() {
+            self.stopped_by = "signal";
+            return false;
+        }
+        if self.cfg.limit.is_some_and(|l| self.sent >= l) {
+            self.stopped_by = "limit";
+            return false;
+        }
+        let ideal = self.sched.next(self.clock.trace_ns(pass, p.t_ns), p.len);
+        if let Some(d) = self.cfg.duration_ns {
+            let over = if matches!(self.cfg.timing, Timing::Topspeed) || !self.paced {
+                self.paced && mono_ns().saturating_sub(self.start) > d
+            } else {
+                ideal > d
+            };
+            if over {
+                self.stopped_by = "duration";
+                return false;
+            }
+        }
+        let target = self.pacer.target(ideal);
+        if self.paced {
+            let deadline = self.start + target;
+            let mut now = mono_ns();
+            if deadline > now && !self.queue.is_empty() {
+                self.flush();
+                now = mono_ns();
+            }
+            if deadline > now {
+                if deadline - now > self.cfg.spin_ns {
+                    let _ = sleep_until_mono(deadline - self.cfg.spin_ns);
+                }
+                spin_until_mono(deadline);
+            }
+        }
+        loop {
+            match self
+                .tx
+                .push(data, p.orig_len, pass, self.cfg.unique_ip, ideal)
+            {
+                Ok(true) => break,
+                Ok(false) => {
+                    self.send.retries += 1;
+                    self.flush();
+                }
+                Err(e) => {
+                    tracing::warn!("packet {} not sent: {e}", p.number);
+                    self.send.failures += 1;
+                    self.send.frames_lost += 1;
+                    return true;
+                }
+            }
+        }
+        let now = if self.paced {
+            mono_ns().saturating_sub(self.start)
+        } else {
+            ideal
+        };
+        self.pacer.departed(ideal, target, now);
+        self.queue.push(Queued {
+            ideal,
+            target,
+            len: p.len,
+            number: p.number,
+            pass,
+        });
+        self.sent += 1;
+        if self.queue.len() >= self.cfg.batch {
+            self.flush();
+        }
+        true
+    }
+}
+
+fn file_bytes(files: &[PathBuf]) -> u64 {
+    files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Runs a replay to the end (or until `stop`), printing nothing.
+pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayError> {
+    let (tx, out_desc, kind, bypass, max_frame) = match &cfg.output {
+        Output::Ring {
+            ifname,
+            qdisc_bypass,
+            slots,
+        } => {
+            let sock = PacketSocket::open(ifname, *qdisc_bypass)?;
+            let info = sock.info();
+            let max = info.mtu as usize + 14 + 8;
+            let ring = TxRing::new(sock, max, *slots)?;
+            let b = ring.qdisc_bypass();
+            (Tx::Ring(ring), ifname.clone(), "ring", b, Some(max))
+        }
+        Output::Sendmmsg {
+            ifname,
+            qdisc_bypass,
+        } => {
+            let sock = PacketSocket::open(ifname, *qdisc_bypass)?;
+            sock.set_send_buffer(4 << 20);
+            let max = sock.info().mtu as usize + 14 + 8;
+            let b = sock.qdisc_bypass();
+            let bufs = (0..cfg.batch.max(1))
+                .map(|_| Vec::with_capacity(max))
+                .collect();
+            (
+                Tx::Mmsg { sock, bufs, n: 0 },
+                ifname.clone(),
+                "sendmmsg",
+                b,
+                Some(max),
+            )
+        }
+        Output::File(p) => {
+            let f = std::fs::File::create(p).map_err(|e| ReplayError::Io {
+                what: format!("cannot create {}", p.display()),
+                source: e,
+            })?;
+            let w = wirelab_pcap::PcapWriter::new(
+                BufWriter::new(f),
+                1,
+                262_144,
+                wirelab_pcap::PcapPrecision::Nano,
+            )
+            .map_err(|e| ReplayError::Io {
+                what: format!("writing {}", p.display()),
+                source: e,
+            })?;
+            (
+                Tx::File {
+                    w,
+                    base_ns: 0,
+                    pending: Vec::new(),
+                },
+                p.display().to_string(),
+                "file",
+                false,
+                None,
+            )
+        }
+    };
+    let mut read = cfg.read.clone();
+    read.max_frame = max_frame;
+    let mut stats = ReadStats::default();
+    let in_bytes = file_bytes(&read.files);
+    let streaming = in_bytes > cfg.max_preload;
+    let t0 = mono_ns();
+    let (trace, span, count, first_ts) = if streaming {
+        // One pass over the timestamps only, for the loop clock.
+        let mut n = 0u64;
+        let mut span = 0u64;
+        let mut s2 = ReadStats::default();
+        trace::scan(&read, &mut s2, |_, _, t, _| {
+            n += 1;
+            span = t;
+            true
+        })?;
+        (None, span, n, first_timestamp(&read))
+    } else {
+        let t = trace::preload(&read, &mut stats)?;
+        let (s, c) = (t.span_ns(), t.pkts.len() as u64);
+        (Some(t), s, c, first_timestamp(&read))
+    };
+    let load = LoadInfo {
+        mode: if streaming { "stream" } else { "memory" },
+        bytes: trace
+            .as_ref()
+            .map(|t| t.arena.len() as u64)
+            .unwrap_or(in_bytes),
+        packets: count,
+        load_ns: mono_ns() - t0,
+        max_preload_bytes: cfg.max_preload,
+    };
+    let mut tx = tx;
+    if let Tx::File { base_ns, .. } = &mut tx {
+        *base_ns = first_ts.unwrap_or(0);
+    }
+    let log = match &cfg.log {
+        Some(p) => {
+            let f = std::fs::File::create(p).map_err(|e| ReplayError::Io {
+                what: format!("cannot create {}", p.display()),
+                source: e,
+            })?;
+            let mut w = BufWriter::with_capacity(1 << 20, f);
+            let _ = writeln!(w, "number,loop,ideal_ns,target_ns,departure_ns,len");
+            Some(w)
+        }
+        None => None,
+    };
+    let paced = !matches!(cfg.output, Output::File(_));
+    let mut s = Sender {
+        cfg,
+        tx,
+        sched: Schedule::new(cfg.timing),
+        pacer: Pacer::new(cfg.late),
+        clock: LoopClock::new(span, count, cfg.loop_delay_ns),
+        fid: Fidelity::new(cfg.late_threshold_ns),
+        send: SendStats::default(),
+        start: mono_ns() + 20_000_000,
+        queue: Vec::with_capacity(cfg.batch.max(1)),
+        sent: 0,
+        stop,
+        stopped_by: "done",
+        log,
+        paced,
+    };
+    let _ = mono_to_real_offset();
+    let mut pass = 0u64;
+    let mut go = count > 0;
+    while go && (cfg.loops == 0 || pass < cfg.loops) {
+        match &trace {
+            Some(t) => {
+                for p in &t.pkts {
+                    if !s.packet(p, t.data(p), pass) {
+                        go = false;
+                        break;
+                    }
+                }
+            }
+            None => {
+                let (txc, rxc) = mpsc::sync_channel::<Trace>(4);
+                let rd = read.clone();
+                let reader = std::thread::spawn(move || -> Result<ReadStats, ReplayError> {
+                    let mut st = ReadStats::default();
+                    let mut cur = Trace::default();
+                    let mut ok = true;
+                    trace::scan(&rd, &mut st, |d, orig_len, t_ns, number| {
+                        cur.pkts.push(Pkt {
+                            off: cur.arena.len(),
+                            len: d.len() as u32,
+                            orig_len,
+                            t_ns,
+                            number,
+                        });
+                        cur.arena.extend_from_slice(d);
+                        if cur.arena.len() >= trace::CHUNK_BYTES {
+                            ok = txc.send(std::mem::take(&mut cur)).is_ok();
+                        }
+                        ok
+                    })?;
+                    if ok && !cur.pkts.is_empty() {
+                        let _ = txc.send(cur);
+                    }
+                    Ok(st)
+                });
+                'chunks: for chunk in rxc.iter() {
+                    for p in &chunk.pkts {
+                        if !s.packet(p, chunk.data(p), pass) {
+                            go = false;
+                            break 'chunks;
+                        }
+                    }
+                }
+                drop(rxc);
+                let st = reader
+                    .join()
+                    .map_err(|_| ReplayError::Input("the reader thread panicked".into()))??;
+                if pass == 0 {
+                    stats = st;
+                }
+            }
+        }
+        pass += 1;
+    }
+    s.flush();
+    if let Tx::Ring(r) = &s.tx {
+        s.send.wrong_format = r.wrong_format();
+    }
+    if let Tx::File { w, .. } = &mut s.tx {
+        w.flush().map_err(|e| ReplayError::Io {
+            what: "flushing the output file".into(),
+            source: e,
+        })?;
+    }
+    if let Some(l) = &mut s.log {
+        l.flush().map_err(|e| ReplayError::Io {
+            what: "flushing the departure log".into(),
+            source: e,
+        })?;
+    }
+    let rewrite = stats.rewrite.into();
+    Ok(ReplayReport {
+        schema: SCHEMA,
+        output: out_desc,
+        tx: kind,
+        qdisc_bypass: bypass,
+        departure: match kind {
+            "file" => "none (written to a file; times are the ideal schedule)",
+            _ => "CLOCK_MONOTONIC just before the send() that hands the frame to the kernel (TX ring kick / sendmmsg)",
+        },
+        files: cfg.read.files.iter().map(|f| f.display().to_string()).collect(),
+        load,
+        read: stats,
+        rewrite,
+        timing: format!("{:?}", cfg.timing),
+        late_policy: format!("{:?}", cfg.late),
+        loops: pass,
+        stopped_by: s.stopped_by,
+        fidelity: s.fid.report(),
+        send: s.send,
+    })
+}
+
+fn first_timestamp(read: &ReadSpec) -> Option<u64> {
+    let f = read.files.first()?;
+    let file = std::fs::File::open(f).ok()?;
+    let mut r = wirelab_pcap::PcapReader::new(std::io::BufReader::new(file)).ok()?;
+    let p = r.next_packet().ok()??;
+    Some(p.ts_ns)
+}

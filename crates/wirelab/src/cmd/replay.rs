@@ -1,0 +1,347 @@
+//! `wirelab replay`.
+
+use crate::cli::{FixLenArg, LateArg, RateLayerArg, ReplayArgs, ReplayTxArg, VlanArg};
+use crate::error::usage;
+use crate::values;
+use anyhow::{Context, Result};
+use wirelab_core::replay::{LatePolicy, Timing};
+use wirelab_core::units;
+use wirelab_engine::replay::{
+    self, Output, Ranges, ReadSpec, ReplayConfig, ReplayError, ReplayReport, Selection,
+};
+use wirelab_engine::StopFlag;
+use wirelab_io::bpf::BpfProgram;
+use wirelab_wire::rewrite::{parse_mac, FixLen, IpMap, PortMap, RewriteSpec, Ttl, Vlan};
+
+enum Sel {
+    Ranges(Ranges),
+    Bpf(BpfProgram),
+}
+
+fn selection_spec(flag: &str, s: &str) -> Result<Sel> {
+    if let Some(r) = s.strip_prefix("P:") {
+        return Ranges::parse(r)
+            .map(Sel::Ranges)
+            .map_err(|e| usage(format!("{flag}: {e}")));
+    }
+    if s.starts_with("S:") || s.starts_with("D:") {
+        return Err(usage(format!(
+            "{flag} {s:?}: tcpreplay's S:/D: CIDR lists are not supported; use a BPF filter, e.g. {flag} 'src net 10.0.0.0/8'"
+        )));
+    }
+    let expr = s.strip_prefix("F:").unwrap_or(s);
+    if !s.starts_with("F:") {
+        if let Ok(r) = Ranges::parse(s) {
+            if !r.0.is_empty() {
+                return Ok(Sel::Ranges(r));
+            }
+        }
+    }
+    BpfProgram::compile(expr, 1, 262_144)
+        .map(Sel::Bpf)
+        .map_err(|e| usage(format!("{flag}: {e}")))
+}
+
+fn rewrite_spec(a: &ReplayArgs) -> Result<RewriteSpec> {
+    let mut r = RewriteSpec {
+        efcs: a.efcs,
+        fixcsum: a.fixcsum,
+        seed: a.seed,
+        mtu_trunc: a.mtu_trunc.then_some(a.mtu),
+        fixlen: a.fixlen.map(|f| match f {
+            FixLenArg::Pad => FixLen::Pad,
+            FixLenArg::Trunc => FixLen::Trunc,
+            FixLenArg::Del => FixLen::Del,
+        }),
+        ..Default::default()
+    };
+    if let Some(m) = &a.enet_dmac {
+        r.dmac = Some(parse_mac(m).map_err(|e| usage(format!("--enet-dmac: {e}")))?);
+    }
+    if let Some(m) = &a.enet_smac {
+        r.smac = Some(if m == "if" {
+            let ifname = a.intf.as_deref().ok_or_else(|| {
+                usage("--enet-smac if needs -i IF (the interface whose MAC to use)")
+            })?;
+            replay::interface(ifname)?.mac
+        } else {
+            parse_mac(m).map_err(|e| usage(format!("--enet-smac: {e}")))?
+        });
+    }
+    let tpid = match a
+        .enet_vlan_proto
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        None => None,
+        Some("802.1q") | Some("8100") | Some("0x8100") => Some(0x8100),
+        Some("802.1ad") | Some("88a8") | Some("0x88a8") => Some(0x88a8),
+        Some(o) => {
+            return Err(usage(format!(
+                "--enet-vlan-proto {o:?}: expected 802.1q or 802.1ad"
+            )))
+        }
+    };
+    if let Some(v) = a.enet_vlan_tag {
+        if v > 4095 {
+            return Err(usage(format!("--enet-vlan-tag {v}: VLAN ids are 0..=4095")));
+        }
+    }
+    if a.enet_vlan_pri.is_some_and(|p| p > 7) || a.enet_vlan_cfi.is_some_and(|c| c > 1) {
+        return Err(usage("--enet-vlan-pri is 0..=7 and --enet-vlan-cfi 0 or 1"));
+    }
+    r.vlan = match a.enet_vlan {
+        None => None,
+        Some(VlanArg::Add) => {
+            let vid = a
+                .enet_vlan_tag
+                .ok_or_else(|| usage("--enet-vlan add needs --enet-vlan-tag VID"))?;
+            let tci = (u16::from(a.enet_vlan_pri.unwrap_or(0)) << 13)
+                | (u16::from(a.enet_vlan_cfi.unwrap_or(0)) << 12)
+                | vid;
+            Some(Vlan::Add {
+                tpid: tpid.unwrap_or(0x8100),
+                tci,
+            })
+        }
+        Some(VlanArg::Del) => Some(Vlan::Strip),
+        Some(VlanArg::Retag) => Some(Vlan::Retag {
+            vid: a.enet_vlan_tag,
+            pcp: a.enet_vlan_pri,
+            tpid,
+        }),
+    };
+    let maps = |flag: &str, v: &[String]| -> Result<Vec<IpMap>> {
+        v.iter()
+            .map(|s| IpMap::parse(s).map_err(|e| usage(format!("{flag}: {e}"))))
+            .collect()
+    };
+    r.src_map = maps("--srcipmap", &a.srcipmap)?;
+    r.dst_map = maps("--dstipmap", &a.dstipmap)?;
+    let pn = maps("--pnat", &a.pnat)?;
+    r.src_map.extend(pn.iter().copied());
+    r.dst_map.extend(pn);
+    r.ports = a
+        .portmap
+        .iter()
+        .map(|s| PortMap::parse(s).map_err(|e| usage(format!("--portmap: {e}"))))
+        .collect::<Result<_>>()?;
+    if let Some(t) = &a.ttl {
+        r.ttl = Some(Ttl::parse(t).map_err(|e| usage(format!("--ttl: {e}")))?);
+    }
+    Ok(r)
+}
+
+pub fn run(a: ReplayArgs) -> Result<()> {
+    let timing = if a.topspeed {
+        Timing::Topspeed
+    } else if let Some(p) = &a.pps {
+        let pps = units::parse_rate_pps(p).map_err(|e| usage(format!("--pps: {e}")))?;
+        if !(pps.is_finite() && pps > 0.0) {
+            return Err(usage("--pps must be above 0"));
+        }
+        Timing::Pps {
+            pps,
+            burst: a.burst.max(1),
+        }
+    } else if let Some(m) = a.mbps {
+        if !(m.is_finite() && m > 0.0) {
+            return Err(usage("--mbps must be above 0"));
+        }
+        Timing::Rate {
+            bps: m * 1e6,
+            wire: a.rate_layer == RateLayerArg::Wire,
+            burst: a.burst.max(1),
+        }
+    } else {
+        let x = a.multiplier.unwrap_or(1.0);
+        if !(x.is_finite() && x > 0.0) {
+            return Err(usage("--multiplier must be above 0"));
+        }
+        Timing::Original { multiplier: x }
+    };
+    let late_threshold_ns = values::duration_ns("--late-threshold", &a.late_threshold)?;
+    if !(0.0..=1.0).contains(&a.spread_factor) {
+        return Err(usage("--spread-factor must be within 0..=1"));
+    }
+    let late = match a.late {
+        LateArg::Burst => LatePolicy::Burst,
+        LateArg::Rebase => LatePolicy::Rebase {
+            threshold_ns: late_threshold_ns,
+        },
+        LateArg::Spread => LatePolicy::Spread {
+            factor: a.spread_factor,
+        },
+    };
+    let mut select = Selection::default();
+    for (flag, spec, incl) in [
+        ("--include", &a.include, true),
+        ("--exclude", &a.exclude, false),
+    ] {
+        if let Some(s) = spec {
+            match (selection_spec(flag, s)?, incl) {
+                (Sel::Ranges(r), true) => select.include_ranges.0.extend(r.0),
+                (Sel::Ranges(r), false) => select.exclude_ranges = r,
+                (Sel::Bpf(b), true) => select.include_bpf = Some(b),
+                (Sel::Bpf(b), false) => select.exclude_bpf = Some(b),
+            }
+        }
+    }
+    if let Some(p) = &a.packets {
+        select.include_ranges.0.extend(
+            Ranges::parse(p)
+                .map_err(|e| usage(format!("--packets: {e}")))?
+                .0,
+        );
+    }
+    let output = match (&a.write, &a.intf) {
+        (Some(w), _) => Output::File(w.clone()),
+        (None, Some(i)) => match a.tx {
+            ReplayTxArg::Ring => Output::Ring {
+                ifname: i.clone(),
+                qdisc_bypass: !a.no_qdisc_bypass,
+                slots: a.ring_slots.max(8),
+            },
+            ReplayTxArg::Sendmmsg => Output::Sendmmsg {
+                ifname: i.clone(),
+                qdisc_bypass: !a.no_qdisc_bypass,
+            },
+        },
+        (None, None) => return Err(usage("give -i IF to send, or -w FILE to write a pcap")),
+    };
+    let cfg = ReplayConfig {
+        read: ReadSpec {
+            files: a.files.clone(),
+            select,
+            rewrite: rewrite_spec(&a)?,
+            max_frame: None,
+        },
+        timing,
+        late,
+        late_threshold_ns,
+        loops: a.loops,
+        loop_delay_ns: a
+            .loop_delay
+            .as_deref()
+            .map(|d| values::duration_ns("--loop-delay", d))
+            .transpose()?,
+        duration_ns: a
+            .duration
+            .as_deref()
+            .map(|d| values::duration_ns("--duration", d))
+            .transpose()?,
+        limit: a.limit,
+        unique_ip: a.unique_ip,
+        max_preload: values::bytes("--max-preload", &a.max_preload)?,
+        batch: a.batch.clamp(1, 4096),
+        spin_ns: values::duration_ns("--spin", &a.spin)?,
+        log: a.log.clone(),
+        output,
+    };
+    if a.loops == 0 && a.duration.is_none() && a.limit.is_none() && !a.quiet {
+        eprintln!("wirelab replay: looping until interrupted (Ctrl-C)");
+    }
+    let stop = StopFlag::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.as_arc())?;
+    }
+    if a.mlock {
+        wirelab_io::rt::lock_memory()?;
+    }
+    // The replay runs on this thread: apply RT settings here.
+    wirelab_io::clock::set_timer_slack(1);
+    if let Some(c) = a.cpu {
+        wirelab_io::rt::pin_to_cpu(c)?;
+    }
+    if let Some(p) = a.rt_priority {
+        wirelab_io::rt::set_fifo_priority(p)?;
+    }
+    let rep = replay::run(&cfg, &stop).map_err(|e| match e {
+        ReplayError::Packet(wirelab_io::packet_sock::PacketError::Permission { .. }) => {
+            anyhow::Error::new(crate::error::Privilege(e.to_string()))
+        }
+        ReplayError::Packet(wirelab_io::packet_sock::PacketError::NoInterface { .. }) => {
+            usage(e.to_string())
+        }
+        other => anyhow::Error::new(other),
+    })?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rep).context("serialising the report")?
+        );
+    } else {
+        print_human(&rep);
+    }
+    Ok(())
+}
+
+fn us(ns: f64) -> String {
+    units::format_ns(ns)
+}
+
+fn print_human(r: &ReplayReport) {
+    let f = &r.fidelity;
+    println!(
+        "replay: {} packet(s) to {} via {}{} ({} loop(s), stopped: {})",
+        f.packets,
+        r.output,
+        r.tx,
+        if r.qdisc_bypass {
+            " (qdisc bypass)"
+        } else {
+            ""
+        },
+        r.loops,
+        r.stopped_by
+    );
+    println!(
+        "  trace: {} packet(s) per pass, {} bytes held in {} (budget {} bytes), read {} / selected {} / filtered {} / oversize {}",
+        r.load.packets, r.load.bytes, r.load.mode, r.load.max_preload_bytes, r.read.read, r.read.selected, r.read.filtered, r.read.oversize
+    );
+    if r.rewrite.changed > 0 || r.rewrite.dropped > 0 {
+        println!(
+            "  rewrite: {} changed, {} dropped, {} truncated, {} checksum recomputes, {} not recomputable",
+            r.rewrite.changed, r.rewrite.dropped, r.rewrite.truncated, r.rewrite.csum_recomputed, r.rewrite.csum_unfixable
+        );
+    }
+    if r.tx != "file" {
+        let d = &f.departure_error;
+        let g = &f.interdeparture_error;
+        println!(
+            "  departure error (actual - scheduled): p50 {} p99 {} p99.9 {} max {}",
+            us(d.p50_ns as f64),
+            us(d.p99_ns as f64),
+            us(d.p999_ns as f64),
+            us(d.max_ns as f64)
+        );
+        println!(
+            "  inter-departure error |gap - original|: p50 {} p99 {} p99.9 {} max {} (mean signed {})",
+            us(g.p50_ns as f64), us(g.p99_ns as f64), us(g.p999_ns as f64), us(g.max_ns as f64), us(f.interdeparture_error_mean_signed_ns)
+        );
+        println!(
+            "  duration {} vs scheduled {}: error {} ({:.1} ppm)",
+            us(f.duration_ns as f64),
+            us(f.scheduled_duration_ns as f64),
+            us(f.duration_error_ns as f64),
+            f.drift_ppm
+        );
+        println!(
+            "  late (> {}): {} packet(s) in {} run(s), longest {}",
+            us(f.late_threshold_ns as f64),
+            f.late_packets,
+            f.late_runs,
+            f.late_run_max
+        );
+        println!(
+            "  achieved: {:.0} pps, {:.3} Mbit/s L2, {:.3} Mbit/s wire",
+            f.pps, f.mbps_l2, f.mbps_wire
+        );
+        println!(
+            "  send: {} call(s), {} failure(s), {} retr(ies), {} frame(s) lost",
+            r.send.kicks, r.send.failures, r.send.retries, r.send.frames_lost
+        );
+        println!("  departure = {}", r.departure);
+    }
+}

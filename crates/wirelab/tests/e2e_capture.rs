@@ -1,0 +1,317 @@
+//! End-to-end: `wirelab capture` on the receiving end of a veth pair between two network
+//! namespaces, fed by `wirelab send`. Counts and sequence numbers in the files are checked
+//! exactly, and every file is read back by tshark and capinfos.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use wirelab_pcap::PcapReader;
+
+/// The receiving-side veth of `lab` (see common::Lab::new).
+fn rx_if(lab: &Lab) -> String {
+    let tag = lab.r.trim_start_matches("wlt-").trim_end_matches("-r");
+    format!("wlt{tag}b")
+}
+
+/// A probe seen in a capture: (UDP destination port, flow, seq, flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Probe {
+    dport: u16,
+    flow: u32,
+    seq: u64,
+    flags: u8,
+}
+
+/// Parses Ethernet/IPv4/UDP/probe; None for anything else.
+fn probe(frame: &[u8]) -> Option<Probe> {
+    if frame.len() < 14 + 20 + 8 + 24 || frame[12..14] != [0x08, 0x00] || frame[23] != 17 {
+        return None;
+    }
+    let ihl = (frame[14] & 0x0f) as usize * 4;
+    let udp = 14 + ihl;
+    let pl = frame.get(udp + 8..)?;
+    if pl.len() < 24 || pl[0..2] != [0x57, 0x4c] {
+        return None;
+    }
+    Some(Probe {
+        dport: u16::from_be_bytes([frame[udp + 2], frame[udp + 3]]),
+        flow: u32::from_be_bytes(pl[4..8].try_into().ok()?),
+        seq: u64::from_be_bytes(pl[8..16].try_into().ok()?),
+        flags: pl[3],
+    })
+}
+
+struct Read {
+    count: u64,
+    probes: Vec<Probe>,
+    first_ns: u64,
+    last_ns: u64,
+    ifname: Option<String>,
+    stats: Vec<wirelab_pcap::StatsCounters>,
+}
+
+fn read(path: &Path) -> Read {
+    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut r = PcapReader::new(std::io::BufReader::new(f))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut out = Read {
+        count: 0,
+        probes: vec![],
+        first_ns: 0,
+        last_ns: 0,
+        ifname: None,
+        stats: vec![],
+    };
+    while let Some(p) = r
+        .next_packet()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    {
+        if out.count == 0 {
+            out.first_ns = p.ts_ns;
+        }
+        out.last_ns = p.ts_ns;
+        out.count += 1;
+        if let Some(pr) = probe(p.data) {
+            out.probes.push(pr);
+        }
+    }
+    out.ifname = r.interfaces().first().and_then(|i| i.name.clone());
+    out.stats = r.interface_stats().iter().map(|s| s.counters).collect();
+    out
+}
+
+/// Starts a capture in the receiving namespace and waits until its file exists (the ring
+/// is bound before the file is created).
+fn start_capture(lab: &Lab, args: &[&str], file: &Path) -> Child {
+    let child = lab
+        .wirelab(&lab.r)
+        .args(["capture", "-i", &rx_if(lab), "--json", "--quiet", "-w"])
+        .arg(file)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let probe_path = if args.iter().any(|a| a.starts_with("--rotate")) {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let (stem, ext) = name.split_once('.').unwrap();
+        file.with_file_name(format!("{stem}-00001.{ext}"))
+    } else if args.contains(&"--threads") {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let (stem, ext) = name.split_once('.').unwrap();
+        file.with_file_name(format!("{stem}.t0.{ext}"))
+    } else {
+        file.to_path_buf()
+    };
+    let t0 = Instant::now();
+    while !probe_path.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "capture did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
+/// SIGINT, then the JSON summary.
+fn stop_capture(child: Child) -> serde_json::Value {
+    // SAFETY-free: kill(2) through libc on a pid we spawned.
+    let pid = child.id() as i32;
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "capture failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["schema"], "wirelab.capture/1", "{v}");
+    v
+}
+
+fn send(lab: &Lab, port: u16, count: u64, rate: &str) {
+    run(lab
+        .wirelab(&lab.s)
+        .args(["send", "198.18.0.2", "--port", &port.to_string(), "--rate", rate])
+        .args(["--size", "64", "--quiet", "--count", &count.to_string()]));
+}
+
+/// Sequence numbers of the probes to `port`, ignoring the end markers (the final probe repeated three times
+/// with the LAST flag, see ARCHITECTURE.md "End of a flow").
+fn seqs(r: &Read, port: u16) -> Vec<u64> {
+    let mut v: Vec<u64> = r
+        .probes
+        .iter()
+        .filter(|p| p.dport == port)
+        .map(|p| p.seq)
+        .collect();
+    v.dedup();
+    v
+}
+
+#[test]
+fn exact_counts_with_and_without_filter() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let lab = Lab::new();
+    let all = lab.file("all.pcapng");
+    let filt = lab.file("filt.pcapng");
+    let a = start_capture(&lab, &[], &all);
+    let f = start_capture(&lab, &["udp", "dst", "port", "6001"], &filt);
+    send(&lab, 6001, 2000, "20kpps");
+    send(&lab, 6002, 500, "20kpps");
+    let ja = stop_capture(a);
+    let jf = stop_capture(f);
+
+    let ra = read(&all);
+    let rf = read(&filt);
+    let want: Vec<u64> = (0..2000).collect();
+    // Filtered: exactly the 2000 probes + 3 end markers (the last probe repeated), nothing else.
+    assert_eq!(rf.count, 2003, "{jf}");
+    assert_eq!(rf.probes.len(), 2003);
+    assert_eq!(seqs(&rf, 6001), want);
+    assert!(rf.probes.iter().all(|p| p.dport == 6001 && p.flow == 1));
+    assert_eq!(rf.probes.iter().filter(|p| p.flags & 4 != 0).count(), 3);
+    // Unfiltered: both flows exactly, plus whatever else (ARP, ICMP unreachable).
+    assert_eq!(seqs(&ra, 6001), want);
+    assert_eq!(seqs(&ra, 6002), (0..500).collect::<Vec<_>>());
+    assert!(ra.count >= 2003 + 503);
+    // The summary agrees with the file, and nothing was lost on the way.
+    assert_eq!(jf["packets"], 2003, "{jf}");
+    assert_eq!(ja["packets"].as_u64(), Some(ra.count), "{ja}");
+    for j in [&ja, &jf] {
+        assert_eq!(j["loss"]["ring_drops"], 0, "{j}");
+        assert_eq!(j["stop_reason"], "signal", "{j}");
+        assert!(j["delivery_latency"]["count"].as_u64().unwrap() > 0, "{j}");
+        assert!(j["wakeups"].as_u64().unwrap() > 0, "{j}");
+    }
+    // pcapng metadata: the interface is named, a statistics block ends the file.
+    assert_eq!(rf.ifname.as_deref(), Some(rx_if(&lab).as_str()));
+    let st = rf.stats.last().expect("interface statistics block");
+    assert_eq!(st.ifrecv, Some(2003));
+    assert_eq!(st.ifdrop, Some(0));
+    assert_eq!(st.usrdeliv, Some(2003));
+}
+
+#[test]
+fn count_limit_is_exact() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let lab = Lab::new();
+    let file = lab.file("c.pcapng");
+    let c = start_capture(&lab, &["-c", "100", "udp", "port", "6003"], &file);
+    send(&lab, 6003, 300, "10kpps");
+    let out = c.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j = json(&out);
+    assert_eq!(j["stop_reason"], "count", "{j}");
+    assert_eq!(j["packets"], 100);
+    let r = read(&file);
+    assert_eq!(r.count, 100);
+    assert_eq!(seqs(&r, 6003), (0..100).collect::<Vec<_>>());
+}
+
+/// Runs `tool args file` and returns stdout.
+fn tool(cmd: &str, args: &[&str], file: &Path) -> String {
+    let out = run(Command::new(cmd).args(args).arg(file));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// tshark and capinfos agree with our reader on count and first/last timestamps.
+fn check_interop(path: &Path) -> u64 {
+    let ours = read(path);
+    let times = tool("tshark", &["-n", "-T", "fields", "-e", "frame.time_epoch", "-r"], path);
+    let times: Vec<&str> = times.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(times.len() as u64, ours.count, "tshark count of {}", path.display());
+    let ns = |s: &str| -> u64 {
+        let (sec, frac) = s.split_once('.').unwrap_or((s, "0"));
+        let frac = format!("{frac:0<9}");
+        sec.parse::<u64>().unwrap() * 1_000_000_000 + frac[..9].parse::<u64>().unwrap()
+    };
+    if ours.count > 0 {
+        assert_eq!(ns(times[0]), ours.first_ns, "first timestamp of {}", path.display());
+        assert_eq!(ns(times[times.len() - 1]), ours.last_ns, "last of {}", path.display());
+    }
+    let ci = tool("capinfos", &["-M", "-c"], path);
+    let n: u64 = ci
+        .lines()
+        .find(|l| l.contains("Number of packets"))
+        .and_then(|l| l.rsplit(['=', ':']).next())
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or_else(|| panic!("capinfos output: {ci}"));
+    assert_eq!(n, ours.count, "capinfos count of {}", path.display());
+    ours.count
+}
+
+#[test]
+fn tshark_and_capinfos_read_every_format() {
+    if !netns_available(&["tshark", "capinfos"]) {
+        return;
+    }
+    let lab = Lab::new();
+    let ng = lab.file("a.pcapng");
+    let us = lab.file("b.pcap");
+    let nsf = lab.file("c.pcap");
+    let rot = lab.file("r.pcapng");
+    let thr = lab.file("t.pcapng");
+    let stream = lab.file("s.pcapng");
+    let f = ["udp", "port", "6004"];
+    let caps = vec![
+        start_capture(&lab, &f, &ng),
+        start_capture(&lab, &[&f[..], &["--format", "pcap", "--tsprec", "us"]].concat(), &us),
+        start_capture(&lab, &[&f[..], &["--format", "pcap", "--tsprec", "ns"]].concat(), &nsf),
+        start_capture(&lab, &[&f[..], &["--rotate-size", "20KB"]].concat(), &rot),
+        start_capture(&lab, &[&f[..], &["--threads", "2", "--fanout", "lb"]].concat(), &thr),
+    ];
+    // Streamed: stdout through a pipe into a file.
+    let streamer = lab
+        .wirelab(&lab.r)
+        .args(["capture", "-i", &rx_if(&lab), "-w", "-", "--quiet", "-c", "1003"])
+        .args(f)
+        .stdout(std::fs::File::create(&stream).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    send(&lab, 6004, 1000, "10kpps");
+    let mut jsons = vec![];
+    for c in caps {
+        jsons.push(stop_capture(c));
+    }
+    let out = streamer.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    for p in [&ng, &us, &nsf, &stream] {
+        assert_eq!(check_interop(p), 1003, "{}", p.display());
+    }
+    // Rotated: several files, each readable, together exactly the probes in order.
+    let mut total = 0;
+    let mut all = vec![];
+    for i in 1.. {
+        let p = lab.file(&format!("r-{i:05}.pcapng"));
+        if !p.exists() {
+            assert!(i > 3, "expected several rotated files, got {}", i - 1);
+            break;
+        }
+        total += check_interop(&p);
+        all.extend(seqs(&read(&p), 6004));
+    }
+    assert_eq!(total, 1003);
+    all.dedup();
+    assert_eq!(all, (0..1000).collect::<Vec<_>>());
+    // Two fanout threads: each file readable, the union exact.
+    let mut union = vec![];
+    for t in 0..2 {
+        let p = lab.file(&format!("t.t{t}.pcapng"));
+        check_interop(&p);
+        union.extend(read(&p).probes.iter().map(|p| p.seq));
+    }
+    union.sort();
+    union.dedup();
+    assert_eq!(union, (0..1000).collect::<Vec<_>>());
+    assert_eq!(jsons[4]["packets"], 1003, "{}", jsons[4]);
+}
