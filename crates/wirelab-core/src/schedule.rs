@@ -26,6 +26,55 @@ impl WaitStrategy {
     pub const DEFAULT_SPIN_NS: u64 = 100_000;
 }
 
+/// Learns how late this machine's sleeps wake up and sets the hybrid spin
+/// margin from it, so a wake-up nearly always lands before the deadline
+/// while the sender sleeps (instead of spinning) for as much of each gap as
+/// the machine allows.
+///
+/// The estimate is a decaying peak of observed oversleep (wake time minus
+/// the time asked for): `peak = max(oversleep, peak × 0.999)`, a half-life
+/// of about 700 sleeps, and the margin is `1.5 × peak + 5 µs`, clamped to
+/// `[floor, ceil]`. Oversleeps beyond the ceiling are preemptions that no
+/// spin margin can hide (a spinning thread is preempted as well); they are
+/// left to the lateness statistics.
+#[derive(Debug, Clone, Copy)]
+pub struct SpinMargin {
+    peak_ns: f64,
+    floor_ns: u64,
+    ceil_ns: u64,
+}
+
+impl SpinMargin {
+    /// Below ~50 µs a single timer hiccup makes a packet late; the floor
+    /// keeps the margin robust and lets learning only raise it.
+    pub const DEFAULT_FLOOR_NS: u64 = 50_000;
+    pub const DEFAULT_CEIL_NS: u64 = 500_000;
+    const DECAY: f64 = 0.999;
+
+    /// Starts as if `initial_ns` were the margin already needed.
+    pub fn new(initial_ns: u64, floor_ns: u64, ceil_ns: u64) -> Self {
+        SpinMargin {
+            peak_ns: (initial_ns.saturating_sub(5_000)) as f64 / 1.5,
+            floor_ns,
+            ceil_ns: ceil_ns.max(floor_ns),
+        }
+    }
+
+    /// A sleep asked to end at `target_ns` ended at `woke_ns`.
+    pub fn observe(&mut self, target_ns: u64, woke_ns: u64) {
+        let over = woke_ns.saturating_sub(target_ns);
+        if over > self.ceil_ns {
+            // A preemption, not timer latency: spinning would not have helped.
+            return;
+        }
+        self.peak_ns = (over as f64).max(self.peak_ns * Self::DECAY);
+    }
+
+    pub fn margin_ns(&self) -> u64 {
+        ((1.5 * self.peak_ns) as u64 + 5_000).clamp(self.floor_ns, self.ceil_ns)
+    }
+}
+
 /// What the sender should do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -94,6 +143,14 @@ impl Pacer {
 
     pub fn start_ns(&self) -> u64 {
         self.start_ns
+    }
+
+    /// Changes the hybrid strategy's spin margin (see [`SpinMargin`]);
+    /// no effect on the other strategies.
+    pub fn set_spin_margin(&mut self, spin_ns: u64) {
+        if let WaitStrategy::Hybrid { .. } = self.strategy {
+            self.strategy = WaitStrategy::Hybrid { spin_ns };
+        }
     }
 
     /// Packets handed out by [`Pacer::take`] so far.
@@ -312,6 +369,39 @@ mod tests {
             7_000,
         );
         assert!(sent.iter().all(|(s, a)| a >= s));
+    }
+
+    #[test]
+    fn spin_margin_follows_oversleep_and_decays() {
+        let mut m = SpinMargin::new(100_000, 5_000, 500_000);
+        assert_eq!(m.margin_ns(), 100_000);
+        // A quiet machine: wake-ups 2 µs late. The margin decays towards
+        // 1.5 × 2 µs + 5 µs = 8 µs.
+        for _ in 0..20_000 {
+            m.observe(1_000, 3_000);
+        }
+        assert_eq!(m.margin_ns(), 8_000);
+        // One 60 µs oversleep raises it at once ...
+        m.observe(0, 60_000);
+        assert_eq!(m.margin_ns(), 95_000);
+        // ... a 10 ms preemption is not timer latency and is ignored ...
+        m.observe(0, 10_000_000);
+        assert_eq!(m.margin_ns(), 95_000);
+        // ... one just under the ceiling counts, clamped ...
+        m.observe(0, 400_000);
+        assert_eq!(m.margin_ns(), 500_000);
+        // ... and quiet sleeps bring it back down.
+        for _ in 0..20_000 {
+            m.observe(1_000, 3_000);
+        }
+        assert_eq!(m.margin_ns(), 8_000);
+        let mut p = Pacer::new(0, WaitStrategy::Hybrid { spin_ns: 100 }, Limits::default(), 1);
+        p.set_spin_margin(7);
+        p.push_interval(1000.0);
+        p.push_interval(1000.0);
+        let mut out = vec![];
+        p.take(1, &mut out);
+        assert_eq!(p.poll(0), Action::SleepUntil(993));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wirelab_core::schedule::{Action, Limits, Pacer, WaitStrategy};
+use wirelab_core::schedule::{Action, Limits, Pacer, SpinMargin, WaitStrategy};
 use wirelab_io::clock::{mono_ns, set_timer_slack, sleep_until_mono, spin_until_mono};
 use wirelab_io::udp::{RecvBatch, RxTimestamp, UdpSock};
 use wirelab_wire::probe::{self, ProbeFlags, ProbeRepr, ECHO_LEN, HEADER_LEN};
@@ -60,6 +60,9 @@ pub struct FlowConfig {
     pub warmup: u64,
     pub padding: Padding,
     pub wait: WaitStrategy,
+    /// With a hybrid wait: learn the spin margin from observed oversleep
+    /// ([`SpinMargin`]), starting from the configured one.
+    pub adaptive_spin: bool,
     pub echo: bool,
     /// After the last probe, how long to wait for outstanding echo replies.
     pub echo_wait: Duration,
@@ -104,6 +107,9 @@ pub struct FlowSendStats {
     pub last_sched_offset_ns: u64,
     pub echo_replies: u64,
     pub stopped_early: bool,
+    /// Sleeps taken, and the hybrid spin margin at the end of the run.
+    pub sleeps: u64,
+    pub spin_margin_ns: Option<u64>,
 }
 
 /// Shared sink for the records of all flows of one sender.
@@ -185,6 +191,14 @@ pub fn run_flow<S: RecordSink + 'static>(
     let start = cfg.start_mono_ns.unwrap_or(epoch + lead).max(epoch + 1);
     let start_real = (epoch as i128 + cfg.mono_to_real) as u64;
     let mut pacer = Pacer::new(start, cfg.wait, cfg.limits, max_batch);
+    let mut margin = match cfg.wait {
+        WaitStrategy::Hybrid { spin_ns } if cfg.adaptive_spin => Some(SpinMargin::new(
+            spin_ns,
+            SpinMargin::DEFAULT_FLOOR_NS,
+            SpinMargin::DEFAULT_CEIL_NS,
+        )),
+        _ => None,
+    };
     let mut due: Vec<u64> = Vec::with_capacity(max_batch);
     let mut chunk: Vec<Record> = Vec::with_capacity(RECORD_CHUNK);
     let mut st = FlowSendStats {
@@ -214,6 +228,11 @@ pub fn run_flow<S: RecordSink + 'static>(
             Action::SleepUntil(t) => {
                 // EINTR (a signal) just loops back to check the stop flag.
                 let _ = sleep_until_mono(t);
+                st.sleeps += 1;
+                if let Some(m) = margin.as_mut() {
+                    m.observe(t, mono_ns());
+                    pacer.set_spin_margin(m.margin_ns());
+                }
             }
             Action::SpinUntil(t) => {
                 spin_until_mono(t);
@@ -303,6 +322,10 @@ pub fn run_flow<S: RecordSink + 'static>(
         }
     }
     st.stopped_early = stop.is_stopped();
+    st.spin_margin_ns = match cfg.wait {
+        WaitStrategy::Hybrid { spin_ns } => Some(margin.map_or(spin_ns, |m| m.margin_ns())),
+        _ => None,
+    };
 
     // End-of-flow marker: the final probe again with LAST, fresh tx time.
     if st.sent > 0 {

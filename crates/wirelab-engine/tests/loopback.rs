@@ -20,6 +20,7 @@ fn flow_cfg(target: std::net::SocketAddr, echo: bool) -> FlowConfig {
         warmup: 5,
         padding: Padding::Const(0xab),
         wait: WaitStrategy::Hybrid { spin_ns: 50_000 },
+        adaptive_spin: true,
         echo,
         echo_wait: Duration::from_secs(1),
         last_repeats: 3,

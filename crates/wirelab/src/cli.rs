@@ -140,8 +140,9 @@ pub struct SendArgs {
     /// How to wait for each deadline
     #[arg(long, value_enum, default_value_t = WaitArg::Hybrid)]
     pub wait: WaitArg,
-    /// With --wait hybrid: start spinning this long before the deadline
-    #[arg(long, default_value = "100us", value_name = "DURATION")]
+    /// With --wait hybrid: start spinning this long before the deadline; "auto" learns it
+    /// from how late this machine's sleeps wake up (starting at 100us)
+    #[arg(long, default_value = "auto", value_name = "DURATION|auto")]
     pub spin_margin: String,
     /// Most probes sent in one sendmmsg call when behind schedule
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=64))]

@@ -35,11 +35,16 @@ pub fn run(a: SendArgs) -> Result<()> {
         count: a.count,
         duration_ns,
     };
+    let adaptive_spin = a.spin_margin == "auto";
     let wait = match a.wait {
         WaitArg::Sleep => WaitStrategy::Sleep,
         WaitArg::Spin => WaitStrategy::Spin,
         WaitArg::Hybrid => WaitStrategy::Hybrid {
-            spin_ns: values::duration_ns("--spin-margin", &a.spin_margin)?,
+            spin_ns: if adaptive_spin {
+                WaitStrategy::DEFAULT_SPIN_NS
+            } else {
+                values::duration_ns("--spin-margin", &a.spin_margin)?
+            },
         },
     };
     let padding = parse_padding(&a.padding)?;
@@ -122,6 +127,7 @@ pub fn run(a: SendArgs) -> Result<()> {
             warmup: a.warmup,
             padding,
             wait,
+            adaptive_spin,
             echo: a.echo,
             echo_wait,
             last_repeats: 3,
