@@ -398,9 +398,11 @@ fn send_all(
             Err(e) => {
                 st.send_retries += 1;
                 failures += 1;
+                // ECONNREFUSED: an ICMP port unreachable for an earlier probe
+                // (the receiver is not up yet); the next send goes through.
                 let transient = matches!(
                     e.raw_os_error(),
-                    Some(libc_errno::ENOBUFS) | Some(libc_errno::EAGAIN) | Some(libc_errno::ECONNREFUSED)
+                    Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::ECONNREFUSED)
                 );
                 if !transient || failures > 1000 {
                     st.send_errors += 1;
@@ -417,13 +419,6 @@ fn send_all(
         }
     }
     Ok(done)
-}
-
-/// errno values used above (kept local so the engine needs no libc).
-mod libc_errno {
-    pub const EAGAIN: i32 = 11;
-    pub const ENOBUFS: i32 = 105;
-    pub const ECONNREFUSED: i32 = 111;
 }
 
 fn push_record(chunk: &mut Vec<Record>, rec: Record, log: Option<&SharedLog>) -> io::Result<()> {

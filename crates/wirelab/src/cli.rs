@@ -498,9 +498,33 @@ pub struct ReplayArgs {
     /// pcap or pcapng files, replayed in order
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Interface to send on
-    #[arg(short = 'i', long = "intf1", value_name = "IF", required_unless_present = "write")]
+    /// Interface to send on (with -I: the primary one, for client packets)
+    #[arg(short = 'i', long = "intf1", value_name = "IF", required_unless_present_any = ["write", "save_cache"])]
     pub intf: Option<String>,
+    /// Second interface, for server packets (two-interface replay; classify with
+    /// --auto, --cidr, --port-split or --cachefile)
+    #[arg(short = 'I', long = "intf2", value_name = "IF", requires = "intf")]
+    pub intf2: Option<String>,
+    /// Split by who opens each conversation: TCP SYN sender = client; otherwise the
+    /// endpoint on a port below 1024, else the first sender, is the client's peer (tcpprep -a)
+    #[arg(short = 'a', long, conflicts_with_all = ["cidr", "port_split", "cachefile"])]
+    pub auto: bool,
+    /// Split by source address: packets from these networks are server packets
+    /// (tcpprep -c), e.g. 192.168.0.0/16,[fd00::/8]
+    #[arg(long, value_name = "CIDRS", conflicts_with_all = ["port_split", "cachefile"])]
+    pub cidr: Option<String>,
+    /// Split by port: a source port in --server-ports makes a server packet (tcpprep -p)
+    #[arg(long, conflicts_with = "cachefile")]
+    pub port_split: bool,
+    /// Server ports for --port-split (default 0-1023)
+    #[arg(long, value_name = "PORTS", requires = "port_split")]
+    pub server_ports: Option<String>,
+    /// Load the client/server split from this cache file (written by --save-cache)
+    #[arg(short = 'c', long, value_name = "FILE")]
+    pub cachefile: Option<PathBuf>,
+    /// Write the client/server split to this cache file (with no -i/-w: only classify, like tcpprep -o)
+    #[arg(long, value_name = "FILE")]
+    pub save_cache: Option<PathBuf>,
     /// Write the (selected, rewritten) packets to this pcap file instead of sending
     #[arg(short = 'w', long, value_name = "FILE", conflicts_with = "intf")]
     pub write: Option<PathBuf>,
@@ -543,8 +567,9 @@ pub struct ReplayArgs {
     /// Lateness that counts as late (report; threshold of --late rebase)
     #[arg(long, default_value = "10us", value_name = "DURATION")]
     pub late_threshold: String,
-    /// Sleep until this long before each deadline, then spin
-    #[arg(long, default_value = "50us", value_name = "DURATION")]
+    /// Sleep until this long before each deadline, then spin; "auto" learns the margin
+    /// from how late this machine's sleeps wake up (50us..500us)
+    #[arg(long, default_value = "auto", value_name = "DURATION|auto")]
     pub spin: String,
     /// Transmit method
     #[arg(long, value_enum, default_value = "ring")]

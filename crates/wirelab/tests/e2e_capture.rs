@@ -87,7 +87,8 @@ fn read(path: &Path) -> Read {
 fn start_capture(lab: &Lab, args: &[&str], file: &Path) -> Child {
     let child = lab
         .wirelab(&lab.r)
-        .args(["capture", "-i", &rx_if(lab), "--json", "--quiet", "-w"])
+        .args(["capture", "-i", &rx_if(lab), "--json", "--quiet", "--block-count", "4"])
+        .arg("-w")
         .arg(file)
         .args(args)
         .stdout(Stdio::piped())
@@ -268,22 +269,34 @@ fn tshark_and_capinfos_read_every_format() {
         start_capture(&lab, &[&f[..], &["--threads", "2", "--fanout", "lb"]].concat(), &thr),
     ];
     // Streamed: stdout through a pipe into a file.
-    let streamer = lab
+    let mut streamer = lab
         .wirelab(&lab.r)
-        .args(["capture", "-i", &rx_if(&lab), "-w", "-", "--quiet", "-c", "1003"])
+        .args(["capture", "-i", &rx_if(&lab), "-w", "-", "-c", "1003"])
+        .args(["--block-count", "4"])
         .args(f)
         .stdout(std::fs::File::create(&stream).unwrap())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Without --quiet the capture says "listening" on stderr once its ring is bound.
+    let mut err = std::io::BufReader::new(streamer.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("listening"), "{line}");
+    let err_rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut err, &mut s).unwrap();
+        s
+    });
     send(&lab, 6004, 1000, "10kpps");
     let mut jsons = vec![];
     for c in caps {
         jsons.push(stop_capture(c));
     }
-    let out = streamer.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let st = streamer.wait().unwrap();
+    let summary = err_rest.join().unwrap();
+    assert!(st.success(), "{summary}");
+    assert!(summary.contains("1003 packets"), "{summary}");
 
     for p in [&ng, &us, &nsf, &stream] {
         assert_eq!(check_interop(p), 1003, "{}", p.display());

@@ -379,3 +379,238 @@ fn replay_into_namespace_is_exact() {
     );
     assert_eq!(got, packets(&td("test.replay_include")));
 }
+
+/// One sending namespace with two veth pairs to two capturing namespaces
+/// (client side behind `-i`, server side behind `-I`), IPv6 off everywhere.
+struct Tri {
+    s: String,
+    c: String,
+    d: String,
+    vsc: String,
+    vc: String,
+    vsd: String,
+    vd: String,
+}
+
+impl Tri {
+    fn new() -> Tri {
+        let t = std::process::id() % 10000;
+        let t = Tri {
+            s: format!("wlr-{t}-2s"),
+            c: format!("wlr-{t}-2c"),
+            d: format!("wlr-{t}-2d"),
+            vsc: format!("wlr{t}sc"),
+            vc: format!("wlr{t}c"),
+            vsd: format!("wlr{t}sd"),
+            vd: format!("wlr{t}d"),
+        };
+        for ns in [&t.s, &t.c, &t.d] {
+            common::ip(&["netns", "add", ns]);
+        }
+        for (a, b, peer_ns) in [(&t.vsc, &t.vc, &t.c), (&t.vsd, &t.vd, &t.d)] {
+            common::ip(&["link", "add", a, "type", "veth", "peer", "name", b]);
+            common::ip(&["link", "set", a, "netns", &t.s]);
+            common::ip(&["link", "set", b, "netns", peer_ns]);
+            for (ns, dev) in [(&t.s, a), (peer_ns, b)] {
+                common::run(Command::new("ip").args([
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
+                ]));
+                common::ip(&["-n", ns, "link", "set", dev, "up"]);
+            }
+        }
+        t
+    }
+
+    fn tcpdump(&self, ns: &str, dev: &str, cap: &Path) -> std::process::Child {
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                "timeout",
+                "30",
+                "tcpdump",
+                "-i",
+                dev,
+                "-U",
+                "-nn",
+                "-s",
+                "0",
+                "-w",
+            ])
+            .arg(cap)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Replays with `args` on -i (client side) and -I (server side);
+    /// returns the frames captured on each side and the report.
+    fn replay(
+        &self,
+        file: &Path,
+        args: &[&str],
+        tag: &str,
+    ) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value) {
+        let (cc, cd) = (
+            tmp(&format!("split-{tag}-c.pcap")),
+            tmp(&format!("split-{tag}-s.pcap")),
+        );
+        let mut t1 = self.tcpdump(&self.c, &self.vc, &cc);
+        let mut t2 = self.tcpdump(&self.d, &self.vd, &cd);
+        std::thread::sleep(Duration::from_millis(1500));
+        let out = common::run(
+            Command::new("ip")
+                .args(["netns", "exec", &self.s, common::exe(), "replay", "--json"])
+                .args(["-i", &self.vsc, "-I", &self.vsd])
+                .args(args)
+                .arg(file),
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        for t in [&mut t1, &mut t2] {
+            let _ = Command::new("kill")
+                .args(["-INT", &t.id().to_string()])
+                .status();
+            let _ = t.wait();
+        }
+        (packets(&cc), packets(&cd), common::json(&out))
+    }
+}
+
+impl Drop for Tri {
+    fn drop(&mut self) {
+        for ns in [&self.s, &self.c, &self.d] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", ns])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// An Ethernet/IPv4 frame with a TCP (flags) or UDP header and a 4-byte
+/// index payload.
+fn l4_frame(src: [u8; 4], dst: [u8; 4], tcp: Option<u8>, sp: u16, dp: u16, i: u32) -> Vec<u8> {
+    let l4 = if tcp.is_some() { 20 } else { 8 };
+    let tot = (20 + l4 + 4) as u16;
+    let proto = if tcp.is_some() { 6 } else { 17 };
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    f.extend_from_slice(&[0x45, 0, 0, 0, 0, 0, 0, 0, 64, proto, 0, 0]);
+    f[16..18].copy_from_slice(&tot.to_be_bytes());
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&sp.to_be_bytes());
+    f.extend_from_slice(&dp.to_be_bytes());
+    match tcp {
+        Some(fl) => f.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, fl, 0xff, 0xff, 0, 0, 0, 0]),
+        None => f.extend_from_slice(&[0, 12, 0, 0]),
+    }
+    f.extend_from_slice(&i.to_be_bytes());
+    f
+}
+
+fn write_pcap(path: &Path, frames: &[Vec<u8>], gap_us: u32) {
+    let mut b = vec![
+        0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1, 0, 0, 0,
+    ];
+    b[16..20].copy_from_slice(&65_535u32.to_le_bytes());
+    for (i, f) in frames.iter().enumerate() {
+        let us = i as u32 * gap_us;
+        b.extend_from_slice(&(1_700_000_000 + us / 1_000_000).to_le_bytes());
+        b.extend_from_slice(&(us % 1_000_000).to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(f);
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn two_interface_split_sends_each_packet_to_its_side() {
+    if !common::netns_available(&["tcpdump"]) {
+        return;
+    }
+    const A: [u8; 4] = [10, 1, 0, 1];
+    const B: [u8; 4] = [10, 1, 0, 2];
+    const S: [u8; 4] = [10, 2, 0, 1];
+    const SYN: Option<u8> = Some(0x02);
+    const SYNACK: Option<u8> = Some(0x12);
+    const ACK: Option<u8> = Some(0x10);
+    // (frame, server side by auto, by --cidr 10.2.0.0/16, by --port-split)
+    let mut spec: Vec<(Vec<u8>, bool, bool, bool)> = vec![];
+    let mut add = |f: Vec<u8>, auto: bool, cidr: bool, port: bool| spec.push((f, auto, cidr, port));
+    // TCP A -> S:8080 with a handshake (8080 is not well known: the port
+    // split falls back to the lower port).
+    add(l4_frame(A, S, SYN, 40000, 8080, 0), false, false, false);
+    add(l4_frame(S, A, SYNACK, 8080, 40000, 1), true, true, true);
+    add(l4_frame(A, S, ACK, 40000, 8080, 2), false, false, false);
+    // UDP B -> S:53 and the reply.
+    add(l4_frame(B, S, None, 33000, 53, 3), false, false, false);
+    add(l4_frame(S, B, None, 53, 33000, 4), true, true, true);
+    // TCP picked up mid-stream, the server (port 22) speaks first.
+    add(l4_frame(S, B, ACK, 22, 5001, 5), true, true, true);
+    add(l4_frame(B, S, ACK, 5001, 22, 6), false, false, false);
+    // A peer-to-peer connection inside the client network: B serves on a
+    // high port, opened by A's SYN (auto: B is the server; cidr: client
+    // network, so client; port: neither well known, lower port 9000).
+    add(l4_frame(A, B, SYN, 41000, 9000, 7), false, false, false);
+    add(l4_frame(B, A, SYNACK, 9000, 41000, 8), true, false, true);
+    // UDP between high ports, where the lower port sends first (auto: the
+    // first sender is the client; port: the lower port is the server's).
+    add(l4_frame(A, S, None, 6000, 7000, 9), false, false, true);
+    add(l4_frame(S, A, None, 7000, 6000, 10), true, true, false);
+    // Not IP: always the client side.
+    let mut arp = vec![0xff; 6];
+    arp.extend_from_slice(&[2, 0, 0, 0, 0, 1, 0x08, 0x06]);
+    arp.extend_from_slice(&[0u8; 28]);
+    add(arp, false, false, false);
+    let trace = tmp("split.pcap");
+    let frames: Vec<Vec<u8>> = spec.iter().map(|s| s.0.clone()).collect();
+    write_pcap(&trace, &frames, 200);
+    let want = |pick: fn(&(Vec<u8>, bool, bool, bool)) -> bool| -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let c = spec.iter().filter(|s| !pick(s)).map(|s| s.0.clone()).collect();
+        let s = spec.iter().filter(|s| pick(s)).map(|s| s.0.clone()).collect();
+        (c, s)
+    };
+    // Classify only (tcpprep): the cache file.
+    let cache = tmp("split.cache");
+    let o = common::run(
+        Command::new(common::exe())
+            .args(["replay", "--json", "--auto", "--save-cache"])
+            .arg(&cache)
+            .arg(&trace),
+    );
+    let j = common::json(&o);
+    assert_eq!(j["client_packets"], 7);
+    assert_eq!(j["server_packets"], 5);
+    let tri = Tri::new();
+    let auto = want(|s| s.1);
+    for (tag, args, exp) in [
+        ("auto", vec!["--auto"], auto.clone()),
+        ("cache", vec!["--cachefile", cache.to_str().unwrap()], auto),
+        ("cidr", vec!["--cidr", "10.2.0.0/16"], want(|s| s.2)),
+        ("port", vec!["--port-split", "--tx", "sendmmsg"], want(|s| s.3)),
+    ] {
+        let (c, s, rep) = tri.replay(&trace, &args, tag);
+        assert_eq!(c, exp.0, "{tag}: client side (-i) differs");
+        assert_eq!(s, exp.1, "{tag}: server side (-I) differs");
+        assert_eq!(rep["split"]["client_packets"], exp.0.len() as u64, "{tag}");
+        assert_eq!(rep["split"]["server_packets"], exp.1.len() as u64, "{tag}");
+        assert_eq!(rep["fidelity"]["packets"], frames.len() as u64, "{tag}");
+        assert_eq!(rep["send"]["frames_lost"], 0, "{tag}");
+    }
+    // A split without a second interface names the fix.
+    let o = Command::new(common::exe())
+        .args(["replay", "-i", "lo", "--auto"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("-I"));
+}

@@ -22,13 +22,15 @@ use thiserror::Error;
 use wirelab_core::replay::{
     Fidelity, FidelityReport, LatePolicy, LoopClock, Pacer, Schedule, Timing,
 };
+use wirelab_core::schedule::SpinMargin;
 use wirelab_io::clock::{mono_ns, mono_to_real_offset, sleep_until_mono, spin_until_mono};
 use wirelab_io::packet_sock::{IfInfo, PacketError, PacketSocket};
 use wirelab_io::ring_tx::TxRing;
+use wirelab_wire::rewrite::split::{Side, SideMap};
 use wirelab_wire::rewrite::{unique_ip, RewriteStats};
 
 use crate::StopFlag;
-pub use trace::{Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
+pub use trace::{side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
 
 /// JSON schema name of the report.
 pub const SCHEMA: &str = "wirelab.replay/1";
@@ -100,12 +102,66 @@ pub struct ReplayConfig {
     pub max_preload: u64,
     /// Most frames per kick.
     pub batch: usize,
-    /// Spin this long before each deadline (sleep before that).
-    pub spin_ns: u64,
+    /// How long before each deadline to stop sleeping and spin.
+    pub spin: Spin,
     /// Per-packet departure log (CSV).
     pub log: Option<PathBuf>,
-    /// Output.
+    /// Output (the primary interface when split).
     pub output: Output,
+    /// Two-interface replay: server packets go to this second output.
+    pub split: Option<Split>,
+}
+
+/// Spin margin before each deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spin {
+    /// Sleep until this long before the deadline, then spin.
+    Fixed(u64),
+    /// Learn the margin from this machine's wake-up latency
+    /// ([`SpinMargin`]: 1.5 × decaying peak oversleep + 5 µs, within
+    /// 50 µs..500 µs, starting at 100 µs).
+    Auto,
+}
+
+/// Two-interface replay (tcpprep / tcpreplay `-I`).
+#[derive(Clone, Debug)]
+pub struct Split {
+    /// Where server packets go (client packets go to [`ReplayConfig::output`]).
+    pub secondary: Output,
+    /// The side of every packet number.
+    pub sides: SideMap,
+}
+
+/// What the two-interface split did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SplitReport {
+    /// How packets were classified: cidr, port, auto, or a cache file's mode.
+    pub mode: String,
+    /// The primary output (client packets).
+    pub primary: String,
+    /// The secondary output (server packets).
+    pub secondary: String,
+    /// Client packets sent (primary).
+    pub client_packets: u64,
+    /// Server packets sent (secondary).
+    pub server_packets: u64,
+}
+
+/// How the sender waited.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct WaitReport {
+    /// "auto" or the fixed margin in ns.
+    pub spin: String,
+    /// Margin in force at the end, ns.
+    pub spin_margin_final_ns: u64,
+    /// Largest margin used, ns.
+    pub spin_margin_max_ns: u64,
+    /// Sleeps taken.
+    pub sleeps: u64,
+    /// Sleeps that woke after the deadline itself (the margin was too small).
+    pub sleeps_past_deadline: u64,
+    /// Largest oversleep (wake-up minus the time asked for), ns.
+    pub oversleep_max_ns: u64,
 }
 
 /// How the trace was held.
@@ -171,6 +227,10 @@ pub struct ReplayReport {
     pub fidelity: FidelityReport,
     /// Send problems.
     pub send: SendStats,
+    /// How the sender waited (spin margin).
+    pub wait: WaitReport,
+    /// Two-interface split (null with one interface).
+    pub split: Option<SplitReport>,
 }
 
 /// [`RewriteStats`] for the report.
@@ -220,6 +280,14 @@ enum Tx {
 }
 
 impl Tx {
+    fn has_queued(&self) -> bool {
+        match self {
+            Tx::Ring(r) => r.queued() > 0,
+            Tx::Mmsg { n, .. } => *n > 0,
+            Tx::File { pending, .. } => !pending.is_empty(),
+        }
+    }
+
     fn push(
         &mut self,
         data: &[u8],
@@ -334,6 +402,7 @@ impl Tx {
 }
 
 struct Queued {
+    side: usize,
     ideal: u64,
     target: u64,
     len: u32,
@@ -343,7 +412,11 @@ struct Queued {
 
 struct Sender<'a> {
     cfg: &'a ReplayConfig,
-    tx: Tx,
+    /// One output, or primary and secondary.
+    tx: Vec<Tx>,
+    spin: SpinMargin,
+    wait: WaitReport,
+    per_side: [u64; 2],
     sched: Schedule,
     pacer: Pacer,
     clock: LoopClock,
@@ -364,10 +437,24 @@ impl Sender<'_> {
             return;
         }
         let dep = mono_ns().saturating_sub(self.start);
-        let lost = self.tx.kick(&mut self.send);
-        self.send.frames_lost += lost;
-        let ok = self.queue.len() as u64 - lost.min(self.queue.len() as u64);
-        for q in self.queue.iter().take(ok as usize) {
+        let mut lost = [0u64; 2];
+        for (i, tx) in self.tx.iter_mut().enumerate() {
+            if tx.has_queued() {
+                lost[i] = tx.kick(&mut self.send);
+            }
+        }
+        self.send.frames_lost += lost[0] + lost[1];
+        // Lost frames are the last ones of their side's batch.
+        let mut left = [0u64; 2];
+        for q in &self.queue {
+            left[q.side] += 1;
+        }
+        for q in self.queue.iter() {
+            left[q.side] -= 1;
+            if left[q.side] < lost[q.side] {
+                continue;
+            }
+            self.per_side[q.side] += 1;
             let actual = if self.paced { dep } else { q.ideal };
             self.fid.record(q.ideal, actual, q.len);
             if let Some(l) = &mut self.log {
@@ -412,16 +499,33 @@ impl Sender<'_> {
                 now = mono_ns();
             }
             if deadline > now {
-                if deadline - now > self.cfg.spin_ns {
-                    let _ = sleep_until_mono(deadline - self.cfg.spin_ns);
+                let margin = match self.cfg.spin {
+                    Spin::Fixed(m) => m,
+                    Spin::Auto => self.spin.margin_ns(),
+                };
+                self.wait.spin_margin_max_ns = self.wait.spin_margin_max_ns.max(margin);
+                self.wait.spin_margin_final_ns = margin;
+                if deadline - now > margin {
+                    let wake = deadline - margin;
+                    let _ = sleep_until_mono(wake);
+                    let woke = mono_ns();
+                    self.spin.observe(wake, woke);
+                    self.wait.sleeps += 1;
+                    self.wait.oversleep_max_ns =
+                        self.wait.oversleep_max_ns.max(woke.saturating_sub(wake));
+                    if woke > deadline {
+                        self.wait.sleeps_past_deadline += 1;
+                    }
                 }
                 spin_until_mono(deadline);
             }
         }
+        let side = match &self.cfg.split {
+            Some(sp) if sp.sides.side(p.number) == Side::Server => 1,
+            _ => 0,
+        };
         loop {
-            match self
-                .tx
-                .push(data, p.orig_len, pass, self.cfg.unique_ip, ideal)
+            match self.tx[side].push(data, p.orig_len, pass, self.cfg.unique_ip, ideal)
             {
                 Ok(true) => break,
                 Ok(false) => {
@@ -443,6 +547,7 @@ impl Sender<'_> {
         };
         self.pacer.departed(ideal, target, now);
         self.queue.push(Queued {
+            side,
             ideal,
             target,
             len: p.len,
@@ -465,9 +570,10 @@ fn file_bytes(files: &[PathBuf]) -> u64 {
         .sum()
 }
 
-/// Runs a replay to the end (or until `stop`), printing nothing.
-pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayError> {
-    let (tx, out_desc, kind, bypass, max_frame) = match &cfg.output {
+type Opened = (Tx, String, &'static str, bool, Option<usize>);
+
+fn open_output(out: &Output, batch: usize) -> Result<Opened, ReplayError> {
+    Ok(match out {
         Output::Ring {
             ifname,
             qdisc_bypass,
@@ -488,7 +594,7 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
             sock.set_send_buffer(4 << 20);
             let max = sock.info().mtu as usize + 14 + 8;
             let b = sock.qdisc_bypass();
-            let bufs = (0..cfg.batch.max(1))
+            let bufs = (0..batch.max(1))
                 .map(|_| Vec::with_capacity(max))
                 .collect();
             (
@@ -526,7 +632,26 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
                 None,
             )
         }
-    };
+    })
+}
+
+/// Runs a replay to the end (or until `stop`), printing nothing.
+pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayError> {
+    let (tx, out_desc, kind, bypass, mut max_frame) = open_output(&cfg.output, cfg.batch)?;
+    let mut txs = vec![tx];
+    let mut split_desc = None;
+    if let Some(sp) = &cfg.split {
+        let (tx2, desc2, kind2, bypass2, max2) = open_output(&sp.secondary, cfg.batch)?;
+        if kind2 != kind || bypass2 != bypass {
+            tracing::warn!("the two outputs differ: {kind}/{kind2}, qdisc bypass {bypass}/{bypass2}");
+        }
+        max_frame = match (max_frame, max2) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        txs.push(tx2);
+        split_desc = Some(desc2);
+    }
     let mut read = cfg.read.clone();
     read.max_frame = max_frame;
     let mut stats = ReadStats::default();
@@ -559,9 +684,10 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
         load_ns: mono_ns() - t0,
         max_preload_bytes: cfg.max_preload,
     };
-    let mut tx = tx;
-    if let Tx::File { base_ns, .. } = &mut tx {
-        *base_ns = first_ts.unwrap_or(0);
+    for tx in &mut txs {
+        if let Tx::File { base_ns, .. } = tx {
+            *base_ns = first_ts.unwrap_or(0);
+        }
     }
     let log = match &cfg.log {
         Some(p) => {
@@ -578,7 +704,24 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
     let paced = !matches!(cfg.output, Output::File(_));
     let mut s = Sender {
         cfg,
-        tx,
+        tx: txs,
+        spin: SpinMargin::new(
+            100_000,
+            SpinMargin::DEFAULT_FLOOR_NS,
+            SpinMargin::DEFAULT_CEIL_NS,
+        ),
+        wait: WaitReport {
+            spin: match cfg.spin {
+                Spin::Auto => "auto".into(),
+                Spin::Fixed(ns) => format!("{ns}ns"),
+            },
+            spin_margin_final_ns: 0,
+            spin_margin_max_ns: 0,
+            sleeps: 0,
+            sleeps_past_deadline: 0,
+            oversleep_max_ns: 0,
+        },
+        per_side: [0; 2],
         sched: Schedule::new(cfg.timing),
         pacer: Pacer::new(cfg.late),
         clock: LoopClock::new(span, count, cfg.loop_delay_ns),
@@ -651,14 +794,16 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
         pass += 1;
     }
     s.flush();
-    if let Tx::Ring(r) = &s.tx {
-        s.send.wrong_format = r.wrong_format();
-    }
-    if let Tx::File { w, .. } = &mut s.tx {
-        w.flush().map_err(|e| ReplayError::Io {
-            what: "flushing the output file".into(),
-            source: e,
-        })?;
+    for tx in &mut s.tx {
+        if let Tx::Ring(r) = tx {
+            s.send.wrong_format += r.wrong_format();
+        }
+        if let Tx::File { w, .. } = tx {
+            w.flush().map_err(|e| ReplayError::Io {
+                what: "flushing the output file".into(),
+                source: e,
+            })?;
+        }
     }
     if let Some(l) = &mut s.log {
         l.flush().map_err(|e| ReplayError::Io {
@@ -669,7 +814,7 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
     let rewrite = stats.rewrite.into();
     Ok(ReplayReport {
         schema: SCHEMA,
-        output: out_desc,
+        output: out_desc.clone(),
         tx: kind,
         qdisc_bypass: bypass,
         departure: match kind {
@@ -686,6 +831,14 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
         stopped_by: s.stopped_by,
         fidelity: s.fid.report(),
         send: s.send,
+        split: cfg.split.as_ref().map(|sp| SplitReport {
+            mode: sp.sides.mode.clone(),
+            primary: out_desc.clone(),
+            secondary: split_desc.clone().unwrap_or_default(),
+            client_packets: s.per_side[0],
+            server_packets: s.per_side[1],
+        }),
+        wait: s.wait,
     })
 }
 

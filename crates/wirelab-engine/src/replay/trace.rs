@@ -252,3 +252,38 @@ pub fn preload(spec: &ReadSpec, stats: &mut ReadStats) -> Result<Trace, ReplayEr
 
 /// Chunk size of the streaming reader.
 pub const CHUNK_BYTES: usize = 4 << 20;
+
+/// Classifies every packet of `files` (1-based numbers across the files,
+/// before selection, as tcpprep does) for two-interface replay. Auto mode
+/// reads the files twice: once to learn who opens each conversation, once
+/// to classify.
+pub fn side_map(
+    files: &[PathBuf],
+    mode: &wirelab_wire::rewrite::split::SplitMode,
+) -> Result<wirelab_wire::rewrite::split::SideMap, ReplayError> {
+    use wirelab_wire::rewrite::split::{direct_side, AutoSplit, Side, SideMap, SplitMode};
+    let each = |f: &mut dyn FnMut(&[u8])| -> Result<(), ReplayError> {
+        for path in files {
+            let mut r = open(path)?;
+            while let Some(p) = r
+                .next_packet()
+                .map_err(|e| ReplayError::Input(format!("{}: {e}", path.display())))?
+            {
+                f(p.data);
+            }
+        }
+        Ok(())
+    };
+    let mut server = Vec::new();
+    if let SplitMode::Auto = mode {
+        let mut a = AutoSplit::default();
+        each(&mut |d| a.learn(d))?;
+        each(&mut |d| server.push(a.side(d) == Side::Server))?;
+    } else {
+        each(&mut |d| server.push(direct_side(mode, d) == Some(Side::Server)))?;
+    }
+    Ok(SideMap {
+        server,
+        mode: mode.name().to_string(),
+    })
+}

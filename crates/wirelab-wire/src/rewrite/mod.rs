@@ -18,6 +18,7 @@
 
 pub mod csum;
 pub mod layers;
+pub mod split;
 
 pub use layers::{parse_ethernet, parse_raw_ip, L3Kind, Layers, ICMP, ICMPV6, TCP, UDP};
 

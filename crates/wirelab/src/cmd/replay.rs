@@ -7,8 +7,10 @@ use anyhow::{Context, Result};
 use wirelab_core::replay::{LatePolicy, Timing};
 use wirelab_core::units;
 use wirelab_engine::replay::{
-    self, Output, Ranges, ReadSpec, ReplayConfig, ReplayError, ReplayReport, Selection,
+    self, Output, Ranges, ReadSpec, ReplayConfig, ReplayError, ReplayReport, Selection, Spin,
+    Split,
 };
+use wirelab_wire::rewrite::split::{parse_cidrs, PortSet, SideMap, SplitMode};
 use wirelab_engine::StopFlag;
 use wirelab_io::bpf::BpfProgram;
 use wirelab_wire::rewrite::{parse_mac, FixLen, IpMap, PortMap, RewriteSpec, Ttl, Vlan};
@@ -133,7 +135,78 @@ fn rewrite_spec(a: &ReplayArgs) -> Result<RewriteSpec> {
     Ok(r)
 }
 
+/// The client/server split: from --cachefile, or computed by --auto /
+/// --cidr / --port-split; saved with --save-cache.
+fn side_map(a: &ReplayArgs) -> Result<Option<SideMap>> {
+    let mode = if a.auto {
+        Some(SplitMode::Auto)
+    } else if let Some(c) = &a.cidr {
+        Some(SplitMode::Cidr(
+            parse_cidrs(c).map_err(|e| usage(format!("--cidr: {e}")))?,
+        ))
+    } else if a.port_split {
+        Some(SplitMode::Port(match &a.server_ports {
+            Some(p) => PortSet::parse(p).map_err(|e| usage(format!("--server-ports: {e}")))?,
+            None => PortSet::default(),
+        }))
+    } else {
+        None
+    };
+    let map = match (&mode, &a.cachefile) {
+        (Some(m), _) => Some(replay::side_map(&a.files, m)?),
+        (None, Some(f)) => {
+            let t = std::fs::read_to_string(f)
+                .with_context(|| format!("reading the cache file {}", f.display()))?;
+            Some(SideMap::from_text(&t).map_err(|e| usage(format!("{}: {e}", f.display())))?)
+        }
+        (None, None) => None,
+    };
+    if let (Some(m), Some(out)) = (&map, &a.save_cache) {
+        std::fs::write(out, m.to_text())
+            .with_context(|| format!("writing the cache file {}", out.display()))?;
+    }
+    if map.is_none() && (a.intf2.is_some() || a.save_cache.is_some()) {
+        return Err(usage(
+            "-I and --save-cache need a client/server split: add --auto, --cidr NETS, --port-split or --cachefile FILE",
+        ));
+    }
+    Ok(map)
+}
+
 pub fn run(a: ReplayArgs) -> Result<()> {
+    let sides = side_map(&a)?;
+    if a.intf.is_none() && a.write.is_none() {
+        // Classify only (tcpprep): the cache file is written.
+        if let (Some(m), Some(out)) = (&sides, &a.save_cache) {
+            let (c, s) = m.counts();
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "schema": "wirelab.replay.cache/1",
+                        "cachefile": out.display().to_string(),
+                        "mode": m.mode,
+                        "packets": c + s,
+                        "client_packets": c,
+                        "server_packets": s,
+                    })
+                );
+            } else {
+                println!(
+                    "cache {}: {} packet(s) classified by {}: {c} client (-i), {s} server (-I)",
+                    out.display(),
+                    c + s,
+                    m.mode
+                );
+            }
+        }
+        return Ok(());
+    }
+    if sides.is_some() && a.intf2.is_none() && a.save_cache.is_none() {
+        return Err(usage(
+            "a client/server split (--auto/--cidr/--port-split/--cachefile) needs -I IF2 for the server packets",
+        ));
+    }
     let timing = if a.topspeed {
         Timing::Topspeed
     } else if let Some(p) = &a.pps {
@@ -210,6 +283,30 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         },
         (None, None) => return Err(usage("give -i IF to send, or -w FILE to write a pcap")),
     };
+    let split = match (&a.intf2, sides) {
+        (Some(i2), Some(sides)) => {
+            if Some(i2) == a.intf.as_ref() {
+                return Err(usage(
+                    "-I names the same interface as -i: give the second interface for server packets",
+                ));
+            }
+            Some(Split {
+                secondary: match a.tx {
+                    ReplayTxArg::Ring => Output::Ring {
+                        ifname: i2.clone(),
+                        qdisc_bypass: !a.no_qdisc_bypass,
+                        slots: a.ring_slots.max(8),
+                    },
+                    ReplayTxArg::Sendmmsg => Output::Sendmmsg {
+                        ifname: i2.clone(),
+                        qdisc_bypass: !a.no_qdisc_bypass,
+                    },
+                },
+                sides,
+            })
+        }
+        _ => None,
+    };
     let cfg = ReplayConfig {
         read: ReadSpec {
             files: a.files.clone(),
@@ -235,9 +332,14 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         unique_ip: a.unique_ip,
         max_preload: values::bytes("--max-preload", &a.max_preload)?,
         batch: a.batch.clamp(1, 4096),
-        spin_ns: values::duration_ns("--spin", &a.spin)?,
+        spin: if a.spin == "auto" {
+            Spin::Auto
+        } else {
+            Spin::Fixed(values::duration_ns("--spin", &a.spin)?)
+        },
         log: a.log.clone(),
         output,
+        split,
     };
     if a.loops == 0 && a.duration.is_none() && a.limit.is_none() && !a.quiet {
         eprintln!("wirelab replay: looping until interrupted (Ctrl-C)");
@@ -341,6 +443,21 @@ fn print_human(r: &ReplayReport) {
         println!(
             "  send: {} call(s), {} failure(s), {} retr(ies), {} frame(s) lost",
             r.send.kicks, r.send.failures, r.send.retries, r.send.frames_lost
+        );
+        if let Some(sp) = &r.split {
+            println!(
+                "  split ({}): {} client packet(s) on {}, {} server packet(s) on {}",
+                sp.mode, sp.client_packets, sp.primary, sp.server_packets, sp.secondary
+            );
+        }
+        println!(
+            "  wait: spin margin {} (final {}, max {}), {} sleep(s), {} woke past the deadline, worst oversleep {}",
+            r.wait.spin,
+            us(r.wait.spin_margin_final_ns as f64),
+            us(r.wait.spin_margin_max_ns as f64),
+            r.wait.sleeps,
+            r.wait.sleeps_past_deadline,
+            us(r.wait.oversleep_max_ns as f64)
         );
         println!("  departure = {}", r.departure);
     }
