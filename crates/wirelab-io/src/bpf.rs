@@ -80,8 +80,7 @@ extern "C" {
     ) -> c_int;
     fn pcap_geterr(p: *mut PcapT) -> *mut c_char;
     fn pcap_freecode(fp: *mut bpf_program);
-    fn pcap_offline_filter(fp: *const bpf_program, h: *const pcap_pkthdr, pkt: *const u8)
-        -> c_int;
+    fn pcap_offline_filter(fp: *const bpf_program, h: *const pcap_pkthdr, pkt: *const u8) -> c_int;
 }
 
 /// `PCAP_NETMASK_UNKNOWN`: `ip broadcast` then fails to compile instead of guessing.
@@ -153,8 +152,7 @@ impl BpfProgram {
             } else {
                 // SAFETY: on success libpcap points `bf_insns` at `bf_len` initialized
                 // instructions, which stay valid until pcap_freecode below.
-                unsafe { std::slice::from_raw_parts(prog.bf_insns, prog.bf_len as usize) }
-                    .to_vec()
+                unsafe { std::slice::from_raw_parts(prog.bf_insns, prog.bf_len as usize) }.to_vec()
             };
             // SAFETY: `prog` was filled by a successful pcap_compile and is freed once.
             unsafe { pcap_freecode(&mut prog) };

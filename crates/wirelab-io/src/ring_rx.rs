@@ -217,7 +217,12 @@ pub struct RxRing {
 // moving the ring to another thread cannot create shared access.
 unsafe impl Send for RxRing {}
 
-fn setsockopt<T>(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int, v: &T) -> io::Result<()> {
+fn setsockopt<T>(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: &T,
+) -> io::Result<()> {
     // SAFETY: `v` is a valid, initialized T for the duration of the call and its exact
     // size is passed; the kernel only reads it.
     let rc = unsafe {
@@ -255,7 +260,7 @@ impl RxRing {
         let iface = IfInfo::lookup(ifname).map_err(RingError::Interface)?;
         let linktype = Self::linktype_of(&iface)?;
         let page = 4096u32;
-        if cfg.block_size < 2 * page || cfg.block_size % page != 0 {
+        if cfg.block_size < 2 * page || cfg.block_size & (page - 1) != 0 {
             return Err(RingError::Config(format!(
                 "--block-size {} must be a multiple of 4096 and at least 8192",
                 cfg.block_size
@@ -306,9 +311,13 @@ impl RxRing {
                 )),
             }
         }
-        filter
-            .attach(b)
-            .map_err(|e| setup("SO_ATTACH_FILTER", e, " (is the filter valid for this link type?)"))?;
+        filter.attach(b).map_err(|e| {
+            setup(
+                "SO_ATTACH_FILTER",
+                e,
+                " (is the filter valid for this link type?)",
+            )
+        })?;
 
         let mut count = cfg.block_count;
         loop {
@@ -394,7 +403,11 @@ impl RxRing {
             )
         };
         if rc != 0 {
-            return Err(setup("bind", io::Error::last_os_error(), " (is the interface up?)"));
+            return Err(setup(
+                "bind",
+                io::Error::last_os_error(),
+                " (is the interface up?)",
+            ));
         }
         if let Some(f) = cfg.fanout {
             let mode = match f.mode {
@@ -418,9 +431,13 @@ impl RxRing {
                 mr_alen: 0,
                 mr_address: [0; 8],
             };
-            setsockopt(ring.fd.as_fd(), SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq).map_err(
-                |e| setup("PACKET_MR_PROMISC", e, " (use --no-promisc to capture without it)"),
-            )?;
+            setsockopt(ring.fd.as_fd(), SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq).map_err(|e| {
+                setup(
+                    "PACKET_MR_PROMISC",
+                    e,
+                    " (use --no-promisc to capture without it)",
+                )
+            })?;
         }
         Ok(ring)
     }
@@ -600,7 +617,8 @@ impl Block<'_> {
     pub fn packets(&self) -> Packets<'_> {
         // SAFETY: the block is user-owned until `self` drops and lies inside the mapping;
         // the slice borrows `self`, so it ends before the hand-back.
-        let data = unsafe { std::slice::from_raw_parts(self.base as *const u8, self.ring.block_size) };
+        let data =
+            unsafe { std::slice::from_raw_parts(self.base as *const u8, self.ring.block_size) };
         Packets {
             data,
             off: self.first,
@@ -778,7 +796,8 @@ mod tests {
     fn walks_a_synthetic_block() {
         let mut blk = vec![0u8; 8192];
         let first = 48usize;
-        let put32 = |b: &mut Vec<u8>, o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_ne_bytes());
+        let put32 =
+            |b: &mut Vec<u8>, o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_ne_bytes());
         // packet 1 at 48: next at +256, ts 5.000000007, snap 60, len 60, mac 82.
         put32(&mut blk, first, 256);
         put32(&mut blk, first + 4, 5);

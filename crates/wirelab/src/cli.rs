@@ -268,7 +268,9 @@ pub enum ExportFormat {
 }
 
 #[derive(Args, Debug)]
-#[command(after_long_help = "EXAMPLES:\n  wirelab export rx.wlr > rx.csv\n  wirelab export tx.wlr --format jsonl -o tx.jsonl")]
+#[command(
+    after_long_help = "EXAMPLES:\n  wirelab export rx.wlr > rx.csv\n  wirelab export tx.wlr --format jsonl -o tx.jsonl"
+)]
 pub struct ExportArgs {
     /// Record file to convert
     pub file: PathBuf,
@@ -284,8 +286,10 @@ pub struct ExportArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_long_help = "As root, the lab is two network namespaces joined by a veth pair (198.18.0.1 and \
-198.18.0.2, the benchmarking range), removed again at the end. Without root it says so and runs the same over loopback.")]
+#[command(
+    after_long_help = "As root, the lab is two network namespaces joined by a veth pair (198.18.0.1 and \
+198.18.0.2, the benchmarking range), removed again at the end. Without root it says so and runs the same over loopback."
+)]
 pub struct DemoArgs {
     /// How long the sender runs
     #[arg(short, long, default_value = "3s", value_name = "DURATION")]
@@ -484,7 +488,8 @@ pub enum FixLenArg {
 }
 
 #[derive(Args, Debug)]
-#[command(after_long_help = "TIMING: original (default), --multiplier, --pps, --mbps, --topspeed. Deadlines are absolute \
+#[command(
+    after_long_help = "TIMING: original (default), --multiplier, --pps, --mbps, --topspeed. Deadlines are absolute \
 (first packet's start + trace offset / multiplier); when late, --late spread (default) keeps at least half of every \
 original gap while catching up, burst sends everything due at once, rebase shifts the schedule.\n\n\
 SELECTION: --include/--exclude take packet numbers (7,11,20-23,174-, or P:LIST) or a BPF filter (F:EXPR or any \
@@ -493,7 +498,8 @@ EXAMPLES:\n  \
 wirelab replay -i eth1 trace.pcap\n  \
 wirelab replay -i eth1 --pps 100kpps --loop 0 --duration 60s trace.pcapng\n  \
 wirelab replay -i eth1 --topspeed --enet-smac if --enet-dmac 02:00:00:00:00:02 trace.pcap\n  \
-wirelab replay -w out.pcap --mtu 300 --mtu-trunc --fixcsum trace.pcap   # rewrite only, no timing")]
+wirelab replay -w out.pcap --mtu 300 --mtu-trunc --fixcsum trace.pcap   # rewrite only, no timing"
+)]
 pub struct ReplayArgs {
     /// pcap or pcapng files, replayed in order
     #[arg(required = true, value_name = "FILE")]
@@ -501,33 +507,8 @@ pub struct ReplayArgs {
     /// Interface to send on (with -I: the primary one, for client packets)
     #[arg(short = 'i', long = "intf1", value_name = "IF", required_unless_present_any = ["write", "save_cache"])]
     pub intf: Option<String>,
-    /// Second interface, for server packets (two-interface replay; classify with
-    /// --auto, --cidr, --port-split or --cachefile)
-    #[arg(short = 'I', long = "intf2", value_name = "IF", requires = "intf")]
-    pub intf2: Option<String>,
-    /// Split by who opens each conversation: TCP SYN sender = client; otherwise the
-    /// endpoint on a port below 1024, else the first sender, is the client's peer (tcpprep -a)
-    #[arg(short = 'a', long, conflicts_with_all = ["cidr", "port_split", "cachefile"])]
-    pub auto: bool,
-    /// Split by source address: packets from these networks are server packets
-    /// (tcpprep -c), e.g. 192.168.0.0/16,[fd00::/8]
-    #[arg(long, value_name = "CIDRS", conflicts_with_all = ["port_split", "cachefile"])]
-    pub cidr: Option<String>,
-    /// Split by port: a source port in --server-ports makes a server packet (tcpprep -p)
-    #[arg(long, conflicts_with = "cachefile")]
-    pub port_split: bool,
-    /// Server ports for --port-split (default 0-1023)
-    #[arg(long, value_name = "PORTS", requires = "port_split")]
-    pub server_ports: Option<String>,
-    /// Load the client/server split from this cache file (written by --save-cache)
-    #[arg(short = 'c', long, value_name = "FILE")]
-    pub cachefile: Option<PathBuf>,
-    /// Write the client/server split to this cache file (with no -i/-w: only classify, like tcpprep -o)
-    #[arg(long, value_name = "FILE")]
-    pub save_cache: Option<PathBuf>,
-    /// Write the (selected, rewritten) packets to this pcap file instead of sending
-    #[arg(short = 'w', long, value_name = "FILE", conflicts_with = "intf")]
-    pub write: Option<PathBuf>,
+    #[command(flatten)]
+    pub split: Box<ReplaySplitArgs>,
     /// Speed-up factor of the original timing (2 = twice as fast)
     #[arg(short = 'x', long, value_name = "X", conflicts_with_all = ["pps", "mbps", "topspeed"])]
     pub multiplier: Option<f64>,
@@ -607,6 +588,54 @@ pub struct ReplayArgs {
     /// Send only these packet numbers (1-100,200-)
     #[arg(long, value_name = "RANGES")]
     pub packets: Option<String>,
+    #[command(flatten)]
+    pub rw: Box<ReplayRewriteArgs>,
+    /// Move addresses apart by the loop number in every pass after the first (tcpreplay --unique-ip)
+    #[arg(long)]
+    pub unique_ip: bool,
+    /// Print the report as JSON (schema wirelab.replay/1)
+    #[arg(long)]
+    pub json: bool,
+    /// No notes on stderr
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Outputs and two-interface split options of `wirelab replay` (boxed: keeps `Command` small).
+#[derive(Args, Debug)]
+pub struct ReplaySplitArgs {
+    /// Second interface, for server packets (two-interface replay; classify with
+    /// --auto, --cidr, --port-split or --cachefile)
+    #[arg(short = 'I', long = "intf2", value_name = "IF", requires = "intf")]
+    pub intf2: Option<String>,
+    /// Split by who opens each conversation: TCP SYN sender = client; otherwise the
+    /// endpoint on a port below 1024, else the first sender, is the client's peer (tcpprep -a)
+    #[arg(short = 'a', long, conflicts_with_all = ["cidr", "port_split", "cachefile"])]
+    pub auto: bool,
+    /// Split by source address: packets from these networks are server packets
+    /// (tcpprep -c), e.g. 192.168.0.0/16,[fd00::/8]
+    #[arg(long, value_name = "CIDRS", conflicts_with_all = ["port_split", "cachefile"])]
+    pub cidr: Option<String>,
+    /// Split by port: a source port in --server-ports makes a server packet (tcpprep -p)
+    #[arg(long, conflicts_with = "cachefile")]
+    pub port_split: bool,
+    /// Server ports for --port-split (default 0-1023)
+    #[arg(long, value_name = "PORTS", requires = "port_split")]
+    pub server_ports: Option<String>,
+    /// Load the client/server split from this cache file (written by --save-cache)
+    #[arg(short = 'c', long, value_name = "FILE")]
+    pub cachefile: Option<PathBuf>,
+    /// Write the client/server split to this cache file (with no -i/-w: only classify, like tcpprep -o)
+    #[arg(long, value_name = "FILE")]
+    pub save_cache: Option<PathBuf>,
+    /// Write the (selected, rewritten) packets to this pcap file instead of sending
+    #[arg(short = 'w', long, value_name = "FILE", conflicts_with = "intf")]
+    pub write: Option<PathBuf>,
+}
+
+/// Rewrite options of `wirelab replay`.
+#[derive(Args, Debug)]
+pub struct ReplayRewriteArgs {
     /// Destination MAC (aa:bb:cc:dd:ee:ff)
     #[arg(long, value_name = "MAC")]
     pub enet_dmac: Option<String>,
@@ -661,13 +690,4 @@ pub struct ReplayArgs {
     /// Randomise IP addresses consistently with this seed
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Move addresses apart by the loop number in every pass after the first (tcpreplay --unique-ip)
-    #[arg(long)]
-    pub unique_ip: bool,
-    /// Print the report as JSON (schema wirelab.replay/1)
-    #[arg(long)]
-    pub json: bool,
-    /// No notes on stderr
-    #[arg(short, long)]
-    pub quiet: bool,
 }

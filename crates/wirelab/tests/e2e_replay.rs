@@ -429,18 +429,7 @@ impl Tri {
     fn tcpdump(&self, ns: &str, dev: &str, cap: &Path) -> std::process::Child {
         Command::new("ip")
             .args([
-                "netns",
-                "exec",
-                ns,
-                "timeout",
-                "30",
-                "tcpdump",
-                "-i",
-                dev,
-                "-U",
-                "-nn",
-                "-s",
-                "0",
+                "netns", "exec", ns, "timeout", "30", "tcpdump", "-i", dev, "-U", "-nn", "-s", "0",
                 "-w",
             ])
             .arg(cap)
@@ -508,7 +497,9 @@ fn l4_frame(src: [u8; 4], dst: [u8; 4], tcp: Option<u8>, sp: u16, dp: u16, i: u3
     f.extend_from_slice(&sp.to_be_bytes());
     f.extend_from_slice(&dp.to_be_bytes());
     match tcp {
-        Some(fl) => f.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, fl, 0xff, 0xff, 0, 0, 0, 0]),
+        Some(fl) => {
+            f.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, fl, 0xff, 0xff, 0, 0, 0, 0])
+        }
         None => f.extend_from_slice(&[0, 12, 0, 0]),
     }
     f.extend_from_slice(&i.to_be_bytes());
@@ -543,7 +534,8 @@ fn two_interface_split_sends_each_packet_to_its_side() {
     const SYNACK: Option<u8> = Some(0x12);
     const ACK: Option<u8> = Some(0x10);
     // (frame, server side by auto, by --cidr 10.2.0.0/16, by --port-split)
-    let mut spec: Vec<(Vec<u8>, bool, bool, bool)> = vec![];
+    type Row = (Vec<u8>, bool, bool, bool);
+    let mut spec: Vec<Row> = vec![];
     let mut add = |f: Vec<u8>, auto: bool, cidr: bool, port: bool| spec.push((f, auto, cidr, port));
     // TCP A -> S:8080 with a handshake (8080 is not well known: the port
     // split falls back to the lower port).
@@ -573,9 +565,17 @@ fn two_interface_split_sends_each_packet_to_its_side() {
     let trace = tmp("split.pcap");
     let frames: Vec<Vec<u8>> = spec.iter().map(|s| s.0.clone()).collect();
     write_pcap(&trace, &frames, 200);
-    let want = |pick: fn(&(Vec<u8>, bool, bool, bool)) -> bool| -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
-        let c = spec.iter().filter(|s| !pick(s)).map(|s| s.0.clone()).collect();
-        let s = spec.iter().filter(|s| pick(s)).map(|s| s.0.clone()).collect();
+    let want = |pick: fn(&Row) -> bool| -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let c = spec
+            .iter()
+            .filter(|s| !pick(s))
+            .map(|s| s.0.clone())
+            .collect();
+        let s = spec
+            .iter()
+            .filter(|s| pick(s))
+            .map(|s| s.0.clone())
+            .collect();
         (c, s)
     };
     // Classify only (tcpprep): the cache file.
@@ -595,7 +595,11 @@ fn two_interface_split_sends_each_packet_to_its_side() {
         ("auto", vec!["--auto"], auto.clone()),
         ("cache", vec!["--cachefile", cache.to_str().unwrap()], auto),
         ("cidr", vec!["--cidr", "10.2.0.0/16"], want(|s| s.2)),
-        ("port", vec!["--port-split", "--tx", "sendmmsg"], want(|s| s.3)),
+        (
+            "port",
+            vec!["--port-split", "--tx", "sendmmsg"],
+            want(|s| s.3),
+        ),
     ] {
         let (c, s, rep) = tri.replay(&trace, &args, tag);
         assert_eq!(c, exp.0, "{tag}: client side (-i) differs");

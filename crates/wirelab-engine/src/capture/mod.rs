@@ -521,7 +521,8 @@ impl Capture {
                 }
             }
             if stop.is_stopped() {
-                let _ = stop_at.compare_exchange(0, real_ns(), Ordering::Relaxed, Ordering::Relaxed);
+                let _ =
+                    stop_at.compare_exchange(0, real_ns(), Ordering::Relaxed, Ordering::Relaxed);
             }
             if let (Some(np), Some(every)) = (next_progress, progress_every) {
                 if now >= np {
@@ -710,7 +711,8 @@ impl Worker {
         let mut next_poll = mono_ns() + period;
         let mut next_stats = mono_ns() + 100_000_000;
         let mut drain_until: Option<u64> = None;
-        let (mut packets, mut bytes, mut blocks, mut wakeups, mut poll_cycles) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let (mut packets, mut bytes, mut blocks, mut wakeups, mut poll_cycles) =
+            (0u64, 0u64, 0u64, 0u64, 0u64);
         let mut after_stop = 0u64;
         let mut done = false;
         let mut stop_real = u64::MAX;
@@ -727,11 +729,14 @@ impl Worker {
                         after_stop += 1;
                         continue;
                     }
+                    let mut last = false;
                     if let Some(c) = self.count {
-                        if self.live.taken.fetch_add(1, Ordering::Relaxed) >= c {
+                        let k = self.live.taken.fetch_add(1, Ordering::Relaxed);
+                        if k >= c {
                             done = true;
                             break;
                         }
+                        last = k + 1 == c;
                     }
                     if let Err(e) = self.out.write(p.ts_ns, p.orig_len, p.data) {
                         err = Some(e.into());
@@ -740,6 +745,10 @@ impl Worker {
                     let _ = hist.record(now_real.saturating_sub(p.ts_ns).max(1));
                     n += 1;
                     nbytes += p.data.len() as u64;
+                    if last {
+                        done = true;
+                        break;
+                    }
                 }
                 nblocks += 1;
                 drop(block);
@@ -767,7 +776,9 @@ impl Worker {
                 match self.counters(packets) {
                     Ok(c) => {
                         if self.idx == 0 {
-                            self.live.ring_drops.store(c.ifdrop.unwrap_or(0), Ordering::Relaxed);
+                            self.live
+                                .ring_drops
+                                .store(c.ifdrop.unwrap_or(0), Ordering::Relaxed);
                         }
                         if let Err(e) = self.out.tick(real_ns(), Some(&c)) {
                             err = Some(e.into());
@@ -802,7 +813,9 @@ impl Worker {
             if self.wait == WaitPolicy::Adaptive {
                 mode = fc.on_cycle(now, nblocks);
                 if self.idx == 0 {
-                    self.live.mode.store((mode == WaitMode::Poll) as u8, Ordering::Relaxed);
+                    self.live
+                        .mode
+                        .store((mode == WaitMode::Poll) as u8, Ordering::Relaxed);
                     self.live.switches.store(fc.switches(), Ordering::Relaxed);
                 }
             }
@@ -827,7 +840,8 @@ impl Worker {
             self.live.wakeups.fetch_add(1, Ordering::Relaxed);
         }
         // A reader that went away (`-w - | head`) ends the capture like a signal.
-        let broken_pipe = matches!(&err, Some(CaptureError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe);
+        let broken_pipe =
+            matches!(&err, Some(CaptureError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe);
         if broken_pipe {
             self.stop.stop();
             err = None;

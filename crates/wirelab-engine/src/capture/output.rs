@@ -335,7 +335,8 @@ impl Output {
             if now_ns >= cut {
                 self.close_current(now_ns)?;
                 self.open_next()?;
-                self.next_cut_ns = Some(next_boundary(now_ns, every.max(1), self.cfg.rotation.align));
+                self.next_cut_ns =
+                    Some(next_boundary(now_ns, every.max(1), self.cfg.rotation.align));
             }
         }
         if self.cfg.flush_each_cycle && self.dirty {
@@ -402,7 +403,10 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(numbered(Path::new("/a/out.pcapng"), 3), Path::new("/a/out-00003.pcapng"));
+        assert_eq!(
+            numbered(Path::new("/a/out.pcapng"), 3),
+            Path::new("/a/out-00003.pcapng")
+        );
         assert_eq!(numbered(Path::new("cap"), 12), Path::new("cap-00012"));
         assert_eq!(numbered(Path::new(".x"), 1), Path::new(".x-00001"));
         assert_eq!(per_thread(Path::new("o.pcap"), 1), Path::new("o.t1.pcap"));
@@ -411,9 +415,11 @@ mod tests {
     #[test]
     fn pcapng_with_stats_block() {
         let d = tmpdir("ng");
-        let mut o = Output::create(cfg(&d, FileFormat::Pcapng, Rotation::default()), 1_000).unwrap();
+        let mut o =
+            Output::create(cfg(&d, FileFormat::Pcapng, Rotation::default()), 1_000).unwrap();
         o.write(1_700_000_000_000_000_001, 60, &[1u8; 60]).unwrap();
-        o.write(1_700_000_000_000_000_002, 1000, &[2u8; 60]).unwrap();
+        o.write(1_700_000_000_000_000_002, 1000, &[2u8; 60])
+            .unwrap();
         let c = StatsCounters {
             ifrecv: Some(2),
             ifdrop: Some(0),
@@ -433,7 +439,10 @@ mod tests {
         assert_eq!(n, 2);
         assert_eq!(r.interfaces()[0].name.as_deref(), Some("veth0"));
         let st = &r.interface_stats()[0].counters;
-        assert_eq!((st.ifrecv, st.ifdrop, st.start_ns, st.end_ns), (Some(2), Some(0), Some(1_000), Some(2_000)));
+        assert_eq!(
+            (st.ifrecv, st.ifdrop, st.start_ns, st.end_ns),
+            (Some(2), Some(0), Some(1_000), Some(2_000))
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use thiserror::Error;
 use wirelab_core::replay::{
-    Fidelity, FidelityReport, LatePolicy, LoopClock, Pacer, Schedule, Timing,
+    catch_up_deadline, Fidelity, FidelityReport, LatePolicy, LoopClock, Pacer, Schedule, Timing,
 };
 use wirelab_core::schedule::SpinMargin;
 use wirelab_io::clock::{mono_ns, mono_to_real_offset, sleep_until_mono, spin_until_mono};
@@ -110,6 +110,9 @@ pub struct ReplayConfig {
     pub output: Output,
     /// Two-interface replay: server packets go to this second output.
     pub split: Option<Split>,
+    /// Frames handed to the kernel so far, updated after every kick (for
+    /// a progress display on another thread).
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// Spin margin before each deadline.
@@ -429,6 +432,11 @@ struct Sender<'a> {
     stopped_by: &'static str,
     log: Option<BufWriter<std::fs::File>>,
     paced: bool,
+    /// Smoothed cost of one kick (ns): a late packet whose catch-up target
+    /// is closer than this joins the current batch instead of costing a
+    /// kick of its own (otherwise a sender whose kick costs more than the
+    /// spread gap never catches up).
+    kick_cost_ns: u64,
 }
 
 impl Sender<'_> {
@@ -436,13 +444,18 @@ impl Sender<'_> {
         if self.queue.is_empty() {
             return;
         }
-        let dep = mono_ns().saturating_sub(self.start);
+        let t_kick = mono_ns();
+        let dep = t_kick.saturating_sub(self.start);
         let mut lost = [0u64; 2];
         for (i, tx) in self.tx.iter_mut().enumerate() {
             if tx.has_queued() {
                 lost[i] = tx.kick(&mut self.send);
             }
         }
+        let cost = mono_ns().saturating_sub(t_kick);
+        // EWMA with weight 1/8, capped so one preemption cannot make every
+        // later packet batch.
+        self.kick_cost_ns = (self.kick_cost_ns * 7 + cost.min(50_000)) / 8;
         self.send.frames_lost += lost[0] + lost[1];
         // Lost frames are the last ones of their side's batch.
         let mut left = [0u64; 2];
@@ -466,6 +479,12 @@ impl Sender<'_> {
             }
         }
         self.queue.clear();
+        if let Some(pr) = &self.cfg.progress {
+            pr.store(
+                self.per_side[0] + self.per_side[1],
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
     }
 
     /// Sends one packet; false = stop.
@@ -492,8 +511,16 @@ impl Sender<'_> {
         }
         let target = self.pacer.target(ideal);
         if self.paced {
-            let deadline = self.start + target;
             let mut now = mono_ns();
+            // Late, and the catch-up target nearer than a kick costs: leave
+            // with the batch being built.
+            let deadline = self.start
+                + catch_up_deadline(
+                    ideal,
+                    target,
+                    now.saturating_sub(self.start),
+                    self.kick_cost_ns,
+                );
             if deadline > now && !self.queue.is_empty() {
                 self.flush();
                 now = mono_ns();
@@ -525,8 +552,7 @@ impl Sender<'_> {
             _ => 0,
         };
         loop {
-            match self.tx[side].push(data, p.orig_len, pass, self.cfg.unique_ip, ideal)
-            {
+            match self.tx[side].push(data, p.orig_len, pass, self.cfg.unique_ip, ideal) {
                 Ok(true) => break,
                 Ok(false) => {
                     self.send.retries += 1;
@@ -594,9 +620,7 @@ fn open_output(out: &Output, batch: usize) -> Result<Opened, ReplayError> {
             sock.set_send_buffer(4 << 20);
             let max = sock.info().mtu as usize + 14 + 8;
             let b = sock.qdisc_bypass();
-            let bufs = (0..batch.max(1))
-                .map(|_| Vec::with_capacity(max))
-                .collect();
+            let bufs = (0..batch.max(1)).map(|_| Vec::with_capacity(max)).collect();
             (
                 Tx::Mmsg { sock, bufs, n: 0 },
                 ifname.clone(),
@@ -643,7 +667,9 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
     if let Some(sp) = &cfg.split {
         let (tx2, desc2, kind2, bypass2, max2) = open_output(&sp.secondary, cfg.batch)?;
         if kind2 != kind || bypass2 != bypass {
-            tracing::warn!("the two outputs differ: {kind}/{kind2}, qdisc bypass {bypass}/{bypass2}");
+            tracing::warn!(
+                "the two outputs differ: {kind}/{kind2}, qdisc bypass {bypass}/{bypass2}"
+            );
         }
         max_frame = match (max_frame, max2) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -734,6 +760,7 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
         stopped_by: "done",
         log,
         paced,
+        kick_cost_ns: 0,
     };
     let _ = mono_to_real_offset();
     let mut pass = 0u64;

@@ -155,7 +155,7 @@ pub fn scan(
         let mut first_ts: Option<u64> = None;
         let mut prev_ts: Option<u64> = None;
         if fi > 0 && stats.selected > 0 {
-            base = last_t + if gaps > 0 { gap_sum / gaps } else { 1_000_000 };
+            base = last_t + gap_sum.checked_div(gaps).unwrap_or(1_000_000);
         }
         loop {
             let p = r

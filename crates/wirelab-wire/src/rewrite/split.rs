@@ -372,7 +372,20 @@ mod tests {
         let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
         let l4len = if proto == TCP { 20 } else { 8 };
         let tot = (20 + l4len) as u16;
-        f.extend_from_slice(&[0x45, 0, (tot >> 8) as u8, tot as u8, 0, 0, 0, 0, 64, proto, 0, 0]);
+        f.extend_from_slice(&[
+            0x45,
+            0,
+            (tot >> 8) as u8,
+            tot as u8,
+            0,
+            0,
+            0,
+            0,
+            64,
+            proto,
+            0,
+            0,
+        ]);
         f.extend_from_slice(&src);
         f.extend_from_slice(&dst);
         f.extend_from_slice(&sp.to_be_bytes());
@@ -470,7 +483,10 @@ mod tests {
         assert_eq!(m.counts(), (100, 50));
         assert!(SideMap::from_text("hello").is_err());
         let cut = t.replace("packets 150", "packets 151");
-        assert!(SideMap::from_text(&cut).unwrap_err().0.contains("cut short"));
+        assert!(SideMap::from_text(&cut)
+            .unwrap_err()
+            .0
+            .contains("cut short"));
         let bad = format!("{CACHE_MAGIC}\ncsx\n");
         assert!(SideMap::from_text(&bad).is_err());
     }

@@ -18,11 +18,17 @@ use wirelab_pcap::PcapPrecision;
 
 fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
     let dur = |flag: &str, v: &Option<String>| -> Result<Option<u64>> {
-        v.as_deref().map(|s| values::duration_ns(flag, s)).transpose()
+        v.as_deref()
+            .map(|s| values::duration_ns(flag, s))
+            .transpose()
     };
     let block_size = values::bytes("--block-size", &a.block_size)?;
-    let block_size = u32::try_from(block_size)
-        .map_err(|_| usage(format!("--block-size {} is larger than 4 GiB", a.block_size)))?;
+    let block_size = u32::try_from(block_size).map_err(|_| {
+        usage(format!(
+            "--block-size {} is larger than 4 GiB",
+            a.block_size
+        ))
+    })?;
     let retire_ns = values::duration_ns("--retire", &a.retire)?;
     if retire_ns != 0 && retire_ns < 1_000_000 {
         return Err(usage(
@@ -192,10 +198,20 @@ fn human(r: &CaptureReport) -> String {
     let files: Vec<&str> = r
         .threads
         .iter()
-        .flat_map(|t| t.files.iter().filter(|f| !f.deleted).map(|f| f.path.as_str()))
+        .flat_map(|t| {
+            t.files
+                .iter()
+                .filter(|f| !f.deleted)
+                .map(|f| f.path.as_str())
+        })
         .collect();
     let files = if files.len() > 3 {
-        format!("{} … {} ({} files)", files[0], files[files.len() - 1], files.len())
+        format!(
+            "{} … {} ({} files)",
+            files[0],
+            files[files.len() - 1],
+            files.len()
+        )
     } else {
         files.join(", ")
     };

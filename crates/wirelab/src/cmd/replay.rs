@@ -7,12 +7,11 @@ use anyhow::{Context, Result};
 use wirelab_core::replay::{LatePolicy, Timing};
 use wirelab_core::units;
 use wirelab_engine::replay::{
-    self, Output, Ranges, ReadSpec, ReplayConfig, ReplayError, ReplayReport, Selection, Spin,
-    Split,
+    self, Output, Ranges, ReadSpec, ReplayConfig, ReplayError, ReplayReport, Selection, Spin, Split,
 };
-use wirelab_wire::rewrite::split::{parse_cidrs, PortSet, SideMap, SplitMode};
 use wirelab_engine::StopFlag;
 use wirelab_io::bpf::BpfProgram;
+use wirelab_wire::rewrite::split::{parse_cidrs, PortSet, SideMap, SplitMode};
 use wirelab_wire::rewrite::{parse_mac, FixLen, IpMap, PortMap, RewriteSpec, Ttl, Vlan};
 
 enum Sel {
@@ -46,21 +45,21 @@ fn selection_spec(flag: &str, s: &str) -> Result<Sel> {
 
 fn rewrite_spec(a: &ReplayArgs) -> Result<RewriteSpec> {
     let mut r = RewriteSpec {
-        efcs: a.efcs,
-        fixcsum: a.fixcsum,
-        seed: a.seed,
-        mtu_trunc: a.mtu_trunc.then_some(a.mtu),
-        fixlen: a.fixlen.map(|f| match f {
+        efcs: a.rw.efcs,
+        fixcsum: a.rw.fixcsum,
+        seed: a.rw.seed,
+        mtu_trunc: a.rw.mtu_trunc.then_some(a.rw.mtu),
+        fixlen: a.rw.fixlen.map(|f| match f {
             FixLenArg::Pad => FixLen::Pad,
             FixLenArg::Trunc => FixLen::Trunc,
             FixLenArg::Del => FixLen::Del,
         }),
         ..Default::default()
     };
-    if let Some(m) = &a.enet_dmac {
+    if let Some(m) = &a.rw.enet_dmac {
         r.dmac = Some(parse_mac(m).map_err(|e| usage(format!("--enet-dmac: {e}")))?);
     }
-    if let Some(m) = &a.enet_smac {
+    if let Some(m) = &a.rw.enet_smac {
         r.smac = Some(if m == "if" {
             let ifname = a.intf.as_deref().ok_or_else(|| {
                 usage("--enet-smac if needs -i IF (the interface whose MAC to use)")
@@ -71,6 +70,7 @@ fn rewrite_spec(a: &ReplayArgs) -> Result<RewriteSpec> {
         });
     }
     let tpid = match a
+        .rw
         .enet_vlan_proto
         .as_deref()
         .map(str::to_ascii_lowercase)
@@ -85,22 +85,22 @@ fn rewrite_spec(a: &ReplayArgs) -> Result<RewriteSpec> {
             )))
         }
     };
-    if let Some(v) = a.enet_vlan_tag {
+    if let Some(v) = a.rw.enet_vlan_tag {
         if v > 4095 {
             return Err(usage(format!("--enet-vlan-tag {v}: VLAN ids are 0..=4095")));
         }
     }
-    if a.enet_vlan_pri.is_some_and(|p| p > 7) || a.enet_vlan_cfi.is_some_and(|c| c > 1) {
+    if a.rw.enet_vlan_pri.is_some_and(|p| p > 7) || a.rw.enet_vlan_cfi.is_some_and(|c| c > 1) {
         return Err(usage("--enet-vlan-pri is 0..=7 and --enet-vlan-cfi 0 or 1"));
     }
-    r.vlan = match a.enet_vlan {
+    r.vlan = match a.rw.enet_vlan {
         None => None,
         Some(VlanArg::Add) => {
-            let vid = a
-                .enet_vlan_tag
-                .ok_or_else(|| usage("--enet-vlan add needs --enet-vlan-tag VID"))?;
-            let tci = (u16::from(a.enet_vlan_pri.unwrap_or(0)) << 13)
-                | (u16::from(a.enet_vlan_cfi.unwrap_or(0)) << 12)
+            let vid =
+                a.rw.enet_vlan_tag
+                    .ok_or_else(|| usage("--enet-vlan add needs --enet-vlan-tag VID"))?;
+            let tci = (u16::from(a.rw.enet_vlan_pri.unwrap_or(0)) << 13)
+                | (u16::from(a.rw.enet_vlan_cfi.unwrap_or(0)) << 12)
                 | vid;
             Some(Vlan::Add {
                 tpid: tpid.unwrap_or(0x8100),
@@ -109,8 +109,8 @@ fn rewrite_spec(a: &ReplayArgs) -> Result<RewriteSpec> {
         }
         Some(VlanArg::Del) => Some(Vlan::Strip),
         Some(VlanArg::Retag) => Some(Vlan::Retag {
-            vid: a.enet_vlan_tag,
-            pcp: a.enet_vlan_pri,
+            vid: a.rw.enet_vlan_tag,
+            pcp: a.rw.enet_vlan_pri,
             tpid,
         }),
     };
@@ -119,17 +119,17 @@ fn rewrite_spec(a: &ReplayArgs) -> Result<RewriteSpec> {
             .map(|s| IpMap::parse(s).map_err(|e| usage(format!("{flag}: {e}"))))
             .collect()
     };
-    r.src_map = maps("--srcipmap", &a.srcipmap)?;
-    r.dst_map = maps("--dstipmap", &a.dstipmap)?;
-    let pn = maps("--pnat", &a.pnat)?;
+    r.src_map = maps("--srcipmap", &a.rw.srcipmap)?;
+    r.dst_map = maps("--dstipmap", &a.rw.dstipmap)?;
+    let pn = maps("--pnat", &a.rw.pnat)?;
     r.src_map.extend(pn.iter().copied());
     r.dst_map.extend(pn);
-    r.ports = a
-        .portmap
-        .iter()
-        .map(|s| PortMap::parse(s).map_err(|e| usage(format!("--portmap: {e}"))))
-        .collect::<Result<_>>()?;
-    if let Some(t) = &a.ttl {
+    r.ports =
+        a.rw.portmap
+            .iter()
+            .map(|s| PortMap::parse(s).map_err(|e| usage(format!("--portmap: {e}"))))
+            .collect::<Result<_>>()?;
+    if let Some(t) = &a.rw.ttl {
         r.ttl = Some(Ttl::parse(t).map_err(|e| usage(format!("--ttl: {e}")))?);
     }
     Ok(r)
@@ -138,21 +138,21 @@ fn rewrite_spec(a: &ReplayArgs) -> Result<RewriteSpec> {
 /// The client/server split: from --cachefile, or computed by --auto /
 /// --cidr / --port-split; saved with --save-cache.
 fn side_map(a: &ReplayArgs) -> Result<Option<SideMap>> {
-    let mode = if a.auto {
+    let mode = if a.split.auto {
         Some(SplitMode::Auto)
-    } else if let Some(c) = &a.cidr {
+    } else if let Some(c) = &a.split.cidr {
         Some(SplitMode::Cidr(
             parse_cidrs(c).map_err(|e| usage(format!("--cidr: {e}")))?,
         ))
-    } else if a.port_split {
-        Some(SplitMode::Port(match &a.server_ports {
+    } else if a.split.port_split {
+        Some(SplitMode::Port(match &a.split.server_ports {
             Some(p) => PortSet::parse(p).map_err(|e| usage(format!("--server-ports: {e}")))?,
             None => PortSet::default(),
         }))
     } else {
         None
     };
-    let map = match (&mode, &a.cachefile) {
+    let map = match (&mode, &a.split.cachefile) {
         (Some(m), _) => Some(replay::side_map(&a.files, m)?),
         (None, Some(f)) => {
             let t = std::fs::read_to_string(f)
@@ -161,11 +161,11 @@ fn side_map(a: &ReplayArgs) -> Result<Option<SideMap>> {
         }
         (None, None) => None,
     };
-    if let (Some(m), Some(out)) = (&map, &a.save_cache) {
+    if let (Some(m), Some(out)) = (&map, &a.split.save_cache) {
         std::fs::write(out, m.to_text())
             .with_context(|| format!("writing the cache file {}", out.display()))?;
     }
-    if map.is_none() && (a.intf2.is_some() || a.save_cache.is_some()) {
+    if map.is_none() && (a.split.intf2.is_some() || a.split.save_cache.is_some()) {
         return Err(usage(
             "-I and --save-cache need a client/server split: add --auto, --cidr NETS, --port-split or --cachefile FILE",
         ));
@@ -175,9 +175,9 @@ fn side_map(a: &ReplayArgs) -> Result<Option<SideMap>> {
 
 pub fn run(a: ReplayArgs) -> Result<()> {
     let sides = side_map(&a)?;
-    if a.intf.is_none() && a.write.is_none() {
+    if a.intf.is_none() && a.split.write.is_none() {
         // Classify only (tcpprep): the cache file is written.
-        if let (Some(m), Some(out)) = (&sides, &a.save_cache) {
+        if let (Some(m), Some(out)) = (&sides, &a.split.save_cache) {
             let (c, s) = m.counts();
             if a.json {
                 println!(
@@ -202,7 +202,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         }
         return Ok(());
     }
-    if sides.is_some() && a.intf2.is_none() && a.save_cache.is_none() {
+    if sides.is_some() && a.split.intf2.is_none() && a.split.save_cache.is_none() {
         return Err(usage(
             "a client/server split (--auto/--cidr/--port-split/--cachefile) needs -I IF2 for the server packets",
         ));
@@ -268,7 +268,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
                 .0,
         );
     }
-    let output = match (&a.write, &a.intf) {
+    let output = match (&a.split.write, &a.intf) {
         (Some(w), _) => Output::File(w.clone()),
         (None, Some(i)) => match a.tx {
             ReplayTxArg::Ring => Output::Ring {
@@ -283,7 +283,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         },
         (None, None) => return Err(usage("give -i IF to send, or -w FILE to write a pcap")),
     };
-    let split = match (&a.intf2, sides) {
+    let split = match (&a.split.intf2, sides) {
         (Some(i2), Some(sides)) => {
             if Some(i2) == a.intf.as_ref() {
                 return Err(usage(
@@ -340,6 +340,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         log: a.log.clone(),
         output,
         split,
+        progress: None,
     };
     if a.loops == 0 && a.duration.is_none() && a.limit.is_none() && !a.quiet {
         eprintln!("wirelab replay: looping until interrupted (Ctrl-C)");
@@ -359,7 +360,39 @@ pub fn run(a: ReplayArgs) -> Result<()> {
     if let Some(p) = a.rt_priority {
         wirelab_io::rt::set_fifo_priority(p)?;
     }
-    let rep = replay::run(&cfg, &stop).map_err(|e| match e {
+    // Live progress on stderr when it is a terminal: a spinner with the
+    // frames sent and the rate, refreshed by a helper thread (the replay
+    // thread only stores a counter after each kick).
+    let mut cfg = cfg;
+    let pb = crate::progress::spinner(a.quiet);
+    let ticker = pb.clone().map(|pb| {
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        cfg.progress = Some(sent.clone());
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let d2 = done.clone();
+        let h = std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            while !d2.load(std::sync::atomic::Ordering::Relaxed) {
+                let n = sent.load(std::sync::atomic::Ordering::Relaxed);
+                let secs = t0.elapsed().as_secs_f64().max(1e-3);
+                pb.set_message(format!(
+                    "replay: {n} frame(s) sent, {:.0} pps",
+                    n as f64 / secs
+                ));
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+        });
+        (done, h)
+    });
+    let res = replay::run(&cfg, &stop);
+    if let Some((done, h)) = ticker {
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = h.join();
+    }
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let rep = res.map_err(|e| match e {
         ReplayError::Packet(wirelab_io::packet_sock::PacketError::Permission { .. }) => {
             anyhow::Error::new(crate::error::Privilege(e.to_string()))
         }
