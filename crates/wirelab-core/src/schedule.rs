@@ -395,7 +395,12 @@ mod tests {
             m.observe(1_000, 3_000);
         }
         assert_eq!(m.margin_ns(), 8_000);
-        let mut p = Pacer::new(0, WaitStrategy::Hybrid { spin_ns: 100 }, Limits::default(), 1);
+        let mut p = Pacer::new(
+            0,
+            WaitStrategy::Hybrid { spin_ns: 100 },
+            Limits::default(),
+            1,
+        );
         p.set_spin_margin(7);
         p.push_interval(1000.0);
         p.push_interval(1000.0);

@@ -8,10 +8,10 @@
 //! - [`recordlog`]: buffered append-only record files.
 
 pub mod capture;
-pub mod recordlog;
-pub mod sender;
 pub mod receiver;
+pub mod recordlog;
 pub mod replay;
+pub mod sender;
 pub mod stop;
 
 pub use stop::StopFlag;

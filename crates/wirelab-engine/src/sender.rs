@@ -154,7 +154,7 @@ pub fn run_flow<S: RecordSink + 'static>(
     set_timer_slack(1);
 
     let min_size = if cfg.echo { ECHO_LEN } else { HEADER_LEN };
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_0f_9add);
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x005e_ed0f_9add);
     let max_batch = cfg.max_batch.clamp(1, MAX_BATCH);
     let mut bufs: Vec<Vec<u8>> = (0..max_batch)
         .map(|_| match cfg.padding {
@@ -336,7 +336,9 @@ pub fn run_flow<S: RecordSink + 'static>(
                 std::thread::sleep(cfg.last_gap);
             }
             let p = ProbeRepr {
-                flags: base_flags.without(ProbeFlags::ECHO_REQUEST).with(ProbeFlags::LAST),
+                flags: base_flags
+                    .without(ProbeFlags::ECHO_REQUEST)
+                    .with(ProbeFlags::LAST),
                 flow: cfg.flow,
                 seq: last_seq,
                 tx_ns: (mono_ns() as i128 + cfg.mono_to_real) as u64,
@@ -433,7 +435,9 @@ fn push_record(chunk: &mut Vec<Record>, rec: Record, log: Option<&SharedLog>) ->
 
 fn flush_chunk(chunk: &mut Vec<Record>, log: Option<&SharedLog>) -> io::Result<()> {
     if let Some(log) = log {
-        let mut l = log.lock().map_err(|_| io::Error::other("record log poisoned"))?;
+        let mut l = log
+            .lock()
+            .map_err(|_| io::Error::other("record log poisoned"))?;
         for r in chunk.iter() {
             l.write(r)?;
         }
@@ -496,7 +500,9 @@ fn reply_loop<S: RecordSink>(
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
                 ) => {}
             // The peer's port is closed (ICMP unreachable): keep listening.
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}

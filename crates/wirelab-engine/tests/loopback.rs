@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 use wirelab_core::schedule::{Limits, WaitStrategy};
-use wirelab_engine::receiver::{RecvConfig, Receiver};
+use wirelab_engine::receiver::{Receiver, RecvConfig};
 use wirelab_engine::sender::{run_flow, FlowConfig, Padding};
 use wirelab_engine::StopFlag;
 use wirelab_wire::record::{Record, RecordKind};
@@ -48,7 +48,13 @@ fn run_pair(echo: bool) -> (Vec<Record>, Vec<Record>, Vec<Record>) {
         let mut got: Vec<Record> = Vec::new();
         let mut sink = |r: &Record| got.push(*r);
         let out = rx
-            .run(&mut sink, None, &StopFlag::new(), &mut |_| {}, Duration::from_secs(1))
+            .run(
+                &mut sink,
+                None,
+                &StopFlag::new(),
+                &mut |_| {},
+                Duration::from_secs(1),
+            )
             .unwrap();
         assert_eq!(out.end_reason, "flows-ended");
         got
@@ -57,8 +63,16 @@ fn run_pair(echo: bool) -> (Vec<Record>, Vec<Record>, Vec<Record>) {
     let mut sizes = || Some(100.0);
     let mut ivals = || Some(100_000.0);
     let mut tx: Vec<Record> = Vec::new();
-    let (stats, replies) =
-        run_flow(&cfg, &mut ivals, &mut sizes, None, &mut tx, Vec::<Record>::new(), &stop).unwrap();
+    let (stats, replies) = run_flow(
+        &cfg,
+        &mut ivals,
+        &mut sizes,
+        None,
+        &mut tx,
+        Vec::<Record>::new(),
+        &stop,
+    )
+    .unwrap();
     assert_eq!(stats.sent, 200);
     assert_eq!(stats.last_repeats, 3);
     let got = rx_thread.join().unwrap();
@@ -82,7 +96,9 @@ fn every_probe_arrives_with_its_schedule_and_flags() {
     // 200 probes and 3 end markers, all with kernel timestamps.
     assert_eq!(rx.len(), 203);
     assert!(rx.iter().all(|r| r.rec_flags & Record::RX_KERNEL_TS != 0));
-    assert!(rx[200..].iter().all(|r| r.seq == 199 && r.probe_flags & 0x04 != 0));
+    assert!(rx[200..]
+        .iter()
+        .all(|r| r.seq == 199 && r.probe_flags & 0x04 != 0));
     for (k, r) in rx[..200].iter().enumerate() {
         assert_eq!(r.seq, k as u64);
         assert!(r.rx_ns >= r.tx_ns, "rx before tx on one host");
@@ -98,5 +114,7 @@ fn echo_replies_carry_reflector_times() {
         assert!(r.refl_rx_ns <= r.refl_tx_ns);
         assert!(r.tx_ns <= r.refl_rx_ns && r.refl_tx_ns <= r.rx_ns);
     }
-    assert!(rx[..200].iter().all(|r| r.refl_tx_ns >= r.refl_rx_ns && r.refl_rx_ns == r.rx_ns));
+    assert!(rx[..200]
+        .iter()
+        .all(|r| r.refl_tx_ns >= r.refl_rx_ns && r.refl_rx_ns == r.rx_ns));
 }

@@ -16,10 +16,10 @@
 
 pub mod bpf;
 pub mod clock;
-pub mod packet_sock;
-pub mod ring_tx;
 pub mod ifstats;
+pub mod packet_sock;
 pub mod ring_rx;
+pub mod ring_tx;
 pub mod rt;
 pub mod udp;
 

@@ -84,6 +84,16 @@ pub fn lock_memory() -> Result<(), RtError> {
     Ok(())
 }
 
+/// Restores the default SIGPIPE action, so `wirelab ... | head` ends
+/// quietly like other command-line tools instead of reporting EPIPE.
+pub fn default_sigpipe() {
+    // SAFETY: installing SIG_DFL for SIGPIPE touches no memory of ours and
+    // runs at startup, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,15 +109,5 @@ mod tests {
         let t = std::thread::spawn(|| pin_to_cpu(100_000));
         let e = t.join().unwrap().unwrap_err().to_string();
         assert!(e.contains("cannot pin to CPU 100000"), "{e}");
-    }
-}
-
-/// Restores the default SIGPIPE action, so `wirelab ... | head` ends
-/// quietly like other command-line tools instead of reporting EPIPE.
-pub fn default_sigpipe() {
-    // SAFETY: installing SIG_DFL for SIGPIPE touches no memory of ours and
-    // runs at startup, before any other thread exists.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

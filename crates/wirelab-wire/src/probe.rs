@@ -256,7 +256,10 @@ mod tests {
         );
         let mut b = SAMPLE;
         b[2] = 9;
-        assert_eq!(ProbeRepr::parse(&b), Err(WireError::BadVersion { found: 9 }));
+        assert_eq!(
+            ProbeRepr::parse(&b),
+            Err(WireError::BadVersion { found: 9 })
+        );
         let mut b = SAMPLE;
         b[3] = ProbeFlags::ECHO_REPLY;
         assert_eq!(
@@ -277,8 +280,14 @@ mod tests {
         assert!(!p.flags.is_echo_request());
         assert_eq!(p.echo, Some(EchoTimes { rx_ns: 5, tx_ns: 6 }));
         // A padded request keeps its length.
-        assert_eq!(make_echo_reply(&mut buf, 64, EchoTimes::default()), Some(64));
-        assert_eq!(make_echo_reply(&mut buf[..30], 24, EchoTimes::default()), None);
+        assert_eq!(
+            make_echo_reply(&mut buf, 64, EchoTimes::default()),
+            Some(64)
+        );
+        assert_eq!(
+            make_echo_reply(&mut buf[..30], 24, EchoTimes::default()),
+            None
+        );
     }
 
     #[test]

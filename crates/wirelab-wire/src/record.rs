@@ -365,8 +365,8 @@ mod tests {
         assert_eq!(
             b,
             [
-                b'W', b'L', b'R', b'E', b'C', b'O', b'R', b'D', 1, 0, 1, 0, 64, 0, 0, 0, 2, 0, 0, 0,
-                b'{', b'}'
+                b'W', b'L', b'R', b'E', b'C', b'O', b'R', b'D', 1, 0, 1, 0, 64, 0, 0, 0, 2, 0, 0,
+                0, b'{', b'}'
             ]
         );
         assert_eq!(RecordFileHeader::parse(&b).unwrap(), (h, 22));

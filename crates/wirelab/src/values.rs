@@ -46,7 +46,9 @@ pub fn interval_spec(
         1000.0
     };
     if !(pps.is_finite() && pps > 0.0) {
-        return Err(usage(format!("the packet rate must be above 0 (got {pps})")));
+        return Err(usage(format!(
+            "the packet rate must be above 0 (got {pps})"
+        )));
     }
     GenSpec::constant(1e9 / pps, SpecUnit::Time).map_err(|e| usage(format!("--rate: {e}")))
 }

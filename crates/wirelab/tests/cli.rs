@@ -53,7 +53,18 @@ fn loopback_records_survive_truncation_and_export() {
         .port()
         .to_string();
     let rx = Command::new(exe())
-        .args(["recv", "-4", "--bind", "127.0.0.1", "--port", &port, "--quiet", "--json", "--timeout", "20s"])
+        .args([
+            "recv",
+            "-4",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--quiet",
+            "--json",
+            "--timeout",
+            "20s",
+        ])
         .arg("--record")
         .arg(&rx_file)
         .stdout(Stdio::piped())
@@ -61,18 +72,36 @@ fn loopback_records_survive_truncation_and_export() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let tx = Command::new(exe())
-        .args(["send", "127.0.0.1", "--port", &port, "--rate", "5kpps", "--count", "500", "--quiet", "--record"])
+        .args([
+            "send",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--rate",
+            "5kpps",
+            "--count",
+            "500",
+            "--quiet",
+            "--record",
+        ])
         .arg(&tx_file)
         .output()
         .unwrap();
-    assert!(tx.status.success(), "{}", String::from_utf8_lossy(&tx.stderr));
+    assert!(
+        tx.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tx.stderr)
+    );
     let rx = rx.wait_with_output().unwrap();
     assert!(rx.status.success());
     assert_eq!(flow(&json(&rx), 1)["received"], 500);
 
     // Cut 10 bytes off: the last record is partial.
     let len = std::fs::metadata(&rx_file).unwrap().len();
-    let f = std::fs::OpenOptions::new().write(true).open(&rx_file).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&rx_file)
+        .unwrap();
     f.set_len(len - 10).unwrap();
     drop(f);
 
@@ -83,7 +112,11 @@ fn loopback_records_survive_truncation_and_export() {
         .arg(&rx_file)
         .output()
         .unwrap();
-    assert!(an.status.success(), "{}", String::from_utf8_lossy(&an.stderr));
+    assert!(
+        an.status.success(),
+        "{}",
+        String::from_utf8_lossy(&an.stderr)
+    );
     let v = json(&an);
     let fl = flow(&v, 1);
     assert_eq!(fl["sent"], 500);
@@ -91,7 +124,11 @@ fn loopback_records_survive_truncation_and_export() {
     let received = fl["received"].as_u64().unwrap();
     assert!(received == 499 || received == 500, "{fl}");
 
-    let csv = Command::new(exe()).arg("export").arg(&tx_file).output().unwrap();
+    let csv = Command::new(exe())
+        .arg("export")
+        .arg(&tx_file)
+        .output()
+        .unwrap();
     assert!(csv.status.success());
     let text = String::from_utf8(csv.stdout).unwrap();
     let mut lines = text.lines();

@@ -31,7 +31,15 @@ fn exact_loss_from_nftables_is_reported_exactly() {
     let tx_file = lab.file("tx.wlr");
     let rx = lab
         .wirelab(&lab.r)
-        .args(["recv", "--port", "6001", "--json", "--quiet", "--timeout", "30s"])
+        .args([
+            "recv",
+            "--port",
+            "6001",
+            "--json",
+            "--quiet",
+            "--timeout",
+            "30s",
+        ])
         .arg("--record")
         .arg(&rx_file)
         .stdout(Stdio::piped())
@@ -44,10 +52,16 @@ fn exact_loss_from_nftables_is_reported_exactly() {
     let tx = run(lab
         .wirelab(&lab.s)
         .args(["send", "198.18.0.2", "--port", "6001", "--rate", "20kpps"])
-        .args(["--size", "100", "--count", "1050", "--json", "--quiet", "--record"])
+        .args([
+            "--size", "100", "--count", "1050", "--json", "--quiet", "--record",
+        ])
         .arg(&tx_file));
     let rx = rx.wait_with_output().unwrap();
-    assert!(rx.status.success(), "{}", String::from_utf8_lossy(&rx.stderr));
+    assert!(
+        rx.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rx.stderr)
+    );
 
     let txj = json(&tx);
     assert_eq!(txj["schema"], "wirelab.send/1");
@@ -101,7 +115,17 @@ fn ipv6_echo_measures_rtt_for_every_probe() {
     let lab = Lab::new();
     let rx = lab
         .wirelab(&lab.r)
-        .args(["recv", "-6", "--port", "6002", "--echo", "--json", "--quiet", "--timeout", "30s"])
+        .args([
+            "recv",
+            "-6",
+            "--port",
+            "6002",
+            "--echo",
+            "--json",
+            "--quiet",
+            "--timeout",
+            "30s",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -109,7 +133,16 @@ fn ipv6_echo_measures_rtt_for_every_probe() {
     let tx_file = lab.file("tx.wlr");
     let tx = run(lab
         .wirelab(&lab.s)
-        .args(["send", "fd77::2", "-6", "--port", "6002", "--echo", "--interval", "1ms"])
+        .args([
+            "send",
+            "fd77::2",
+            "-6",
+            "--port",
+            "6002",
+            "--echo",
+            "--interval",
+            "1ms",
+        ])
         .args(["--count", "300", "--json", "--quiet", "--record"])
         .arg(&tx_file));
     let rx = rx.wait_with_output().unwrap();
@@ -122,7 +155,10 @@ fn ipv6_echo_measures_rtt_for_every_probe() {
     assert_eq!(f["rtt"]["lost"], 0, "{f}");
     let rtt = &f["rtt"]["rtt"];
     assert_eq!(rtt["count"], 300, "{rtt}");
-    let (p50, max) = (rtt["p50_ns"].as_i64().unwrap(), rtt["max_ns"].as_i64().unwrap());
+    let (p50, max) = (
+        rtt["p50_ns"].as_i64().unwrap(),
+        rtt["max_ns"].as_i64().unwrap(),
+    );
     assert!(p50 > 0 && p50 <= max, "{rtt}");
     // The reflector's residence is inside the round trip.
     let res = f["rtt"]["residence"]["max_ns"].as_i64().unwrap();
@@ -140,15 +176,39 @@ fn several_flows_into_one_receiver() {
     let lab = Lab::new();
     let rx = lab
         .wirelab(&lab.r)
-        .args(["recv", "--port", "6003", "--json", "--quiet", "--timeout", "30s"])
+        .args([
+            "recv",
+            "--port",
+            "6003",
+            "--json",
+            "--quiet",
+            "--timeout",
+            "30s",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     lab.wait_udp(&lab.r, 6003);
     run(lab
         .wirelab(&lab.s)
-        .args(["send", "198.18.0.2", "--port", "6003", "--flows", "3", "--flow", "10"])
-        .args(["--interval", "exp:200us", "--size", "uniform:64,512", "--count", "2000"])
+        .args([
+            "send",
+            "198.18.0.2",
+            "--port",
+            "6003",
+            "--flows",
+            "3",
+            "--flow",
+            "10",
+        ])
+        .args([
+            "--interval",
+            "exp:200us",
+            "--size",
+            "uniform:64,512",
+            "--count",
+            "2000",
+        ])
         .args(["--json", "--quiet"]));
     let rx = rx.wait_with_output().unwrap();
     assert!(rx.status.success());
@@ -167,7 +227,9 @@ fn demo_builds_a_lab_reports_and_tears_it_down() {
     if !netns_available(&[]) {
         return;
     }
-    let before = String::from_utf8(run(std::process::Command::new("ip").args(["netns", "list"])).stdout).unwrap();
+    let before =
+        String::from_utf8(run(std::process::Command::new("ip").args(["netns", "list"])).stdout)
+            .unwrap();
     let out = run(std::process::Command::new(exe()).args(["demo", "--duration", "1s", "--json"]));
     let v = json(&out);
     assert_eq!(v["schema"], "wirelab.analysis/1");
@@ -177,7 +239,9 @@ fn demo_builds_a_lab_reports_and_tears_it_down() {
     assert_eq!(f["sent_source"], "sender_records");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("joined by a veth pair"), "{err}");
-    let after = String::from_utf8(run(std::process::Command::new("ip").args(["netns", "list"])).stdout).unwrap();
+    let after =
+        String::from_utf8(run(std::process::Command::new("ip").args(["netns", "list"])).stdout)
+            .unwrap();
     assert_eq!(
         before.lines().filter(|l| l.starts_with("wl-")).count(),
         after.lines().filter(|l| l.starts_with("wl-")).count(),
@@ -195,7 +259,16 @@ fn adaptive_receiver_polls_under_a_flood_without_loss() {
     let lab = Lab::new();
     let rx = lab
         .wirelab(&lab.r)
-        .args(["recv", "-4", "--port", "6004", "--wait", "adaptive", "--poll-period", "200us"])
+        .args([
+            "recv",
+            "-4",
+            "--port",
+            "6004",
+            "--wait",
+            "adaptive",
+            "--poll-period",
+            "200us",
+        ])
         .args(["--json", "--quiet", "--timeout", "30s"])
         .stdout(Stdio::piped())
         .spawn()
@@ -203,7 +276,16 @@ fn adaptive_receiver_polls_under_a_flood_without_loss() {
     lab.wait_udp(&lab.r, 6004);
     run(lab
         .wirelab(&lab.s)
-        .args(["send", "198.18.0.2", "--port", "6004", "--interval", "0", "--size", "64"])
+        .args([
+            "send",
+            "198.18.0.2",
+            "--port",
+            "6004",
+            "--interval",
+            "0",
+            "--size",
+            "64",
+        ])
         .args(["--count", "20000", "--quiet"]));
     let rx = rx.wait_with_output().unwrap();
     assert!(rx.status.success());
@@ -234,7 +316,15 @@ fn sigint_flushes_summary_and_records_and_dscp_is_set() {
     let rx_file = lab.file("rx.wlr");
     let rx = lab
         .wirelab(&lab.r)
-        .args(["recv", "-4", "--port", "6005", "--json", "--quiet", "--forever"])
+        .args([
+            "recv",
+            "-4",
+            "--port",
+            "6005",
+            "--json",
+            "--quiet",
+            "--forever",
+        ])
         .arg("--record")
         .arg(&rx_file)
         .stdout(Stdio::piped())
@@ -243,18 +333,33 @@ fn sigint_flushes_summary_and_records_and_dscp_is_set() {
     lab.wait_udp(&lab.r, 6005);
     run(lab
         .wirelab(&lab.s)
-        .args(["send", "198.18.0.2", "--port", "6005", "--dscp", "46", "--rate", "5kpps"])
+        .args([
+            "send",
+            "198.18.0.2",
+            "--port",
+            "6005",
+            "--dscp",
+            "46",
+            "--rate",
+            "5kpps",
+        ])
         .args(["--count", "500", "--quiet"]));
     // --forever: only the signal ends it. `ip netns exec` execs, so the
     // child's pid is the receiver's.
     std::thread::sleep(std::time::Duration::from_millis(300));
     run(std::process::Command::new("kill").args(["-INT", &rx.id().to_string()]));
     let rx = rx.wait_with_output().unwrap();
-    assert!(rx.status.success(), "{}", String::from_utf8_lossy(&rx.stderr));
+    assert!(
+        rx.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rx.stderr)
+    );
     let v = json(&rx);
     assert_eq!(v["receiver"]["end_reason"], "signal");
     assert_eq!(flow(&v, 1)["received"], 500);
-    let an = run(std::process::Command::new(exe()).args(["analyze", "--json"]).arg(&rx_file));
+    let an = run(std::process::Command::new(exe())
+        .args(["analyze", "--json"])
+        .arg(&rx_file));
     assert_eq!(flow(&json(&an), 1)["received"], 500);
     let nft = lab.sh(&lab.r, "nft list table inet wlt");
     let text = String::from_utf8_lossy(&nft.stdout);

@@ -36,8 +36,24 @@ impl Lab {
             vec!["link", "add", &va, "type", "veth", "peer", "name", &vb],
             vec!["link", "set", &va, "netns", &lab.send_ns],
             vec!["link", "set", &vb, "netns", &lab.recv_ns],
-            vec!["-n", &lab.send_ns, "addr", "add", "198.18.0.1/24", "dev", &va],
-            vec!["-n", &lab.recv_ns, "addr", "add", "198.18.0.2/24", "dev", &vb],
+            vec![
+                "-n",
+                &lab.send_ns,
+                "addr",
+                "add",
+                "198.18.0.1/24",
+                "dev",
+                &va,
+            ],
+            vec![
+                "-n",
+                &lab.recv_ns,
+                "addr",
+                "add",
+                "198.18.0.2/24",
+                "dev",
+                &vb,
+            ],
             vec!["-n", &lab.send_ns, "link", "set", &va, "up"],
             vec!["-n", &lab.recv_ns, "link", "set", &vb, "up"],
             vec!["-n", &lab.send_ns, "link", "set", "lo", "up"],
@@ -81,7 +97,14 @@ fn wait_listening(ns: Option<&str>, port: u16, timeout: Duration) -> Result<()> 
         let mut cmd = match ns {
             Some(ns) => {
                 let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns, "cat", "/proc/net/udp", "/proc/net/udp6"]);
+                c.args([
+                    "netns",
+                    "exec",
+                    ns,
+                    "cat",
+                    "/proc/net/udp",
+                    "/proc/net/udp6",
+                ]);
                 c
             }
             None => {
@@ -101,7 +124,9 @@ fn wait_listening(ns: Option<&str>, port: u16, timeout: Duration) -> Result<()> 
 }
 
 fn free_udp_port() -> Result<u16> {
-    Ok(std::net::UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::UdpSocket::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 fn in_ns(ns: Option<&str>, exe: &Path) -> Command {
@@ -124,8 +149,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
     let tmp;
     let dir: PathBuf = match &a.keep {
         Some(d) => {
-            std::fs::create_dir_all(d)
-                .with_context(|| format!("cannot create {}", d.display()))?;
+            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
             d.clone()
         }
         None => {
@@ -154,7 +178,11 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         Some(l) => (Some(l.send_ns.as_str()), Some(l.recv_ns.as_str())),
         None => (None, None),
     };
-    let port = if use_ns { crate::cli::DEFAULT_PORT } else { free_udp_port()? };
+    let port = if use_ns {
+        crate::cli::DEFAULT_PORT
+    } else {
+        free_udp_port()?
+    };
     let target = if use_ns { ADDR_RECV } else { "127.0.0.1" };
     let rx_file = dir.join("rx.wlr");
     let tx_file = dir.join("tx.wlr");
@@ -188,7 +216,14 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     let tx_status = in_ns(send_ns, &exe)
         .args(["send", target, "--quiet", "--port"])
         .arg(port.to_string())
-        .args(["--interval", &a.interval, "--size", &a.size, "--duration", &a.duration])
+        .args([
+            "--interval",
+            &a.interval,
+            "--size",
+            &a.size,
+            "--duration",
+            &a.duration,
+        ])
         .args(["--seed", "42", "--warmup", "0", "--record"])
         .arg(&tx_file)
         .stdout(Stdio::null())

@@ -4,7 +4,7 @@ use crate::cli::{RecvArgs, RecvWaitArg};
 use crate::values;
 use anyhow::{Context, Result};
 use std::time::Duration;
-use wirelab_engine::receiver::{RecvConfig, RecvCounters, RecvWait, Receiver};
+use wirelab_engine::receiver::{Receiver, RecvConfig, RecvCounters, RecvWait};
 use wirelab_engine::recordlog::{hostname, RecordLog, RecordMeta};
 use wirelab_engine::StopFlag;
 use wirelab_io::clock::real_ns;
@@ -80,7 +80,11 @@ pub fn run(a: RecvArgs) -> Result<()> {
         eprintln!(
             "wirelab recv: listening on {local} ({}{}), Ctrl-C to stop",
             rx.timestamp_mode().as_str(),
-            if a.echo { ", reflecting echo requests" } else { "" }
+            if a.echo {
+                ", reflecting echo requests"
+            } else {
+                ""
+            }
         );
     }
     let pb = crate::progress::spinner(a.quiet);

@@ -1,16 +1,16 @@
 //! `wirelab send`.
 
 use crate::cli::{SendArgs, WaitArg};
+use crate::cmd::analyze::{sender_summary, Requested, RttAccum, SendAccum, SentFlow};
 use crate::error::usage;
 use crate::values;
 use anyhow::{Context, Result};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use wirelab_analysis::SenderInfo;
 use wirelab_core::gen::{Bounds, SpecUnit};
 use wirelab_core::schedule::{Limits, WaitStrategy};
 use wirelab_engine::recordlog::{hostname, RecordLog, RecordMeta};
-use crate::cmd::analyze::{sender_summary, Requested, RttAccum, SendAccum, SentFlow};
-use wirelab_analysis::SenderInfo;
 use wirelab_engine::sender::{self, FlowConfig, Padding, MAX_PAYLOAD};
 use wirelab_engine::StopFlag;
 use wirelab_io::clock::{mono_ns, mono_to_real_offset};
