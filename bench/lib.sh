@@ -66,6 +66,14 @@ build_wirelab() {
     [ -x "$WIRELAB" ] || die "$WIRELAB not built"
 }
 
+# A private copy of the binary, so a rebuild of target/ during the run
+# (other builds on the same tree) cannot change what is measured.
+freeze_wirelab() {
+    cp "$WIRELAB" "$WORK/wirelab"
+    WIRELAB_BUILT="$(date -u -r "$WIRELAB" '+%Y-%m-%d %H:%M:%S UTC'), tree $(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo '?')"
+    WIRELAB="$WORK/wirelab"
+}
+
 nsrx() { ip netns exec "$NS_RX" "$@"; }
 nstx() { ip netns exec "$NS_TX" "$@"; }
 
@@ -164,6 +172,6 @@ lab_init() {
 machine_info() {
     echo "machine: $(nproc) CPUs ($(awk -F: '/model name/{print $2; exit}' /proc/cpuinfo | sed 's/^ *//')), kernel $(uname -r)"
     echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); sender CPU $TX_CPU, receiver CPU $RX_CPU; GRO on $IF_RX: ${LAB_GRO:-?}; rps_cpus on $IF_RX: ${LAB_RPS:-?}"
-    echo "wirelab binary: built $(date -u -r "$WIRELAB" '+%Y-%m-%d %H:%M:%S UTC'), tree $(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo '?')"
+    echo "wirelab binary: built ${WIRELAB_BUILT:-?} (copied at start)"
     echo "tools: $("$WIRELAB" --version 2>&1 | head -1); $(sockperf --version 2>&1 | head -1); $(iperf3 --version 2>&1 | head -1 | cut -d' ' -f1-2); D-ITG $(dpkg-query -W -f='${Version}' d-itg 2>/dev/null); $(tcpdump --version 2>&1 | head -1)"
 }

@@ -53,6 +53,7 @@ install_tools sockperf:sockperf ITGSend:d-itg ITGRecv:d-itg ITGDec:d-itg iperf3:
     trafgen:netsniff-ng ethtool:ethtool ping:iputils-ping taskset:util-linux python3:python3 \
     ss:iproute2 ip:iproute2
 build_wirelab
+freeze_wirelab
 lab_up
 RESULTS="$WORK/maxrate.jsonl"
 SWEEP_RESULTS="$WORK/sweep.jsonl"

@@ -48,6 +48,7 @@ lab_init
 install_tools sockperf:sockperf ITGSend:d-itg ITGRecv:d-itg iperf3:iperf3 tcpdump:tcpdump \
     ethtool:ethtool ping:iputils-ping taskset:util-linux python3:python3 ss:iproute2 ip:iproute2
 build_wirelab
+freeze_wirelab
 lab_up
 RESULTS="$WORK/pacing.jsonl"
 : >"$RESULTS"

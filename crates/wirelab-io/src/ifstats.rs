@@ -186,9 +186,54 @@ pub fn cpu_time(scope: CpuScope) -> io::Result<CpuTime> {
     })
 }
 
+/// Parses a sysfs CPU mask (`"3"`, `"00000000,00000002"`) into CPU numbers.
+pub fn parse_cpu_mask(s: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    let mut base = 0usize;
+    for word in s.trim().rsplit(',') {
+        if let Ok(v) = u64::from_str_radix(word.trim(), 16) {
+            for b in 0..64 {
+                if v >> b & 1 == 1 {
+                    cpus.push(base + b);
+                }
+            }
+        }
+        base += 32;
+    }
+    cpus.sort_unstable();
+    cpus
+}
+
+/// The CPUs that do `ifname`'s receive processing by RPS (union of
+/// `/sys/class/net/IF/queues/rx-*/rps_cpus`); empty when RPS is off or unreadable.
+pub fn rps_cpus(ifname: &str) -> Vec<usize> {
+    let mut all = Vec::new();
+    let dir = format!("/sys/class/net/{ifname}/queues");
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if !e.file_name().to_string_lossy().starts_with("rx-") {
+                continue;
+            }
+            if let Ok(m) = std::fs::read_to_string(e.path().join("rps_cpus")) {
+                all.extend(parse_cpu_mask(&m));
+            }
+        }
+    }
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_masks() {
+        assert_eq!(parse_cpu_mask("2\n"), [1]);
+        assert_eq!(parse_cpu_mask("0"), Vec::<usize>::new());
+        assert_eq!(parse_cpu_mask("00000001,00000005"), [0, 2, 32]);
+    }
 
     #[test]
     fn loopback_counters_and_info() {

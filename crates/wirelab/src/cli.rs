@@ -430,9 +430,13 @@ pub struct CaptureArgs {
     /// How PACKET_FANOUT spreads packets over threads
     #[arg(long, value_enum, default_value_t = FanoutArg::Hash)]
     pub fanout: FanoutArg,
-    /// Pin capture threads to these CPUs (comma-separated, used in turn)
+    /// Pin capture threads to these CPUs (comma-separated, used in turn); default: the
+    /// CPUs outside the interface's RPS mask, when RPS is on
     #[arg(long, value_delimiter = ',', value_name = "CPU,...")]
     pub cpu: Vec<usize>,
+    /// Do not pin capture threads off the interface's RPS CPUs by default
+    #[arg(long)]
+    pub no_avoid_rps: bool,
     /// Print a live statistics line on stderr this often (e.g. 1s)
     #[arg(long, value_name = "DURATION")]
     pub stats_interval: Option<String>,

@@ -390,3 +390,116 @@ fn tshark_and_capinfos_read_every_format() {
     assert_eq!(union, (0..1000).collect::<Vec<_>>());
     assert_eq!(jsons[4]["packets"], 1003, "{}", jsons[4]);
 }
+
+/// An Ethernet/IPv4/UDP frame carrying a wirelab probe header (magic "WL", flow, seq),
+/// addressed to a MAC nobody owns so the receiving stack drops it silently.
+fn probe_frame(dport: u16, flow: u32, seq: u64) -> Vec<u8> {
+    let mut f = Vec::with_capacity(14 + 20 + 8 + 24);
+    f.extend_from_slice(&[
+        0x02, 0, 0x5e, 0, 0, 0x01, 0x02, 0, 0x5e, 0, 0, 0x02, 0x08, 0x00,
+    ]);
+    let total = (20 + 8 + 24) as u16;
+    f.extend_from_slice(&[
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        17,
+    ]);
+    f.extend_from_slice(&[0, 0, 198, 18, 0, 1, 198, 18, 0, 99]);
+    let c = !f[14..34]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .fold(0u32, |a, w| {
+            let s = a + w;
+            (s & 0xffff) + (s >> 16)
+        }) as u16;
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&40000u16.to_be_bytes());
+    f.extend_from_slice(&dport.to_be_bytes());
+    f.extend_from_slice(&(8u16 + 24).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    let mut pl = [0u8; 24];
+    pl[0..2].copy_from_slice(&[0x57, 0x4c]);
+    pl[4..8].copy_from_slice(&flow.to_be_bytes());
+    pl[8..16].copy_from_slice(&seq.to_be_bytes());
+    f.extend_from_slice(&pl);
+    f
+}
+
+/// An outside source: tcpreplay (not wirelab send) replays a pcap of 1500 sequence-numbered
+/// frames -- 1000 to port 6101 interleaved with 500 to 6102 -- into the namespace; one
+/// capture filters `udp dst port 6101`, one takes everything. Counts and sequence numbers
+/// must match exactly.
+#[test]
+fn tcpreplay_source_exact_with_and_without_filter() {
+    if !netns_available(&["tcpreplay"]) {
+        return;
+    }
+    let lab = Lab::new();
+    let src = lab.file("src.pcap");
+    {
+        let f = std::fs::File::create(&src).unwrap();
+        let mut w = wirelab_pcap::PcapWriter::new(
+            std::io::BufWriter::new(f),
+            1,
+            65535,
+            wirelab_pcap::PcapPrecision::Micro,
+        )
+        .unwrap();
+        let (mut a, mut b) = (0u64, 0u64);
+        for i in 0..1500u64 {
+            let frame = if i % 3 == 2 {
+                b += 1;
+                probe_frame(6102, 2, b - 1)
+            } else {
+                a += 1;
+                probe_frame(6101, 1, a - 1)
+            };
+            w.write_packet(
+                1_700_000_000_000_000_000 + i * 1000,
+                frame.len() as u32,
+                &frame,
+            )
+            .unwrap();
+        }
+        w.into_inner().unwrap();
+    }
+    let all = lab.file("all.pcapng");
+    let filt = lab.file("filt.pcapng");
+    let a = start_capture(&lab, &[], &all);
+    let f = start_capture(&lab, &["udp", "dst", "port", "6101"], &filt);
+    let tx_if = rx_if(&lab).trim_end_matches('b').to_string() + "a";
+    run(Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.s,
+            "tcpreplay",
+            "-q",
+            "--pps",
+            "5000",
+            "-i",
+            &tx_if,
+        ])
+        .arg(&src));
+    std::thread::sleep(Duration::from_millis(100));
+    let ja = stop_capture(a);
+    let jf = stop_capture(f);
+    let ra = read(&all);
+    let rf = read(&filt);
+    assert_eq!(rf.count, 1000, "{jf}");
+    assert_eq!(seqs(&rf, 6101), (0..1000).collect::<Vec<_>>());
+    assert!(rf.probes.iter().all(|p| p.dport == 6101 && p.flow == 1));
+    assert_eq!(seqs(&ra, 6101), (0..1000).collect::<Vec<_>>());
+    assert_eq!(seqs(&ra, 6102), (0..500).collect::<Vec<_>>());
+    assert_eq!(ra.probes.len(), 1500, "{ja}");
+    for j in [&ja, &jf] {
+        assert_eq!(j["loss"]["ring_drops"], 0, "{j}");
+    }
+}

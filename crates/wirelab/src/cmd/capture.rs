@@ -86,6 +86,7 @@ fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
             max_files: a.rotate_files,
         },
         cpus: a.cpu.clone(),
+        avoid_rps_cpus: !a.no_avoid_rps,
     })
 }
 
