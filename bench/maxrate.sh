@@ -24,6 +24,8 @@
 #   --tools LIST  subset of: wirelab wirelab+record iperf3 ditg sockperf, or trafgen
 #                 (not default: its TX ring flush fails with EAGAIN on veth here)
 #   --sweep LIST  paced rates in pps for the loss sweep, or "none"
+#   --sweep-tools LIST  tools of the sweep (default "wirelab iperf3 ditg";
+#                 also wirelab+record); --reps 0 runs the sweep only
 # Environment: SKIP_BUILD=1, RESULTS_OUT=FILE (per-run JSON lines), TX_CPU/RX_CPU.
 # Default run: about 4 minutes on a 2-core VM.
 
@@ -41,8 +43,9 @@ while [ $# -gt 0 ]; do
         --seconds) SECS="$2"; shift 2 ;;
         --tools) TOOLS="$2"; shift 2 ;;
         --sweep) SWEEP="$2"; shift 2 ;;
+        --sweep-tools) SWEEP_TOOLS="$2"; shift 2 ;;
         --keep) KEEP_WORK=1; shift ;;
-        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
 done
@@ -224,7 +227,7 @@ done
 echo
 echo "## Maximum rate, 64-byte payload, one flow"
 machine_info
-python3 "$BENCH_DIR/analyze.py" maxrate-table "$RESULTS"
+[ -s "$RESULTS" ] && python3 "$BENCH_DIR/analyze.py" maxrate-table "$RESULTS"
 [ -s "$SWEEP_RESULTS" ] && python3 "$BENCH_DIR/analyze.py" loss-table "$SWEEP_RESULTS"
 if [ -n "${RESULTS_OUT:-}" ]; then cat "$RESULTS" "$SWEEP_RESULTS" >"$RESULTS_OUT"; log "per-run results in $RESULTS_OUT"; fi
 exit 0

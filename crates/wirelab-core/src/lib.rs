@@ -6,6 +6,7 @@
 
 pub mod forecast;
 pub mod gen;
+pub mod merge;
 pub mod replay;
 pub mod schedule;
 pub mod units;

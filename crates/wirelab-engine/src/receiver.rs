@@ -8,7 +8,7 @@
 //! times. It ends on a stop request, after every flow seen has sent its
 //! LAST marker (plus a linger for stragglers), or after an idle timeout.
 
-use crate::recordlog::RecordLog;
+use crate::recordlog::RecordWriter;
 use crate::stop::StopFlag;
 use socket2::SockAddr;
 use std::collections::HashMap;
@@ -103,6 +103,8 @@ pub struct RecvCounters {
     pub bytes: u64,
     /// Datagrams that were not wirelab probes (bad magic, too short, ...).
     pub malformed: u64,
+    /// Empty datagrams (senders prime the path with one), ignored.
+    pub empty: u64,
     /// Datagrams larger than the receive buffer, cut.
     pub truncated: u64,
     /// Cumulative kernel socket drops (SO_RXQ_OVFL).
@@ -179,7 +181,7 @@ impl Receiver {
     pub fn run(
         &self,
         sink: &mut dyn RxSink,
-        mut log: Option<&mut RecordLog>,
+        mut log: Option<&mut RecordWriter>,
         stop: &StopFlag,
         progress: &mut dyn FnMut(&RecvCounters),
         progress_every: Duration,
@@ -286,6 +288,11 @@ impl Receiver {
                 let (data, meta) = batch.get(i);
                 if meta.truncated {
                     c.truncated += 1;
+                }
+                if data.is_empty() {
+                    // A sender's priming datagram: not traffic.
+                    c.empty += 1;
+                    continue;
                 }
                 let p = match ProbeRepr::parse(data) {
                     Ok(p) if !p.flags.is_echo_reply() => p,

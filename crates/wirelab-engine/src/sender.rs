@@ -8,14 +8,14 @@
 //! its final probe repeated with the LAST flag so the receiver knows the
 //! count without guessing.
 
-use crate::recordlog::RecordLog;
+use crate::recordlog::RecordWriter;
 use crate::stop::StopFlag;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use wirelab_core::schedule::{Action, Limits, Pacer, SpinMargin, WaitStrategy};
 use wirelab_io::clock::{mono_ns, set_timer_slack, sleep_until_mono, spin_until_mono};
@@ -26,7 +26,6 @@ use wirelab_wire::record::{Record, RecordKind};
 /// Largest UDP payload over IPv4.
 pub const MAX_PAYLOAD: usize = 65_507;
 const MAX_BATCH: usize = 64;
-const RECORD_CHUNK: usize = 1024;
 
 /// A source of values (intervals in ns, sizes in bytes). `None` ends the flow.
 pub trait Values: Send {
@@ -63,6 +62,8 @@ pub struct FlowConfig {
     /// With a hybrid wait: learn the spin margin from observed oversleep
     /// ([`SpinMargin`]), starting from the configured one.
     pub adaptive_spin: bool,
+    /// Send one empty datagram during setup (see `run_flow`).
+    pub prime: bool,
     pub echo: bool,
     /// After the last probe, how long to wait for outstanding echo replies.
     pub echo_wait: Duration,
@@ -112,9 +113,6 @@ pub struct FlowSendStats {
     pub spin_margin_ns: Option<u64>,
 }
 
-/// Shared sink for the records of all flows of one sender.
-pub type SharedLog = Arc<Mutex<RecordLog>>;
-
 /// Receives every record a flow produces, as it is produced: streaming
 /// statistics live here, so a long run holds no per-packet memory.
 pub trait RecordSink: Send {
@@ -135,13 +133,15 @@ impl RecordSink for () {
 
 /// Runs one flow to completion (limits reached, values exhausted, or stop).
 /// Tx records go to `tx_sink`, echo replies to `reply_sink` (owned by the
-/// reply thread and handed back), and both to `log` when given.
+/// reply thread and handed back), and both to the record log when writers
+/// are given (`log` for Tx records, `reply_log` for echo replies).
 #[allow(clippy::too_many_arguments)]
 pub fn run_flow<S: RecordSink + 'static>(
     cfg: &FlowConfig,
     intervals: &mut dyn Values,
     sizes: &mut dyn Values,
-    log: Option<&SharedLog>,
+    mut log: Option<RecordWriter>,
+    reply_log: Option<RecordWriter>,
     tx_sink: &mut dyn RecordSink,
     reply_sink: S,
     stop: &StopFlag,
@@ -175,7 +175,7 @@ pub fn run_flow<S: RecordSink + 'static>(
         rsock.enable_rx_timestamps();
         rsock.set_read_timeout(Duration::from_millis(50))?;
         let rstop = reply_stop.clone();
-        let log = log.cloned();
+        let log = reply_log;
         let flow = cfg.flow;
         let off = cfg.mono_to_real;
         let got = replies_got.clone();
@@ -186,6 +186,13 @@ pub fn run_flow<S: RecordSink + 'static>(
         None
     };
 
+    // Prime the path before the first deadline: a zero-length datagram
+    // resolves the neighbour entry and warms the send path, whose first
+    // call costs tens of µs (it made the first probes late). Receivers
+    // ignore empty datagrams.
+    if cfg.prime {
+        let _ = sock.send(&[]);
+    }
     let epoch = cfg.epoch_mono_ns.unwrap_or_else(mono_ns);
     let lead = (cfg.lead.as_nanos() as u64).max(1_000);
     let start = cfg.start_mono_ns.unwrap_or(epoch + lead).max(epoch + 1);
@@ -200,7 +207,6 @@ pub fn run_flow<S: RecordSink + 'static>(
         _ => None,
     };
     let mut due: Vec<u64> = Vec::with_capacity(max_batch);
-    let mut chunk: Vec<Record> = Vec::with_capacity(RECORD_CHUNK);
     let mut st = FlowSendStats {
         flow: cfg.flow,
         start_unix_ns: start_real,
@@ -309,7 +315,9 @@ pub fn run_flow<S: RecordSink + 'static>(
                         st.warmup += 1;
                     }
                     tx_sink.record(&rec);
-                    push_record(&mut chunk, rec, log)?;
+                    if let Some(l) = log.as_mut() {
+                        l.write(&rec)?;
+                    }
                 }
                 st.sent += sent as u64;
                 st.last_tx_offset_ns = now - epoch;
@@ -350,7 +358,9 @@ pub fn run_flow<S: RecordSink + 'static>(
             }
         }
     }
-    flush_chunk(&mut chunk, log)?;
+    if let Some(l) = log.as_mut() {
+        l.flush()?;
+    }
 
     if let Some(t) = reply_thread {
         // Stop early once every probe has come back.
@@ -423,42 +433,18 @@ fn send_all(
     Ok(done)
 }
 
-fn push_record(chunk: &mut Vec<Record>, rec: Record, log: Option<&SharedLog>) -> io::Result<()> {
-    if log.is_some() {
-        chunk.push(rec);
-        if chunk.len() >= RECORD_CHUNK {
-            flush_chunk(chunk, log)?;
-        }
-    }
-    Ok(())
-}
-
-fn flush_chunk(chunk: &mut Vec<Record>, log: Option<&SharedLog>) -> io::Result<()> {
-    if let Some(log) = log {
-        let mut l = log
-            .lock()
-            .map_err(|_| io::Error::other("record log poisoned"))?;
-        for r in chunk.iter() {
-            l.write(r)?;
-        }
-    }
-    chunk.clear();
-    Ok(())
-}
-
 /// Reads echo replies until stopped; returns the reply count and the sink.
 fn reply_loop<S: RecordSink>(
     sock: UdpSock,
     flow: u32,
     mono_to_real: i128,
-    log: Option<SharedLog>,
+    mut log: Option<RecordWriter>,
     sink: Option<S>,
     got: Arc<AtomicU64>,
     stop: StopFlag,
 ) -> io::Result<(u64, S)> {
     let mut sink = sink.ok_or_else(|| io::Error::other("echo reply sink missing"))?;
     let mut batch = RecvBatch::new(64, 2048);
-    let mut chunk = Vec::with_capacity(RECORD_CHUNK);
     let mut count = 0u64;
     loop {
         match sock.recv_batch(&mut batch) {
@@ -494,7 +480,9 @@ fn reply_loop<S: RecordSink>(
                         ..Default::default()
                     };
                     sink.record(&rec);
-                    push_record(&mut chunk, rec, log.as_ref())?;
+                    if let Some(l) = log.as_mut() {
+                        l.write(&rec)?;
+                    }
                 }
             }
             Err(e)
@@ -512,6 +500,8 @@ fn reply_loop<S: RecordSink>(
             break;
         }
     }
-    flush_chunk(&mut chunk, log.as_ref())?;
+    if let Some(l) = log.as_mut() {
+        l.flush()?;
+    }
     Ok((count, sink))
 }

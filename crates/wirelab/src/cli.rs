@@ -156,6 +156,10 @@ pub struct SendArgs {
     /// Lock all memory (mlockall; needs CAP_IPC_LOCK)
     #[arg(long)]
     pub mlock: bool,
+    /// Do not send the empty priming datagram before the first probe (it resolves the
+    /// neighbour and warms the send path so the first probes leave on time; receivers ignore it)
+    #[arg(long)]
+    pub no_prime: bool,
     /// Request echo replies (the receiver runs `wirelab recv --echo`) and measure RTT
     #[arg(long)]
     pub echo: bool,
@@ -424,7 +428,7 @@ pub struct CaptureArgs {
     /// Keep only the newest N files (a ring of files)
     #[arg(long, value_name = "N")]
     pub rotate_files: Option<u32>,
-    /// Capture threads joined by PACKET_FANOUT; each writes FILE.tN.EXT
+    /// Capture threads joined by PACKET_FANOUT (merged into FILE, or FILE.tN.EXT with --split)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
     /// How PACKET_FANOUT spreads packets over threads
@@ -446,6 +450,13 @@ pub struct CaptureArgs {
     /// No progress or notes on stderr
     #[arg(short, long)]
     pub quiet: bool,
+    /// With --threads: one writer merges every thread's packets into FILE in kernel
+    /// timestamp order (the default; holds packets back up to 2 x --retire + 20 ms)
+    #[arg(long, conflicts_with = "split")]
+    pub merge: bool,
+    /// With --threads: each thread writes its own file FILE.tN.EXT (no merge, no copy)
+    #[arg(long)]
+    pub split: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -47,8 +47,9 @@ fn exact_loss_from_nftables_is_reported_exactly() {
         .spawn()
         .unwrap();
     lab.wait_udp(&lab.r, port);
-    // 1050 probes + 3 end markers = 1053 datagrams: numgen drops 11
-    // (positions 0..=1000 step 100), all of them probes 0, 100, ..., 1000.
+    // The empty priming datagram, 1050 probes and 3 end markers = 1054
+    // datagrams: numgen drops positions 0, 100, ..., 1000 — the priming
+    // datagram and probes 99, 199, ..., 999.
     let tx = run(lab
         .wirelab(&lab.s)
         .args(["send", "198.18.0.2", "--port", "6001", "--rate", "20kpps"])
@@ -71,8 +72,8 @@ fn exact_loss_from_nftables_is_reported_exactly() {
     assert_eq!(rxj["schema"], "wirelab.recv/1");
     let f = flow(&rxj, 1);
     assert_eq!(f["sent"], 1050, "{f}");
-    assert_eq!(f["received"], 1039, "{f}");
-    assert_eq!(f["lost"], 11, "{f}");
+    assert_eq!(f["received"], 1040, "{f}");
+    assert_eq!(f["lost"], 10, "{f}");
     assert_eq!(f["duplicates"], 0, "{f}");
     assert_eq!(f["reordered"], 0, "{f}");
     for k in ["p50_ns", "p99_ns", "max_ns"] {
@@ -88,17 +89,19 @@ fn exact_loss_from_nftables_is_reported_exactly() {
     let anj = json(&an);
     let f = flow(&anj, 1);
     assert_eq!(f["sent"], 1050, "{f}");
-    assert_eq!(f["received"], 1039, "{f}");
-    assert_eq!(f["lost"], 11, "{f}");
+    assert_eq!(f["received"], 1040, "{f}");
+    assert_eq!(f["lost"], 10, "{f}");
     let lost: Vec<u64> = f["receiver"]["loss"]["lost_seqs"]
         .as_array()
         .unwrap_or_else(|| panic!("no lost_seqs in {f}"))
         .iter()
         .map(|v| v.as_u64().unwrap())
         .collect();
-    assert_eq!(lost, (0..=1000).step_by(100).collect::<Vec<u64>>());
+    assert_eq!(lost, (99..=999).step_by(100).collect::<Vec<u64>>());
 
-    // nftables itself agrees it dropped 11.
+    // nftables itself agrees it dropped 11 datagrams, and the receiver saw
+    // no priming datagram (it was dropped).
+    assert_eq!(rxj["receiver"]["counters"]["empty"], 0);
     let nft = lab.sh(&lab.r, "nft list table inet wltest");
     assert!(
         String::from_utf8_lossy(&nft.stdout).contains("packets 11 "),
@@ -363,5 +366,8 @@ fn sigint_flushes_summary_and_records_and_dscp_is_set() {
     assert_eq!(flow(&json(&an), 1)["received"], 500);
     let nft = lab.sh(&lab.r, "nft list table inet wlt");
     let text = String::from_utf8_lossy(&nft.stdout);
-    assert!(text.contains("packets 503 "), "{text}");
+    // 500 probes, 3 end markers and the priming datagram.
+    assert!(text.contains("packets 504 "), "{text}");
+    assert_eq!(v["receiver"]["counters"]["empty"], 1);
+    assert_eq!(v["receiver"]["counters"]["malformed"], 0);
 }

@@ -31,10 +31,12 @@
 //! - writer: none by construction — writes happen inline, so a slow disk backs up into the
 //!   ring and shows as ring drops.
 
+pub mod merge;
 pub mod output;
 
 use crate::StopFlag;
 use hdrhistogram::Histogram;
+use merge::{MergeSummary, MergeTx};
 use output::{FileSummary, Output, OutputConfig};
 use serde::Serialize;
 use std::io;
@@ -90,8 +92,12 @@ pub struct CaptureConfig {
     pub threads: usize,
     /// Fanout mode for `threads > 1`.
     pub fanout: FanoutMode,
-    /// Output file (`None` = stdout); with several threads each writes `NAME.tI.EXT`.
+    /// Output file (`None` = stdout); with several threads and `merge` off each writes
+    /// `NAME.tI.EXT`.
     pub path: Option<PathBuf>,
+    /// With several threads: one writer thread merges all threads' packets into one file
+    /// in kernel timestamp order (see [`merge`]).
+    pub merge: bool,
     /// File format.
     pub format: FileFormat,
     /// Rotation.
@@ -233,6 +239,10 @@ pub struct ThreadReport {
     /// Packets seen after the stop time and not written.
     pub after_stop: u64,
     #[serde(skip)]
+    pool_waits: u64,
+    #[serde(skip)]
+    pool_batches: u64,
+    #[serde(skip)]
     hist: Option<Histogram<u64>>,
 }
 
@@ -290,6 +300,9 @@ pub struct CaptureReport {
     pub notes: Vec<String>,
     /// Per thread.
     pub threads: Vec<ThreadReport>,
+    /// The merged output of several threads (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeSummary>,
 }
 
 /// Ring geometry.
@@ -396,10 +409,10 @@ impl Capture {
         if cfg.threads == 0 {
             return Err(CaptureError::Config("--threads must be at least 1".into()));
         }
-        if cfg.threads > 1 && cfg.path.is_none() {
+        if cfg.threads > 1 && cfg.path.is_none() && !cfg.merge {
             return Err(CaptureError::Config(
-                "-w - (stdout) takes one thread; use -w FILE with --threads (each thread \
-                 writes FILE.tN) or drop --threads"
+                "-w - (stdout) takes one stream: drop --split (merged output, the default) \
+                 or use -w FILE (each thread writes FILE.tN)"
                     .into(),
             ));
         }
@@ -486,29 +499,42 @@ impl Capture {
         let live = Arc::new(Live::default());
         let stop_at = Arc::new(AtomicU64::new(0));
         let mut handles = Vec::new();
+        let ocfg = |path: Option<PathBuf>| OutputConfig {
+            flush_each_cycle: path.is_none(),
+            path,
+            format: cfg.format,
+            rotation: cfg.rotation,
+            ifname: cfg.ifname.clone(),
+            description: (!cfg.filter.is_empty()).then(|| format!("filter: {}", cfg.filter)),
+            linktype,
+            snaplen: cfg.snaplen,
+        };
+        let merged = cfg.threads > 1 && cfg.merge;
+        let (mut txs, merge_writer) = if merged {
+            let out = Output::create(ocfg(cfg.path.clone()), start_real)?;
+            let (txs, w) = merge::start(cfg.threads, out, retire_ms, stop.clone())?;
+            (txs.into_iter().map(Some).collect::<Vec<_>>(), Some(w))
+        } else {
+            (Vec::new(), None)
+        };
         for (i, ring) in rings.into_iter().enumerate() {
-            let path = cfg.path.as_ref().map(|p| {
-                if cfg.threads > 1 {
-                    output::per_thread(p, i)
-                } else {
-                    p.clone()
+            let sink = match txs.get_mut(i).and_then(Option::take) {
+                Some(tx) => Sink::Merge(tx),
+                None => {
+                    let path = cfg.path.as_ref().map(|p| {
+                        if cfg.threads > 1 {
+                            output::per_thread(p, i)
+                        } else {
+                            p.clone()
+                        }
+                    });
+                    Sink::File(Box::new(Output::create(ocfg(path), start_real)?))
                 }
-            });
-            let ocfg = OutputConfig {
-                flush_each_cycle: path.is_none(),
-                path,
-                format: cfg.format,
-                rotation: cfg.rotation,
-                ifname: cfg.ifname.clone(),
-                description: (!cfg.filter.is_empty()).then(|| format!("filter: {}", cfg.filter)),
-                linktype,
-                snaplen: cfg.snaplen,
             };
-            let out = Output::create(ocfg, start_real)?;
             let w = Worker {
                 idx: i,
                 ring,
-                out,
+                sink,
                 live: live.clone(),
                 stop: stop.clone(),
                 stop_at: stop_at.clone(),
@@ -577,6 +603,15 @@ impl Capture {
                 }
             }
         }
+        let merge = match merge_writer {
+            Some(w) => {
+                let mut m = w.join()?;
+                m.pool_waits = threads.iter().map(|t| t.pool_waits).sum();
+                m.pool_batches = threads.iter().map(|t| t.pool_batches).sum();
+                Some(m)
+            }
+            None => None,
+        };
         if let Some(e) = first_err {
             return Err(e);
         }
@@ -656,6 +691,7 @@ impl Capture {
             stop_reason,
             notes,
             threads,
+            merge,
         })
     }
 }
@@ -676,10 +712,33 @@ fn snapshot(live: &Live, elapsed_ns: u64) -> LiveSnapshot {
     }
 }
 
+/// Where a capture thread's packets go: its own file, or the merge writer.
+enum Sink {
+    File(Box<Output>),
+    Merge(MergeTx),
+}
+
+impl Sink {
+    #[inline]
+    fn write(&mut self, ts_ns: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::File(o) => o.write(ts_ns, orig_len, data),
+            Sink::Merge(m) => m.write(ts_ns, orig_len, data),
+        }
+    }
+
+    fn tick(&mut self, scan_start: u64, counters: Option<&StatsCounters>) -> io::Result<()> {
+        match self {
+            Sink::File(o) => o.tick(real_ns(), counters),
+            Sink::Merge(m) => m.end_cycle(scan_start, counters.copied()),
+        }
+    }
+}
+
 struct Worker {
     idx: usize,
     ring: RxRing,
-    out: Output,
+    sink: Sink,
     live: Arc<Live>,
     stop: StopFlag,
     stop_at: Arc<AtomicU64>,
@@ -743,6 +802,8 @@ impl Worker {
             let mut n = 0u64;
             let mut nbytes = 0u64;
             let mut nblocks = 0u64;
+            // Read before the ring is found empty: the merge watermark of an idle thread.
+            let scan_start = real_ns();
             while let Some(block) = self.ring.next_block() {
                 // One clock read per block, not per packet.
                 let now_real = real_ns();
@@ -761,7 +822,7 @@ impl Worker {
                         }
                         last = k + 1 == c;
                     }
-                    if let Err(e) = self.out.write(p.ts_ns, p.orig_len, p.data) {
+                    if let Err(e) = self.sink.write(p.ts_ns, p.orig_len, p.data) {
                         err = Some(e.into());
                         break;
                     }
@@ -808,7 +869,7 @@ impl Worker {
                                 .ring_drops
                                 .store(c.ifdrop.unwrap_or(0), Ordering::Relaxed);
                         }
-                        if let Err(e) = self.out.tick(real_ns(), Some(&c)) {
+                        if let Err(e) = self.sink.tick(scan_start, Some(&c)) {
                             err = Some(e.into());
                             break;
                         }
@@ -818,7 +879,7 @@ impl Worker {
                         break;
                     }
                 }
-            } else if let Err(e) = self.out.tick(real_ns(), None) {
+            } else if let Err(e) = self.sink.tick(scan_start, None) {
                 err = Some(e.into());
                 break;
             }
@@ -876,7 +937,15 @@ impl Worker {
         }
         let counters = self.counters(packets)?;
         let end = real_ns();
-        let files = self.out.finish(end, &counters);
+        let (mut pool_waits, mut pool_batches) = (0, 0);
+        let files = match self.sink {
+            Sink::File(o) => o.finish(end, &counters),
+            Sink::Merge(m) => {
+                pool_waits = m.pool_waits;
+                pool_batches = m.allocated() as u64;
+                m.finish(counters).map(|()| Vec::new())
+            }
+        };
         if let Some(e) = err {
             return Err(e);
         }
@@ -901,6 +970,8 @@ impl Worker {
             cpu_system_ns: cpu.system_ns,
             files,
             after_stop,
+            pool_waits,
+            pool_batches,
             hist: Some(hist),
         })
     }

@@ -70,6 +70,7 @@ fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
             FanoutArg::Lb => FanoutMode::RoundRobin,
         },
         path,
+        merge: !a.split,
         format: match (a.format, a.tsprec) {
             (CaptureFormatArg::Pcapng, _) => FileFormat::Pcapng,
             (CaptureFormatArg::Pcap, TsPrecArg::Us) => FileFormat::Pcap(PcapPrecision::Micro),
@@ -196,15 +197,14 @@ fn ms(ns: u64) -> String {
 }
 
 fn human(r: &CaptureReport) -> String {
+    let merged = r.merge.iter().flat_map(|m| m.files.iter());
     let files: Vec<&str> = r
         .threads
         .iter()
-        .flat_map(|t| {
-            t.files
-                .iter()
-                .filter(|f| !f.deleted)
-                .map(|f| f.path.as_str())
-        })
+        .flat_map(|t| t.files.iter())
+        .chain(merged)
+        .filter(|f| !f.deleted)
+        .map(|f| f.path.as_str())
         .collect();
     let files = if files.len() > 3 {
         format!(
@@ -259,6 +259,18 @@ fn human(r: &CaptureReport) -> String {
             ms(d.p90_ns),
             ms(d.p99_ns),
             ms(d.max_ns)
+        );
+    }
+    if let Some(m) = &r.merge {
+        s += &format!(
+            "  merge of {} threads: {} batches, at most {} packets held back, longest delay {} (idle bound {}), {} pool waits, {} late\n",
+            r.threads.len(),
+            m.batches,
+            m.held_max,
+            ms(m.max_delay_ns),
+            ms(m.idle_bound_ns),
+            m.pool_waits,
+            m.late
         );
     }
     for n in &r.notes {

@@ -49,7 +49,7 @@ pub fn run(a: RecvArgs) -> Result<()> {
     }
     let rx = Receiver::bind(cfg.clone()).map_err(|e| bind_error(e, bind))?;
     let local = rx.local_addr()?;
-    let mut log = match &a.record {
+    let log = match &a.record {
         Some(p) => {
             let meta = RecordMeta {
                 wirelab_version: env!("CARGO_PKG_VERSION").into(),
@@ -101,9 +101,10 @@ pub fn run(a: RecvArgs) -> Result<()> {
         }
     };
     let mut flows = super::analyze::LiveFlows::new(window_ns);
+    let mut writer = log.as_ref().map(|l| l.writer());
     let out = rx.run(
         &mut flows,
-        log.as_mut(),
+        writer.as_mut(),
         &stop,
         &mut progress,
         Duration::from_millis(250),
@@ -111,9 +112,11 @@ pub fn run(a: RecvArgs) -> Result<()> {
     if let Some(pb) = &pb {
         pb.finish_and_clear();
     }
-    if let Some(l) = log {
-        l.finish().context("cannot finish the record file")?;
-    }
+    drop(writer);
+    let log_stats = match log {
+        Some(l) => Some(l.finish().context("cannot finish the record file")?),
+        None => None,
+    };
     let summary = flows.finish();
     if a.json {
         let v = serde_json::json!({
@@ -122,6 +125,7 @@ pub fn run(a: RecvArgs) -> Result<()> {
             "flows": summary.flows,
             "totals": summary.totals,
             "clock_note": super::analyze::CLOCK_NOTE,
+            "record_log": log_stats,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {

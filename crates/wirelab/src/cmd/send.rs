@@ -5,7 +5,6 @@ use crate::cmd::analyze::{sender_summary, Requested, RttAccum, SendAccum, SentFl
 use crate::error::usage;
 use crate::values;
 use anyhow::{Context, Result};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirelab_analysis::SenderInfo;
 use wirelab_core::gen::{Bounds, SpecUnit};
@@ -95,10 +94,10 @@ pub fn run(a: SendArgs) -> Result<()> {
                 start_unix_ns,
                 config: config.clone(),
             };
-            Some(Arc::new(Mutex::new(
+            Some(
                 RecordLog::create(p, Role::Sender, &meta)
                     .with_context(|| format!("cannot create record file {}", p.display()))?,
-            )))
+            )
         }
         None => None,
     };
@@ -128,6 +127,7 @@ pub fn run(a: SendArgs) -> Result<()> {
             padding,
             wait,
             adaptive_spin,
+            prime: !a.no_prime,
             echo: a.echo,
             echo_wait,
             last_repeats: 3,
@@ -140,7 +140,8 @@ pub fn run(a: SendArgs) -> Result<()> {
             mono_to_real,
         };
         let stop = stop.clone();
-        let log = log.clone();
+        let tx_log = log.as_ref().map(|l| l.writer());
+        let reply_log = log.as_ref().filter(|_| a.echo).map(|l| l.writer());
         let cpu = a.cpu.map(|c| c + i);
         let prio = a.rt_priority;
         let info = SenderInfo {
@@ -163,7 +164,8 @@ pub fn run(a: SendArgs) -> Result<()> {
                 &cfg,
                 &mut next_ival,
                 &mut next_size,
-                log.as_ref(),
+                tx_log,
+                reply_log,
                 &mut tx,
                 RttAccum::default(),
                 &stop,
@@ -197,17 +199,15 @@ pub fn run(a: SendArgs) -> Result<()> {
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
+    let mut log_stats = None;
     if let Some(log) = log {
-        let log = Arc::try_unwrap(log)
-            .map_err(|_| anyhow::anyhow!("record log still shared"))?
-            .into_inner()
-            .map_err(|_| anyhow::anyhow!("record log poisoned"))?;
-        log.finish().context("cannot finish the record file")?;
+        log_stats = Some(log.finish().context("cannot finish the record file")?);
     }
     if let Some(e) = first_err {
         return Err(e);
     }
-    let report = sender_summary(&mut outcomes, &config, target)?;
+    let mut report = sender_summary(&mut outcomes, &config, target)?;
+    report["record_log"] = serde_json::to_value(log_stats)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
