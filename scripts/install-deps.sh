@@ -8,6 +8,8 @@ command -v nft >/dev/null || need+=(nftables)
 command -v tshark >/dev/null || need+=(tshark)
 command -v capinfos >/dev/null || need+=(tshark)
 command -v tcpdump >/dev/null || need+=(tcpdump)
+command -v tcpreplay >/dev/null || need+=(tcpreplay)
+command -v gzip >/dev/null || need+=(gzip)
 [ -e /usr/include/pcap/pcap.h ] || need+=(libpcap-dev)
 command -v cc >/dev/null || need+=(gcc)
 if [ ${#need[@]} -gt 0 ]; then
