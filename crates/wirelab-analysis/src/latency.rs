@@ -20,9 +20,25 @@ use serde::Serialize;
 /// Largest magnitude kept with full precision in the HDR histograms.
 const HIST_MAX: u64 = 1 << 62;
 
+/// Values up to this many ns (10 s) fit without growing the histogram.
+const PREALLOC_MAX: u64 = 10_000_000_000;
+
+/// The histogram of non-negative values: sized up front for 1 ns .. 10 s
+/// (200 KiB), so recording on a packet path never reallocates (a resize
+/// copies the counts and stalled the sender by hundreds of µs); larger
+/// values still fit by growing.
 fn new_hist() -> Histogram<u64> {
-    // Constant, valid parameters (sigfig 3 is in 0..=5): this cannot fail
-    // whatever the input data is.
+    // Constant, valid parameters (sigfig 3 is in 0..=5, 1 < 2 × 1 ≤ max):
+    // this cannot fail whatever the input data is.
+    let mut h = Histogram::new_with_bounds(1, PREALLOC_MAX, 3)
+        .expect("HDR histogram 1 ns .. 10 s, 3 significant digits");
+    h.auto(true);
+    h
+}
+
+/// The histogram of negative values (only unsynchronized clocks produce
+/// them): starts small and grows.
+fn new_small_hist() -> Histogram<u64> {
     Histogram::new(3).expect("HDR histogram with 3 significant digits")
 }
 
@@ -54,7 +70,7 @@ impl Default for SignedHistogram {
     fn default() -> Self {
         SignedHistogram {
             pos: new_hist(),
-            neg: new_hist(),
+            neg: new_small_hist(),
             count: 0,
             sum: 0,
             w_mean: 0.0,

@@ -20,9 +20,9 @@ use wirelab_wire::ProbeFlags;
 
 pub use wirelab_analysis::OWD_CLOCK_NOTE as CLOCK_NOTE;
 
-/// Most flows a live receiver tracks; probes of further flows are counted
-/// by the receiver but not analyzed.
-const MAX_LIVE_FLOWS: usize = 65_536;
+/// Most flows a live receiver tracks (about 1 MiB of histograms each);
+/// probes of further flows are counted by the receiver but not analyzed.
+const MAX_LIVE_FLOWS: usize = 4096;
 
 /// Per-flow streaming statistics of a running receiver.
 pub struct LiveFlows {
@@ -261,7 +261,9 @@ impl Reservoir {
         Reservoir {
             seen: 0,
             state: seed | 1,
-            samples: Vec::new(),
+            // Allocated up front: growing it on the packet path would copy
+            // up to a MiB at once and make probes late.
+            samples: Vec::with_capacity(KS_SAMPLES),
         }
     }
 
