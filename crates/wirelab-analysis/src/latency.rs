@@ -36,10 +36,14 @@ fn new_hist() -> Histogram<u64> {
     h
 }
 
-/// The histogram of negative values (only unsynchronized clocks produce
-/// them): starts small and grows.
+/// The histogram of magnitudes of negative values: sized for 1 ns .. 1 ms
+/// (90 KiB), which covers negative departure errors on the sender's packet
+/// path; the large negatives of unsynchronized clocks grow it.
 fn new_small_hist() -> Histogram<u64> {
-    Histogram::new(3).expect("HDR histogram with 3 significant digits")
+    let mut h = Histogram::new_with_bounds(1, 1_000_000, 3)
+        .expect("HDR histogram 1 ns .. 1 ms, 3 significant digits");
+    h.auto(true);
+    h
 }
 
 fn record_mag(h: &mut Histogram<u64>, v: u64) {
