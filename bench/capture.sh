@@ -61,6 +61,8 @@ cap() {
     wl-adaptive-cpu1) echo "$W capture -i $IF -q --json -w $D/out --wait adaptive --cpu 1" ;;
     tcpdump)     echo "tcpdump -i $IF -w $D/out" ;;
     tcpdump-B)   echo "tcpdump -i $IF -B 65536 -w $D/out" ;;
+    # Pinned outside the RPS CPU, where wirelab places itself by default: the like-for-like row.
+    tcpdump-cpu0) echo "taskset -c 0 tcpdump -i $IF -w $D/out" ;;
     netsniff-ng) echo "netsniff-ng --in $IF --out $D/out --silent" ;;
     tshark)      echo "tshark -i $IF -q -w $D/out" ;;
   esac
@@ -72,7 +74,7 @@ runns() { s=0; for p in $1; do for f in /proc/$p/task/*/schedstat; do t=$(awk "{
 rxp() { ip netns exec $R cat /sys/class/net/$IF/statistics/rx_packets; }
 HZ=$(getconf CLK_TCK)
 
-TOOLS=${TOOLS:-"wl-adaptive wl-block wl-poll wl-adaptive-cpu1 tcpdump tcpdump-B netsniff-ng tshark"}
+TOOLS=${TOOLS:-"wl-adaptive wl-block wl-poll wl-adaptive-cpu1 tcpdump tcpdump-B tcpdump-cpu0 netsniff-ng tshark"}
 RAW=$OUT/runs.txt
 printf "%-16s %8s %5s %9s %9s %7s %9s %9s\n" tool rate round sent infile lost cpu_ns/p run_ns/p | tee "$RAW"
 for round in $(seq 1 "$ROUNDS"); do
