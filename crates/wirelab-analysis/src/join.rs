@@ -125,13 +125,7 @@ pub fn analyze(sets: &RecordSets<'_>, cfg: &AnalysisConfig) -> Result<Summary, A
             Some(info) => SenderStats::new(info, model),
             None => SenderStats::estimating_start(interval, model),
         });
-        tx.observe(
-            r.seq,
-            r.sched_ns,
-            r.tx_ns,
-            r.size,
-            ProbeFlags(r.probe_flags),
-        );
+        tx.observe_record(r);
         acc.tx_seqs.push(r.seq);
     }
     for r in sets.rx.unwrap_or(&[]) {
@@ -160,14 +154,7 @@ pub fn analyze(sets: &RecordSets<'_>, cfg: &AnalysisConfig) -> Result<Summary, A
             .get(r.flow)?
             .echo
             .get_or_insert_with(RttStats::new)
-            .observe(
-                r.seq,
-                r.tx_ns,
-                r.rx_ns,
-                r.refl_rx_ns,
-                r.refl_tx_ns,
-                ProbeFlags(r.probe_flags),
-            );
+            .observe_record(r);
     }
 
     let mut owd_all = SignedHistogram::new();

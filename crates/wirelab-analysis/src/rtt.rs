@@ -16,7 +16,7 @@
 use crate::latency::SignedHistogram;
 use crate::report::{diff_ns, ClockOffset, RttReport};
 use crate::seqwin::{SeqOutcome, SeqWindow};
-use wirelab_wire::ProbeFlags;
+use wirelab_wire::{ProbeFlags, Record};
 
 /// Streaming RTT accumulator for one flow.
 #[derive(Debug, Clone, Default)]
@@ -89,6 +89,18 @@ impl RttStats {
     }
 
     /// Distinct measured replies.
+    /// Feeds one EchoReply record.
+    pub fn observe_record(&mut self, r: &Record) {
+        self.observe(
+            r.seq,
+            r.tx_ns,
+            r.rx_ns,
+            r.refl_rx_ns,
+            r.refl_tx_ns,
+            ProbeFlags(r.probe_flags),
+        );
+    }
+
     pub fn replies(&self) -> u64 {
         self.replies
     }

@@ -18,7 +18,7 @@ use crate::latency::SignedHistogram;
 use crate::report::{diff_ns, DriftStats, IntervalStats, RateAcc, SenderReport, SizeAcc};
 use crate::seqwin::{SeqOutcome, SeqWindow};
 use crate::window::RateModel;
-use wirelab_wire::ProbeFlags;
+use wirelab_wire::{ProbeFlags, Record};
 
 /// What the caller knows about the sender's run (from the file metadata).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -161,6 +161,17 @@ impl SenderStats {
             }
         }
         self.prev = Some((tx_ns, sched_ns));
+    }
+
+    /// Feeds one Tx record, in file order.
+    pub fn observe_record(&mut self, r: &Record) {
+        self.observe(
+            r.seq,
+            r.sched_ns,
+            r.tx_ns,
+            r.size,
+            ProbeFlags(r.probe_flags),
+        );
     }
 
     /// Distinct sequence numbers sent (incl. warm-up).

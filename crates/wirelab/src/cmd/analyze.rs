@@ -305,10 +305,8 @@ impl SendAccum {
 
 impl RecordSink for SendAccum {
     fn record(&mut self, r: &Record) {
-        let flags = ProbeFlags(r.probe_flags);
-        self.stats
-            .observe(r.seq, r.sched_ns, r.tx_ns, r.size, flags);
-        if flags.is_warmup() {
+        self.stats.observe_record(r);
+        if ProbeFlags(r.probe_flags).is_warmup() {
             return;
         }
         if let Some(p) = self.prev_tx {
@@ -325,14 +323,7 @@ pub struct RttAccum(RttStats);
 
 impl RecordSink for RttAccum {
     fn record(&mut self, r: &Record) {
-        self.0.observe(
-            r.seq,
-            r.tx_ns,
-            r.rx_ns,
-            r.refl_rx_ns,
-            r.refl_tx_ns,
-            ProbeFlags(r.probe_flags),
-        );
+        self.0.observe_record(r);
     }
 }
 
