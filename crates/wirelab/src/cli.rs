@@ -557,9 +557,13 @@ pub struct ReplayArgs {
     /// Catch-up policy when late
     #[arg(long, value_enum, default_value = "spread")]
     pub late: LateArg,
-    /// Fraction of the original gap kept while catching up (--late spread)
+    /// Fraction of the original gap kept at least while catching up (--late spread)
     #[arg(long, default_value_t = 0.5, value_name = "F")]
     pub spread_factor: f64,
+    /// Most a gap is shortened while catching up (--late spread): each catch-up gap is off
+    /// by at most this much; larger values catch up faster
+    #[arg(long, default_value = "2us", value_name = "DURATION")]
+    pub spread_max_shrink: String,
     /// Lateness that counts as late (report; threshold of --late rebase)
     #[arg(long, default_value = "10us", value_name = "DURATION")]
     pub late_threshold: String,

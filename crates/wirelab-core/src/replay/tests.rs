@@ -42,9 +42,19 @@ fn burst_collapses_gaps_but_keeps_schedule() {
 }
 
 #[test]
-fn spread_keeps_half_gaps_and_rejoins() {
+fn spread_shrinks_gaps_by_at_most_2us_and_rejoins() {
     let ideal = cbr(100, 100_000);
-    let act = simulate(LatePolicy::DEFAULT, &ideal, 10, 1_500_000, 1_000);
+    // A 12 µs stall at packet 10: caught up 2 µs per gap, 6 gaps later.
+    let act = simulate(LatePolicy::DEFAULT, &ideal, 10, 1_012_000, 1_000);
+    for i in 11..100 {
+        assert!(
+            act[i] - act[i - 1] >= 98_000,
+            "gap {i} shrunk by more than 2 µs"
+        );
+    }
+    assert_eq!(act[17] - act[16], 100_000, "caught up by packet 17");
+    // A 1.5 ms stall: gaps shrink by lateness/8 but keep half the gap.
+    let act = simulate(LatePolicy::DEFAULT, &ideal, 10, 2_500_000, 1_000);
     for i in 11..100 {
         assert!(act[i] - act[i - 1] >= 50_000, "gap {i} collapsed");
     }

@@ -245,6 +245,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         },
         LateArg::Spread => LatePolicy::Spread {
             factor: a.spread_factor,
+            max_shrink_ns: crate::values::duration_ns("--spread-max-shrink", &a.spread_max_shrink)?,
         },
     };
     let mut select = Selection::default();
