@@ -359,8 +359,13 @@ impl Tx {
                 let mut tries = 0;
                 let mut lost = 0;
                 while done < *n {
-                    let frames: Vec<&[u8]> = bufs[done..*n].iter().map(|b| b.as_slice()).collect();
-                    match sock.send_batch(&frames) {
+                    // A stack array, not a Vec: no allocation per send call.
+                    let mut frames: [&[u8]; 64] = [&[]; 64];
+                    let k = (*n - done).min(frames.len());
+                    for (f, b) in frames.iter_mut().zip(&bufs[done..done + k]) {
+                        *f = b.as_slice();
+                    }
+                    match sock.send_batch(&frames[..k]) {
                         Ok(k) => done += k.max(1),
                         Err(e)
                             if matches!(
