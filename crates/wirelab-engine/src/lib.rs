@@ -15,3 +15,13 @@ pub mod sender;
 pub mod stop;
 
 pub use stop::StopFlag;
+
+/// Whether a failed send is worth retrying at once: the queue or socket
+/// buffer was momentarily full (ENOBUFS, EAGAIN) or a signal interrupted
+/// the call (EINTR). Shared by the sender and replay retry loops.
+pub(crate) fn transient_send_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR)
+    )
+}

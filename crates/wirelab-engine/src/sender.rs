@@ -412,10 +412,8 @@ fn send_all(
                 failures += 1;
                 // ECONNREFUSED: an ICMP port unreachable for an earlier probe
                 // (the receiver is not up yet); the next send goes through.
-                let transient = matches!(
-                    e.raw_os_error(),
-                    Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::ECONNREFUSED)
-                );
+                let transient =
+                    crate::transient_send_error(&e) || e.raw_os_error() == Some(libc::ECONNREFUSED);
                 if !transient || failures > 1000 {
                     st.send_errors += 1;
                     if done == 0 && !transient {

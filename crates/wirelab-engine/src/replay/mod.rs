@@ -335,12 +335,7 @@ impl Tx {
                 loop {
                     match r.kick() {
                         Ok(()) => return 0,
-                        Err(e)
-                            if matches!(
-                                e.raw_os_error(),
-                                Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR)
-                            ) && tries < 100 =>
-                        {
+                        Err(e) if crate::transient_send_error(&e) && tries < 100 => {
                             st.retries += 1;
                             tries += 1;
                             std::thread::yield_now();
@@ -367,12 +362,7 @@ impl Tx {
                     }
                     match sock.send_batch(&frames[..k]) {
                         Ok(k) => done += k.max(1),
-                        Err(e)
-                            if matches!(
-                                e.raw_os_error(),
-                                Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR)
-                            ) && tries < 100 =>
-                        {
+                        Err(e) if crate::transient_send_error(&e) && tries < 100 => {
                             st.retries += 1;
                             tries += 1;
                             std::thread::yield_now();
