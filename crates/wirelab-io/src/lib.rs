@@ -11,11 +11,13 @@
 //!   attached to a socket.
 //! - [`ring_rx`]: AF_PACKET TPACKET_V3 receive ring, read in place.
 //! - [`ifstats`]: interface counters from sysfs, thread/process CPU time.
+//! - [`direct`]: `O_DIRECT` files for capture output without the page-cache copy.
 //!
 //! Every `unsafe` block carries a `// SAFETY:` comment.
 
 pub mod bpf;
 pub mod clock;
+pub mod direct;
 pub mod ifstats;
 pub mod packet_sock;
 pub mod ring_rx;

@@ -441,6 +441,10 @@ pub struct CaptureArgs {
     /// Do not pin capture threads off the interface's RPS CPUs by default
     #[arg(long)]
     pub no_avoid_rps: bool,
+    /// Write files through the page cache instead of O_DIRECT (the default for regular
+    /// files where the filesystem allows it: no copy into the page cache)
+    #[arg(long)]
+    pub buffered_io: bool,
     /// Print a live statistics line on stderr this often (e.g. 1s)
     #[arg(long, value_name = "DURATION")]
     pub stats_interval: Option<String>,

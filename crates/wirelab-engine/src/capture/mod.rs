@@ -41,14 +41,14 @@ use output::{FileSummary, Output, OutputConfig};
 use serde::Serialize;
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
 use wirelab_core::forecast::{ForecastParams, Forecaster, WaitMode};
 use wirelab_io::bpf::{BpfError, BpfProgram};
 use wirelab_io::clock::{mono_ns, real_ns, sleep_until_mono};
-use wirelab_io::ifstats::{cpu_time, CpuScope, CpuTime, IfCounters, IfInfo};
+use wirelab_io::ifstats::{cpu_time, CpuScope, CpuTime, IfCounters, IfCountersReader, IfInfo};
 use wirelab_io::ring_rx::{Fanout, FanoutMode, RingConfig, RingError, RxRing};
 use wirelab_pcap::StatsCounters;
 
@@ -109,6 +109,8 @@ pub struct CaptureConfig {
     /// to) a capture thread nor competes with it. No-op without RPS or with RPS on every
     /// CPU.
     pub avoid_rps_cpus: bool,
+    /// Write regular files with `O_DIRECT` where the filesystem allows (see [`output`]).
+    pub direct_io: bool,
 }
 
 /// Why a capture could not run.
@@ -147,6 +149,8 @@ pub struct Live {
     /// Current mode of thread 0 (0 block, 1 poll).
     pub mode: AtomicU8,
     taken: AtomicU64,
+    /// A worker reached `--duration`.
+    duration_hit: AtomicBool,
 }
 
 /// A snapshot of [`Live`] for progress lines.
@@ -501,6 +505,7 @@ impl Capture {
         let mut handles = Vec::new();
         let ocfg = |path: Option<PathBuf>| OutputConfig {
             flush_each_cycle: path.is_none(),
+            direct_io: cfg.direct_io,
             path,
             format: cfg.format,
             rotation: cfg.rotation,
@@ -538,6 +543,7 @@ impl Capture {
                 live: live.clone(),
                 stop: stop.clone(),
                 stop_at: stop_at.clone(),
+                deadline: cfg.duration_ns.map(|d| start_mono + d),
                 wait: cfg.wait,
                 poll_period_ns: cfg.poll_period_ns.max(1_000),
                 count: cfg.count,
@@ -545,6 +551,7 @@ impl Capture {
                 cpu: (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]),
                 ifname: cfg.ifname.clone(),
                 if_before,
+                if_reader: None,
             };
             let h = std::thread::Builder::new()
                 .name(format!("wl-capture-{i}"))
@@ -552,39 +559,20 @@ impl Capture {
             handles.push(h);
         }
 
-        // Supervise: duration, progress, end of workers.
-        let mut stop_reason = String::from("signal");
-        let deadline = cfg.duration_ns.map(|d| start_mono + d);
-        let mut next_progress = progress_every.map(|p| start_mono + p.as_nanos() as u64);
-        loop {
-            if handles.iter().all(|h| h.is_finished()) {
-                break;
-            }
-            let now = mono_ns();
-            if let Some(d) = deadline {
-                if now >= d && !stop.is_stopped() {
-                    stop_reason = "duration".into();
-                    stop.stop();
-                }
-            }
-            if stop.is_stopped() {
-                let _ =
-                    stop_at.compare_exchange(0, real_ns(), Ordering::Relaxed, Ordering::Relaxed);
-            }
-            if let (Some(np), Some(every)) = (next_progress, progress_every) {
-                if now >= np {
+        // Workers end by themselves (signal, --duration, --count). Without a progress line
+        // this thread just waits for them: a supervisor waking every few ms would cost
+        // more CPU than the capture itself at low rates.
+        if let Some(every) = progress_every {
+            let mut next = start_mono + every.as_nanos() as u64;
+            while !handles.iter().all(|h| h.is_finished()) {
+                let now = mono_ns();
+                if now >= next {
                     progress(&snapshot(&live, now - start_mono));
-                    next_progress = Some(np + every.as_nanos() as u64);
+                    next += every.as_nanos() as u64;
                 }
+                // Short sleeps, so the end is noticed promptly.
+                let _ = sleep_until_mono(next.min(now + 20_000_000));
             }
-            let mut wake = now + 20_000_000;
-            if let Some(d) = deadline {
-                wake = wake.min(d.max(now));
-            }
-            if let Some(np) = next_progress {
-                wake = wake.min(np.max(now));
-            }
-            let _ = sleep_until_mono(wake);
         }
         let mut threads = Vec::new();
         let mut first_err = None;
@@ -618,6 +606,11 @@ impl Capture {
         let end_mono = mono_ns();
         let if_after = IfCounters::read(&cfg.ifname).unwrap_or_default();
         let proc_cpu = proc_cpu0.delta(&cpu_time(CpuScope::Process)?);
+        let mut stop_reason = String::from(if live.duration_hit.load(Ordering::Relaxed) {
+            "duration"
+        } else {
+            "signal"
+        });
         let d = if_before.delta(&if_after);
         let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
             .map_err(|e| io::Error::other(e.to_string()))?;
@@ -742,6 +735,8 @@ struct Worker {
     live: Arc<Live>,
     stop: StopFlag,
     stop_at: Arc<AtomicU64>,
+    /// `--duration` end on CLOCK_MONOTONIC.
+    deadline: Option<u64>,
     wait: WaitPolicy,
     poll_period_ns: u64,
     count: Option<u64>,
@@ -749,14 +744,21 @@ struct Worker {
     cpu: Option<usize>,
     ifname: String,
     if_before: IfCounters,
+    /// Kept open: sampled every 100 ms.
+    if_reader: Option<IfCountersReader>,
 }
 
 impl Worker {
     fn counters(&mut self, packets: u64) -> io::Result<StatsCounters> {
         let st = self.ring.stats()?;
-        let d = IfCounters::read(&self.ifname)
-            .map(|a| self.if_before.delta(&a))
-            .ok();
+        if self.if_reader.is_none() {
+            self.if_reader = IfCountersReader::open(&self.ifname).ok();
+        }
+        let d = self
+            .if_reader
+            .as_ref()
+            .and_then(|r| r.read().ok())
+            .map(|a| self.if_before.delta(&a));
         Ok(StatsCounters {
             start_ns: None,
             end_ns: None,
@@ -883,11 +885,23 @@ impl Worker {
                 err = Some(e.into());
                 break;
             }
+            if let Some(d) = self.deadline {
+                if now >= d && !self.stop.is_stopped() {
+                    self.live.duration_hit.store(true, Ordering::Relaxed);
+                    self.stop.stop();
+                }
+            }
             if self.stop.is_stopped() {
                 match drain_until {
                     None => {
-                        let at = self.stop_at.load(Ordering::Relaxed);
-                        stop_real = if at == 0 { real_ns() } else { at };
+                        // The first thread to see the stop fixes its time for all.
+                        let _ = self.stop_at.compare_exchange(
+                            0,
+                            real_ns(),
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        );
+                        stop_real = self.stop_at.load(Ordering::Relaxed);
                         drain_until = Some(now + self.drain_ns);
                     }
                     Some(t) if now >= t => break,
@@ -910,7 +924,11 @@ impl Worker {
             }
             match mode {
                 WaitMode::Block => {
-                    if let Err(e) = self.ring.wait(Duration::from_millis(50)) {
+                    let mut limit = 50_000_000;
+                    if let Some(d) = self.deadline {
+                        limit = d.saturating_sub(now).clamp(1_000_000, limit);
+                    }
+                    if let Err(e) = self.ring.wait(Duration::from_nanos(limit)) {
                         err = Some(e.into());
                         break;
                     }

@@ -88,6 +88,7 @@ fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
         },
         cpus: a.cpu.clone(),
         avoid_rps_cpus: !a.no_avoid_rps,
+        direct_io: !a.buffered_io,
     })
 }
 

@@ -1,0 +1,103 @@
+//! Files written with `O_DIRECT`: whole aligned blocks go from user memory to the device
+//! without the page-cache copy of a buffered `write(2)`.
+//!
+//! The caller keeps its buffers and lengths aligned to [`DIRECT_ALIGN`]; [`open_direct`]
+//! only opens, [`set_direct`] switches the flag on an open file (to write an unaligned
+//! tail buffered, or to fall back when a filesystem refuses direct writes).
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// Alignment of buffer address, length and file offset for direct writes. 4 KiB covers
+/// every logical block size in use (512 B and 4 KiB).
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// Creates (or truncates) `path` for writing with `O_DIRECT`. `Ok(None)` when the path is
+/// not a regular file (a FIFO would turn into a packet-mode pipe, a device gains nothing)
+/// or the filesystem refuses `O_DIRECT` (EINVAL): the caller opens it buffered instead.
+pub fn open_direct(path: &Path) -> io::Result<Option<File>> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return Ok(None),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    match OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+    {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Turns `O_DIRECT` on or off for an open file (`fcntl(F_SETFL)`).
+pub fn set_direct(file: &File, on: bool) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: F_GETFL on a descriptor owned by `file`, which outlives the call; no memory
+    // is passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let new = if on {
+        flags | libc::O_DIRECT
+    } else {
+        flags & !libc::O_DIRECT
+    };
+    if new == flags {
+        return Ok(());
+    }
+    // SAFETY: F_SETFL with an integer flag set on the same live descriptor.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, new) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn direct_then_buffered_tail() {
+        let dir = std::env::temp_dir().join(format!("wl-direct-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("f");
+        // Some filesystems (old tmpfs) refuse O_DIRECT: then there is nothing to test here.
+        let Some(mut f) = open_direct(&p).unwrap() else {
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        };
+        // An aligned block from an aligned address.
+        let mut v = vec![7u8; 3 * DIRECT_ALIGN];
+        let off = (DIRECT_ALIGN - v.as_ptr() as usize % DIRECT_ALIGN) % DIRECT_ALIGN;
+        f.write_all(&v[off..off + DIRECT_ALIGN]).unwrap();
+        // An unaligned length fails direct...
+        v[off] = 9;
+        let e = f.write(&v[off..off + 10]).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
+        // ...and goes through once the flag is off.
+        set_direct(&f, false).unwrap();
+        f.write_all(&v[off..off + 10]).unwrap();
+        drop(f);
+        let got = std::fs::read(&p).unwrap();
+        assert_eq!(got.len(), DIRECT_ALIGN + 10);
+        assert!(got[..DIRECT_ALIGN].iter().all(|&b| b == 7));
+        assert_eq!(got[DIRECT_ALIGN], 9);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn fifo_and_devices_are_not_opened_direct() {
+        assert!(open_direct(Path::new("/dev/null")).unwrap().is_none());
+    }
+}
