@@ -14,7 +14,9 @@
 #   --reps N       repetitions of each (rate, tool) pair (default 2)
 #   --rates LIST   packet rates in pps (default "1000 10000 100000")
 #   --seconds LIST run length per rate in whole seconds (default "5 5 2")
-#   --tools LIST   subset of: wirelab wirelab-spin wirelab+record sockperf ditg ditg-poll iperf3
+#   --tools LIST   subset of: wirelab wirelab-spin wirelab+record wirelab-planned sockperf ditg
+#                  ditg-poll iperf3 (wirelab-planned: --planned-start, the schedule anchored
+#                  at the planned start instead of the first departure)
 #   --rt PRIO      run every sender (all tools alike) under SCHED_FIFO PRIO via chrt,
 #                  to shield pacing from other load on the sender's CPU
 #   --keep         keep the raw pcaps and logs (printed path)
@@ -87,6 +89,7 @@ run_one() {
             local extra=()
             [ "$tool" = wirelab-spin ] && extra+=(--wait spin)
             [ "$tool" = wirelab+record ] && extra+=(--record "$WORK/tx-$tag.wlr")
+            [ "$tool" = wirelab-planned ] && extra+=(--planned-start)
             nstx timeout "$bound" "${SEND_PFX[@]}" "$WIRELAB" send "$IP_RX" --port "$port" \
                 --rate "$rate" --size "$PAYLOAD" --count "$count" --quiet --json "${extra[@]}" \
                 >"$WORK/send-$tag.out" 2>"$WORK/send-$tag.err" || sender_rc=$?

@@ -145,6 +145,16 @@ impl Pacer {
         self.start_ns
     }
 
+    /// Moves the schedule's origin `delta_ns` later: every packet not yet sent keeps its
+    /// offset from the new start (and the duration limit counts from it). The sender
+    /// calls this once, when the first packet has left, so the schedule runs from the
+    /// first departure: a cold first send call can take tens to hundreds of µs, and
+    /// anchored to the planned start the second packet would leave that much late and the
+    /// first gap would be short.
+    pub fn delay_start(&mut self, delta_ns: u64) {
+        self.start_ns = self.start_ns.saturating_add(delta_ns);
+    }
+
     /// Changes the hybrid strategy's spin margin (see [`SpinMargin`]);
     /// no effect on the other strategies.
     pub fn set_spin_margin(&mut self, spin_ns: u64) {
@@ -271,6 +281,29 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn delayed_start_keeps_offsets_of_unsent_packets() {
+        let lim = Limits {
+            count: Some(3),
+            duration_ns: None,
+        };
+        let mut p = Pacer::new(1_000, WaitStrategy::Spin, lim, 4);
+        while p.wants_interval() {
+            p.push_interval(100.0);
+        }
+        let mut out = Vec::new();
+        assert_eq!(p.poll(1_000), Action::Send { count: 1 });
+        p.take(1, &mut out);
+        assert_eq!(out, [1_000]);
+        // The first send returned 37 ns after its deadline.
+        p.delay_start(37);
+        assert_eq!(p.next_deadline(), Some(1_137));
+        assert_eq!(p.poll(1_136), Action::SpinUntil(1_137));
+        assert_eq!(p.poll(1_237), Action::Send { count: 2 });
+        p.take(2, &mut out);
+        assert_eq!(out, [1_137, 1_237]);
+    }
 
     /// Runs a pacer against a virtual clock where each send call costs
     /// `base + per_pkt * n` ns and each wait lands `wake_late` ns after its

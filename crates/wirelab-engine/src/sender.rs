@@ -64,6 +64,9 @@ pub struct FlowConfig {
     pub adaptive_spin: bool,
     /// Send one empty datagram during setup (see `run_flow`).
     pub prime: bool,
+    /// Run the schedule from the first packet's departure instead of the planned start
+    /// (see `Pacer::delay_start`).
+    pub anchor_first: bool,
     pub echo: bool,
     /// After the last probe, how long to wait for outstanding echo replies.
     pub echo_wait: Duration,
@@ -280,6 +283,11 @@ pub fn run_flow<S: RecordSink + 'static>(
                     probe::stamp_tx_ns(b, tx_real);
                 }
                 let sent = send_all(&sock, &bufs, &lens[..n], &mut st)?;
+                if st.sent == 0 && sent > 0 && cfg.anchor_first {
+                    // The schedule runs from the first departure (see
+                    // `Pacer::delay_start`): the first call on a cold path is slow.
+                    pacer.delay_start(mono_ns().saturating_sub(due[0]));
+                }
                 st.send_calls += 1;
                 if sent > 1 {
                     st.batched_calls += 1;

@@ -22,6 +22,7 @@ fn flow_cfg(target: std::net::SocketAddr, echo: bool) -> FlowConfig {
         wait: WaitStrategy::Hybrid { spin_ns: 50_000 },
         adaptive_spin: true,
         prime: true,
+        anchor_first: true,
         echo,
         echo_wait: Duration::from_secs(1),
         last_repeats: 3,
@@ -86,13 +87,21 @@ fn every_probe_arrives_with_its_schedule_and_flags() {
     let (tx, rx, replies) = run_pair(false);
     assert!(replies.is_empty());
     assert_eq!(tx.len(), 200);
+    let first_gap = tx[1].sched_ns - tx[0].sched_ns;
+    assert!(
+        (100_000..100_000 + 50_000_000).contains(&first_gap),
+        "first gap {first_gap}"
+    );
     for (k, r) in tx.iter().enumerate() {
         assert_eq!(r.kind, RecordKind::Tx);
         assert_eq!(r.seq, k as u64);
         assert_eq!(r.size, 100);
         assert!(r.sched_ns > 0);
-        // 100 µs apart on the schedule, exactly.
-        assert_eq!(r.sched_ns - tx[0].sched_ns, k as u64 * 100_000);
+        // 100 µs apart on the schedule, exactly, from the first departure on: the
+        // schedule's origin moves by the first send call's duration (anchor_first).
+        if k >= 1 {
+            assert_eq!(r.sched_ns - tx[1].sched_ns, (k as u64 - 1) * 100_000);
+        }
         assert_eq!(r.probe_flags & 0x08 != 0, k < 5, "warm-up flag on seq {k}");
     }
     // 200 probes and 3 end markers, all with kernel timestamps.

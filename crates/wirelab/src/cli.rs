@@ -160,6 +160,11 @@ pub struct SendArgs {
     /// neighbour and warms the send path so the first probes leave on time; receivers ignore it)
     #[arg(long)]
     pub no_prime: bool,
+    /// Keep the schedule's origin at the planned start even when the first send call
+    /// returns late (default: deadlines run from the first packet's departure, so a slow
+    /// first call on a cold path does not make the second packet late)
+    #[arg(long)]
+    pub planned_start: bool,
     /// Request echo replies (the receiver runs `wirelab recv --echo`) and measure RTT
     #[arg(long)]
     pub echo: bool,

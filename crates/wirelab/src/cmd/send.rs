@@ -128,6 +128,7 @@ pub fn run(a: SendArgs) -> Result<()> {
             wait,
             adaptive_spin,
             prime: !a.no_prime,
+            anchor_first: !a.planned_start,
             echo: a.echo,
             echo_wait,
             last_repeats: 3,
