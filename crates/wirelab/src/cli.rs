@@ -650,7 +650,9 @@ pub struct ReplaySplitArgs {
     /// Server ports for --port-split (default 0-1023)
     #[arg(long, value_name = "PORTS", requires = "port_split")]
     pub server_ports: Option<String>,
-    /// Load the client/server split from this cache file (written by --save-cache)
+    /// Load the client/server split from this cache file: wirelab's (--save-cache) or
+    /// tcpprep's binary one (tcpprep -o; primary = client, secondary = server, "don't
+    /// send" packets are skipped). It must cover exactly the packets of the trace
     #[arg(short = 'c', long, value_name = "FILE")]
     pub cachefile: Option<PathBuf>,
     /// Write the client/server split to this cache file (with no -i/-w: only classify, like tcpprep -o)

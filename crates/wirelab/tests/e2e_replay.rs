@@ -591,22 +591,72 @@ fn two_interface_split_sends_each_packet_to_its_side() {
     assert_eq!(j["server_packets"], 5);
     let tri = Tri::new();
     let auto = want(|s| s.1);
-    for (tag, args, exp) in [
-        ("auto", vec!["--auto"], auto.clone()),
-        ("cache", vec!["--cachefile", cache.to_str().unwrap()], auto),
-        ("cidr", vec!["--cidr", "10.2.0.0/16"], want(|s| s.2)),
+    let cidr = want(|s| s.2);
+    // (tag, arguments, expected client and server frames, frames not sent)
+    let mut runs = vec![
+        ("auto", vec!["--auto".to_string()], auto.clone(), 0),
+        (
+            "cache",
+            vec!["--cachefile".into(), cache.display().to_string()],
+            auto,
+            0,
+        ),
+        (
+            "cidr",
+            vec!["--cidr".into(), "10.2.0.0/16".into()],
+            cidr.clone(),
+            0,
+        ),
         (
             "port",
-            vec!["--port-split", "--tx", "sendmmsg"],
+            vec!["--port-split".into(), "--tx".into(), "sendmmsg".into()],
             want(|s| s.3),
+            0,
         ),
-    ] {
-        let (c, s, rep) = tri.replay(&trace, &args, tag);
+    ];
+    if common::tools_available(&["tcpprep"]) {
+        // tcpprep's binary cache: `-c NETS --reverse -N` is wirelab's
+        // --cidr NETS split; packets 1 and 2 are left out by its include
+        // list ("don't send").
+        let tp = tmp("split-tcpprep.cache");
+        common::run(
+            Command::new("tcpprep")
+                .args(["-c", "10.2.0.0/16", "--reverse", "-N", "-x", "P:3-12"])
+                .arg("-i")
+                .arg(&trace)
+                .arg("-o")
+                .arg(&tp),
+        );
+        let not_sent = [&spec[0].0, &spec[1].0];
+        let keep = |v: &Vec<Vec<u8>>| -> Vec<Vec<u8>> {
+            v.iter()
+                .filter(|f| !not_sent.contains(f))
+                .cloned()
+                .collect()
+        };
+        runs.push((
+            "tcpprep",
+            vec!["--cachefile".into(), tp.display().to_string()],
+            (keep(&cidr.0), keep(&cidr.1)),
+            2,
+        ));
+    }
+    for (tag, args, exp, skipped) in runs {
+        let (c, s, rep) = tri.replay(
+            &trace,
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            tag,
+        );
         assert_eq!(c, exp.0, "{tag}: client side (-i) differs");
         assert_eq!(s, exp.1, "{tag}: server side (-I) differs");
         assert_eq!(rep["split"]["client_packets"], exp.0.len() as u64, "{tag}");
         assert_eq!(rep["split"]["server_packets"], exp.1.len() as u64, "{tag}");
-        assert_eq!(rep["fidelity"]["packets"], frames.len() as u64, "{tag}");
+        assert_eq!(rep["split"]["skipped_packets"], skipped, "{tag}");
+        assert_eq!(
+            rep["fidelity"]["packets"],
+            frames.len() as u64 - skipped,
+            "{tag}"
+        );
         assert_eq!(rep["send"]["frames_lost"], 0, "{tag}");
     }
     // A split without a second interface names the fix.
@@ -617,4 +667,252 @@ fn two_interface_split_sends_each_packet_to_its_side() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("-I"));
+}
+
+/// Writes a tcpprep cache for `pcap` with the real tcpprep.
+fn tcpprep(pcap: &Path, args: &[&str], cache: &Path) {
+    common::run(
+        Command::new("tcpprep")
+            .args(args)
+            .arg("-i")
+            .arg(pcap)
+            .arg("-o")
+            .arg(cache),
+    );
+}
+
+/// tcpprep's own reading of a cache file (`tcpprep -I`, "print info"): one
+/// character per packet, `c` primary, `s` secondary, `-` don't send.
+fn tcpprep_info(cache: &Path) -> String {
+    let o = common::run(Command::new("tcpprep").arg("-I").arg(cache));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let (num, what) = l
+                .strip_prefix("Packet ")
+                .and_then(|r| r.split_once(" -> "))
+                .unwrap_or_else(|| panic!("unexpected tcpprep -I line {l:?}"));
+            assert_eq!(num.parse::<usize>().unwrap(), i + 1, "{l}");
+            match what {
+                "Primary" => 'c',
+                "Secondary" => 's',
+                "Don't Send" => '-',
+                o => panic!("unexpected tcpprep -I verdict {o:?}"),
+            }
+        })
+        .collect()
+}
+
+/// The per-packet characters of a wirelab text cache file.
+fn cache_chars(p: &Path) -> String {
+    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut lines = t.lines();
+    assert_eq!(lines.next(), Some("wirelab.replay.cache/1"));
+    lines
+        .filter(|l| !l.starts_with("packets ") && !l.starts_with("mode "))
+        .collect()
+}
+
+/// Loads `cache` with `wirelab replay --cachefile` and writes it back as a
+/// text cache (classify only): the JSON summary and the per-packet sides.
+fn wirelab_reads(cache: &Path, pcap: &Path, tag: &str) -> (serde_json::Value, String) {
+    let text = tmp(&format!("{tag}.txt"));
+    let o = common::run(
+        Command::new(common::exe())
+            .args(["replay", "--json", "--cachefile"])
+            .arg(cache)
+            .arg("--save-cache")
+            .arg(&text)
+            .arg(pcap),
+    );
+    (common::json(&o), cache_chars(&text))
+}
+
+fn example2() -> PathBuf {
+    Path::new(TD).join("../pcapplusplus/example2.pcap")
+}
+
+#[test]
+fn tcpprep_cache_files_classify_every_packet_as_tcpprep_does() {
+    if !common::tools_available(&["tcpprep"]) {
+        return;
+    }
+    let cases: Vec<(PathBuf, Vec<&str>)> = vec![
+        (td("test.pcap"), vec!["-a", "client"]),
+        (td("test.pcap"), vec!["-a", "router"]),
+        (td("test.pcap"), vec!["-a", "first"]),
+        (td("test.pcap"), vec!["-c", "10.0.0.0/8"]),
+        (
+            td("test.pcap"),
+            vec!["-c", "172.16.0.0/12", "--reverse", "-N"],
+        ),
+        (td("test.pcap"), vec!["-p"]),
+        // "Don't send" packets, from tcpprep's include/exclude lists.
+        (
+            td("test.pcap"),
+            vec!["-c", "10.0.0.0/8", "-x", "P:1-10,100-120"],
+        ),
+        (td("test.pcap"), vec!["-p", "-X", "P:50-60,170-179"]),
+        (td("test_fragroute.pcap"), vec!["-a", "bridge"]),
+        // 4709 packets: tcpprep writes its data in blocks of 1020 packets.
+        (example2(), vec!["-c", "10.0.0.0/8"]),
+        (example2(), vec!["-a", "client"]),
+        (example2(), vec!["-p", "-x", "P:1000-1100,3000-4709"]),
+    ];
+    for (i, (pcap, args)) in cases.iter().enumerate() {
+        let cache = tmp(&format!("tcpprep-{i}.cache"));
+        tcpprep(pcap, args, &cache);
+        let want = tcpprep_info(&cache);
+        let (j, got) = wirelab_reads(&cache, pcap, &format!("tcpprep-{i}"));
+        assert_eq!(got.len(), want.len(), "{args:?}: packet count");
+        if let Some(k) = got.chars().zip(want.chars()).position(|(g, w)| g != w) {
+            panic!(
+                "{args:?}: packet {} is {:?} in wirelab but {:?} per tcpprep -I (c = primary/client, s = secondary/server, - = don't send)",
+                k + 1,
+                got.as_bytes()[k] as char,
+                want.as_bytes()[k] as char
+            );
+        }
+        let count = |c: char| want.chars().filter(|&x| x == c).count() as u64;
+        assert_eq!(j["mode"], "tcpprep", "{args:?}");
+        assert_eq!(j["packets"], want.len() as u64, "{args:?}");
+        assert_eq!(j["client_packets"], count('c'), "{args:?}");
+        assert_eq!(j["server_packets"], count('s'), "{args:?}");
+        assert_eq!(j["skipped_packets"], count('-'), "{args:?}");
+        // tcpprep embeds its command line as the comment.
+        let comment = j["comment"].as_str().unwrap();
+        assert!(
+            args.iter().all(|a| comment.contains(a)),
+            "{args:?}: {comment}"
+        );
+        if args
+            .iter()
+            .any(|a| a.starts_with("-x") || a.starts_with("-X"))
+        {
+            assert!(count('-') > 0, "{args:?}: no don't-send packet");
+        }
+    }
+}
+
+#[test]
+fn tcpprep_reverse_cidr_split_equals_wirelab_cidr() {
+    // tcpprep -c puts packets from the networks on the primary interface
+    // (its manual calls them servers); with --reverse they go to the
+    // secondary one, and -N sends non-IP frames on the primary: wirelab's
+    // --cidr split exactly, packet for packet.
+    if !common::tools_available(&["tcpprep"]) {
+        return;
+    }
+    for (i, (pcap, nets)) in [
+        (td("test.pcap"), "10.0.0.0/8"),
+        (td("test_fragroute.pcap"), "192.168.0.0/16,172.16.0.0/12"),
+        (example2(), "10.0.0.0/8"),
+        (example2(), "192.168.0.0/16,172.16.0.0/12"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let tag = format!("rev-{i}");
+        let cache = tmp(&format!("{tag}.cache"));
+        tcpprep(&pcap, &["-c", nets, "--reverse", "-N"], &cache);
+        let (_, from_tcpprep) = wirelab_reads(&cache, &pcap, &tag);
+        let own = tmp(&format!("{tag}-own.txt"));
+        common::run(
+            Command::new(common::exe())
+                .args(["replay", "--cidr", nets, "--save-cache"])
+                .arg(&own)
+                .arg(&pcap),
+        );
+        assert_eq!(
+            from_tcpprep,
+            cache_chars(&own),
+            "{}: {nets}",
+            pcap.display()
+        );
+    }
+}
+
+#[test]
+fn unusable_tcpprep_cache_files_are_refused_with_the_reason() {
+    if !common::tools_available(&["tcpprep"]) {
+        return;
+    }
+    let refuse = |cache: &Path, pcap: &Path| -> String {
+        let o = Command::new(common::exe())
+            .args(["replay", "--cachefile"])
+            .arg(cache)
+            .args(["--save-cache", tmp("refused.txt").to_str().unwrap()])
+            .arg(pcap)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        err
+    };
+    let good = tmp("good.cache");
+    tcpprep(&td("test.pcap"), &["-c", "10.0.0.0/8"], &good);
+    let bytes = std::fs::read(&good).unwrap();
+    // A cache for another trace.
+    let e = refuse(&good, &td("test_fragroute.pcap"));
+    assert!(
+        e.contains("179 packet(s)") && e.contains("the trace has 20"),
+        "{e}"
+    );
+    // The same cache with two copies of its trace (tcpprep reads one file).
+    let o = Command::new(common::exe())
+        .args(["replay", "--cachefile"])
+        .arg(&good)
+        .args(["--save-cache", tmp("two.txt").to_str().unwrap()])
+        .arg(td("test.pcap"))
+        .arg(td("test.pcap"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the trace has 358"));
+    // Cut short.
+    let cut = tmp("cut.cache");
+    std::fs::write(&cut, &bytes[..bytes.len() - 3]).unwrap();
+    let e = refuse(&cut, &td("test.pcap"));
+    assert!(
+        e.contains("cut short") && e.contains("179 packet(s)"),
+        "{e}"
+    );
+    std::fs::write(&cut, &bytes[..20]).unwrap();
+    assert!(refuse(&cut, &td("test.pcap")).contains("24-byte header"));
+    // Another format version.
+    let mut v3 = bytes.clone();
+    v3[8..10].copy_from_slice(b"03");
+    let old = tmp("v3.cache");
+    std::fs::write(&old, &v3).unwrap();
+    let e = refuse(&old, &td("test.pcap"));
+    assert!(e.contains("version \"03\" is not supported"), "{e}");
+    // Neither format.
+    let junk = tmp("junk.cache");
+    std::fs::write(&junk, b"tcpprep 04 but not really\n").unwrap();
+    assert!(refuse(&junk, &td("test.pcap")).contains("not a cache file"));
+    // tcpprep --auto with --exclude leaves its first pass's entries in the
+    // file (tcpprep 4.4): wirelab refuses it rather than send packets on
+    // shifted sides. Should a tcpprep write it right, it must read right.
+    let shifted = tmp("shifted.cache");
+    tcpprep(
+        &td("test.pcap"),
+        &["-a", "client", "-X", "P:50-60"],
+        &shifted,
+    );
+    let len = std::fs::metadata(&shifted).unwrap().len();
+    let comment_len = u64::from(u16::from_be_bytes(
+        std::fs::read(&shifted).unwrap()[22..24].try_into().unwrap(),
+    ));
+    if len > 24 + comment_len + 179u64.div_ceil(4) {
+        let e = refuse(&shifted, &td("test.pcap"));
+        assert!(
+            e.contains("too long") && e.contains("--include/--exclude"),
+            "{e}"
+        );
+    } else {
+        let (_, got) = wirelab_reads(&shifted, &td("test.pcap"), "shifted");
+        assert_eq!(got, tcpprep_info(&shifted));
+    }
 }

@@ -30,7 +30,7 @@ use wirelab_wire::rewrite::split::{Side, SideMap};
 use wirelab_wire::rewrite::{unique_ip, RewriteStats};
 
 use crate::StopFlag;
-pub use trace::{side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
+pub use trace::{count_packets, side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
 
 /// JSON schema name of the report.
 pub const SCHEMA: &str = "wirelab.replay/1";
@@ -131,7 +131,7 @@ pub enum Spin {
 pub struct Split {
     /// Where server packets go (client packets go to [`ReplayConfig::output`]).
     pub secondary: Output,
-    /// The side of every packet number.
+    /// The side of every packet number (or that it is not sent).
     pub sides: SideMap,
 }
 
@@ -148,6 +148,9 @@ pub struct SplitReport {
     pub client_packets: u64,
     /// Server packets sent (secondary).
     pub server_packets: u64,
+    /// Packets not sent because the cache file marks them "don't send"
+    /// (tcpprep), counted in every loop.
+    pub skipped_packets: u64,
 }
 
 /// How the sender waited.
@@ -415,6 +418,8 @@ struct Sender<'a> {
     spin: SpinMargin,
     wait: WaitReport,
     per_side: [u64; 2],
+    /// Packets the split says not to send.
+    skipped: u64,
     sched: Schedule,
     pacer: Pacer,
     clock: LoopClock,
@@ -492,6 +497,18 @@ impl Sender<'_> {
             self.stopped_by = "limit";
             return false;
         }
+        // Decided before scheduling: a packet not sent takes no slot.
+        let side = match &self.cfg.split {
+            Some(sp) => match sp.sides.side(p.number) {
+                Some(Side::Client) => 0,
+                Some(Side::Server) => 1,
+                None => {
+                    self.skipped += 1;
+                    return true;
+                }
+            },
+            None => 0,
+        };
         let ideal = self.sched.next(self.clock.trace_ns(pass, p.t_ns), p.len);
         if let Some(d) = self.cfg.duration_ns {
             let over = if matches!(self.cfg.timing, Timing::Topspeed) || !self.paced {
@@ -542,10 +559,6 @@ impl Sender<'_> {
                 spin_until_mono(deadline);
             }
         }
-        let side = match &self.cfg.split {
-            Some(sp) if sp.sides.side(p.number) == Side::Server => 1,
-            _ => 0,
-        };
         loop {
             match self.tx[side].push(data, p.orig_len, pass, self.cfg.unique_ip, ideal) {
                 Ok(true) => break,
@@ -743,6 +756,7 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
             oversleep_max_ns: 0,
         },
         per_side: [0; 2],
+        skipped: 0,
         sched: Schedule::new(cfg.timing),
         pacer: Pacer::new(cfg.late),
         clock: LoopClock::new(span, count, cfg.loop_delay_ns),
@@ -859,6 +873,7 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
             secondary: split_desc.clone().unwrap_or_default(),
             client_packets: s.per_side[0],
             server_packets: s.per_side[1],
+            skipped_packets: s.skipped,
         }),
         wait: s.wait,
     })

@@ -274,16 +274,34 @@ pub fn side_map(
         }
         Ok(())
     };
-    let mut server = Vec::new();
+    let mut sides = Vec::new();
     if let SplitMode::Auto = mode {
         let mut a = AutoSplit::default();
         each(&mut |d| a.learn(d))?;
-        each(&mut |d| server.push(a.side(d) == Side::Server))?;
+        each(&mut |d| sides.push(Some(a.side(d))))?;
     } else {
-        each(&mut |d| server.push(direct_side(mode, d) == Some(Side::Server)))?;
+        each(&mut |d| sides.push(Some(direct_side(mode, d).unwrap_or(Side::Client))))?;
     }
     Ok(SideMap {
-        server,
+        sides,
         mode: mode.name().to_string(),
+        comment: String::new(),
     })
+}
+
+/// Packets in `files` (all of them, before selection): what a loaded cache
+/// file must cover.
+pub fn count_packets(files: &[PathBuf]) -> Result<u64, ReplayError> {
+    let mut n = 0u64;
+    for path in files {
+        let mut r = open(path)?;
+        while r
+            .next_packet()
+            .map_err(|e| ReplayError::Input(format!("{}: {e}", path.display())))?
+            .is_some()
+        {
+            n += 1;
+        }
+    }
+    Ok(n)
 }

@@ -23,7 +23,11 @@
 //!
 //! Packets without IP (ARP, LLC, ...) are client packets in every mode.
 //! A [`SideMap`] holds the result per packet number and is saved to and
-//! loaded from a small text cache file ([`SideMap::to_text`]).
+//! loaded from a small text cache file ([`SideMap::to_text`]). tcpprep's
+//! own binary cache files are read too ([`SideMap::from_tcpprep`]; the
+//! format is told by its first bytes, [`SideMap::load`]): tcpprep's primary
+//! interface is the client side, its secondary the server side, and its
+//! "don't send" packets are not sent.
 
 use super::layers::{parse_ethernet, L3Kind, TCP, UDP};
 use super::{addr_at, Cidr, SpecError};
@@ -270,64 +274,246 @@ pub fn direct_side(mode: &SplitMode, frame: &[u8]) -> Option<Side> {
     })
 }
 
-/// One side per packet number (1-based, across all input files in order,
-/// before any selection): what a cache file holds.
+/// What to do with each packet number (1-based, across all input files in
+/// order, before any selection): what a cache file holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SideMap {
-    /// `true` = server, index = packet number - 1.
-    pub server: Vec<bool>,
-    /// How it was made (cidr, port, auto, or what a loaded file said).
+    /// Index = packet number - 1: the side the packet is sent on, or `None`
+    /// for a packet not to send at all (tcpprep's "don't send": packets its
+    /// `--include`/`--exclude` left out).
+    pub sides: Vec<Option<Side>>,
+    /// How it was made (cidr, port, auto, tcpprep, or what a loaded text
+    /// file said).
     pub mode: String,
+    /// A tcpprep cache's embedded comment (tcpprep puts its command line
+    /// there); empty otherwise.
+    pub comment: String,
+}
+
+/// Packets per side in a [`SideMap`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SideCounts {
+    /// Client packets (primary interface, `-i`).
+    pub client: u64,
+    /// Server packets (secondary interface, `-I`).
+    pub server: u64,
+    /// Packets not to send (tcpprep's "don't send").
+    pub skipped: u64,
+}
+
+impl SideCounts {
+    /// All packets of the map.
+    pub fn total(&self) -> u64 {
+        self.client + self.server + self.skipped
+    }
 }
 
 /// First line of a cache file.
 pub const CACHE_MAGIC: &str = "wirelab.replay.cache/1";
 
+/// The first 8 bytes of a tcpprep cache file (`tcpprep -o FILE`).
+pub const TCPPREP_MAGIC: &[u8; 8] = b"tcpprep\0";
+
+/// The only tcpprep cache version read: "04" (64-bit packet count, all
+/// integers in network byte order), what tcpprep 4.x writes.
+pub const TCPPREP_VERSION: u32 = 4;
+
+/// Size of tcpprep's packed cache file header: magic\[8\], version\[4\],
+/// u64 packet count, u16 packets per byte, u16 comment length.
+pub const TCPPREP_HEADER_LEN: usize = 24;
+
 impl SideMap {
-    /// The side of packet `number` (1-based); packets beyond the map are
+    /// Packets in the map.
+    pub fn len(&self) -> u64 {
+        self.sides.len() as u64
+    }
+
+    /// Whether the map holds no packet.
+    pub fn is_empty(&self) -> bool {
+        self.sides.is_empty()
+    }
+
+    /// What to do with packet `number` (1-based): `Some(side)` = send it on
+    /// that side, `None` = do not send it. Packets beyond the map are
     /// client packets.
-    pub fn side(&self, number: u64) -> Side {
+    pub fn side(&self, number: u64) -> Option<Side> {
         match number
             .checked_sub(1)
-            .and_then(|i| self.server.get(i as usize))
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| self.sides.get(i))
         {
-            Some(true) => Side::Server,
-            _ => Side::Client,
+            Some(&s) => s,
+            None => Some(Side::Client),
         }
     }
 
-    /// Client and server packet counts.
-    pub fn counts(&self) -> (u64, u64) {
-        let s = self.server.iter().filter(|&&b| b).count() as u64;
-        (self.server.len() as u64 - s, s)
+    /// Client, server and not-sent packet counts.
+    pub fn counts(&self) -> SideCounts {
+        let mut c = SideCounts::default();
+        for s in &self.sides {
+            match s {
+                Some(Side::Client) => c.client += 1,
+                Some(Side::Server) => c.server += 1,
+                None => c.skipped += 1,
+            }
+        }
+        c
+    }
+
+    /// Checks that the map was made for a trace of `trace_packets` packets
+    /// (cache files are per packet number: a cache for another trace would
+    /// silently send packets on the wrong side).
+    pub fn check_trace(&self, trace_packets: u64) -> Result<(), SpecError> {
+        if self.len() == trace_packets {
+            return Ok(());
+        }
+        let how = if self.mode == "tcpprep" {
+            "tcpprep -i TRACE -o FILE ... (tcpprep reads one file: give wirelab that same single file)"
+        } else {
+            "wirelab replay --save-cache FILE --auto|--cidr|--port-split TRACE"
+        };
+        Err(SpecError(format!(
+            "the cache file classifies {} packet(s) but the trace has {trace_packets}: it was made for another trace (packets are numbered across all input files in order). Use the trace the cache was made from, or write the cache again for this trace: {how}",
+            self.len()
+        )))
     }
 
     /// The cache file text: the magic line, `packets N`, `mode M`, then one
-    /// character per packet (`c` client, `s` server), 64 per line.
+    /// character per packet (`c` client, `s` server, `-` not sent), 64 per
+    /// line.
     pub fn to_text(&self) -> String {
-        let mut t = format!(
-            "{CACHE_MAGIC}\npackets {}\nmode {}\n",
-            self.server.len(),
-            self.mode
-        );
-        for chunk in self.server.chunks(64) {
-            t.extend(chunk.iter().map(|&s| if s { 's' } else { 'c' }));
+        let mode: String = self
+            .mode
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let mode = match mode.trim() {
+            "" => "cache",
+            m => m,
+        };
+        let mut t = format!("{CACHE_MAGIC}\npackets {}\nmode {mode}\n", self.sides.len());
+        for chunk in self.sides.chunks(64) {
+            t.extend(chunk.iter().map(|s| match s {
+                Some(Side::Client) => 'c',
+                Some(Side::Server) => 's',
+                None => '-',
+            }));
             t.push('\n');
         }
         t
     }
 
-    /// Parses a cache file's text.
+    /// Reads a cache file of either format, told apart by its first bytes:
+    /// tcpprep's binary cache ([`SideMap::from_tcpprep`]) or wirelab's text
+    /// cache ([`SideMap::from_text`]).
+    pub fn load(bytes: &[u8]) -> Result<SideMap, SpecError> {
+        if bytes.starts_with(TCPPREP_MAGIC) {
+            return SideMap::from_tcpprep(bytes);
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(t) => SideMap::from_text(t),
+            Err(_) => Err(SpecError(not_a_cache())),
+        }
+    }
+
+    /// Parses a tcpprep cache file (`tcpprep -o FILE`, version 04).
+    ///
+    /// Layout (tcpreplay's `src/common/cache.[ch]`): a packed 24-byte header
+    /// — magic `tcpprep\0`, version `04\0\0`, packet count (u64), packets per
+    /// byte (u16, always 4) and comment length (u16), all big-endian — then
+    /// the comment, then 2 bits per packet, packet 1 in the two lowest bits
+    /// of the first byte: the higher bit of each pair is "send", the lower
+    /// one "primary interface". tcpprep's primary (`-i`, client-to-server)
+    /// is wirelab's client side, secondary (`-I`) the server side; a packet
+    /// whose send bit is clear is not sent (`None`).
+    pub fn from_tcpprep(b: &[u8]) -> Result<SideMap, SpecError> {
+        const AGAIN: &str = "write it again with `tcpprep -i TRACE -o FILE ...`";
+        if !b.starts_with(TCPPREP_MAGIC) {
+            return Err(SpecError(not_a_cache()));
+        }
+        if b.len() < TCPPREP_HEADER_LEN {
+            return Err(SpecError(format!(
+                "tcpprep cache file cut short: {} bytes, less than its {TCPPREP_HEADER_LEN}-byte header; {AGAIN}",
+                b.len()
+            )));
+        }
+        let version = &b[8..12];
+        let digits: String = version
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .map(|&c| char::from(c))
+            .collect();
+        if digits.parse::<u32>().ok() != Some(TCPPREP_VERSION) {
+            let shown: String = version
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| char::from(c))
+                .collect();
+            return Err(SpecError(format!(
+                "tcpprep cache version {shown:?} is not supported: wirelab reads version \"04\" (64-bit packet count in network byte order, written by tcpprep 4.x); {AGAIN} using a current tcpprep"
+            )));
+        }
+        let n = u64::from_be_bytes(b[12..20].try_into().expect("8 bytes"));
+        let per_byte = u16::from_be_bytes([b[20], b[21]]);
+        let comment_len = usize::from(u16::from_be_bytes([b[22], b[23]]));
+        if per_byte != 4 {
+            return Err(SpecError(format!(
+                "tcpprep cache header says {per_byte} packets per byte, but the format has 4 (2 bits per packet): the file is damaged, or it comes from an old tcpprep with an unpacked header; {AGAIN}"
+            )));
+        }
+        let body = &b[TCPPREP_HEADER_LEN..];
+        if body.len() < comment_len {
+            return Err(SpecError(format!(
+                "tcpprep cache file cut short: the header announces a {comment_len}-byte comment but only {} byte(s) follow; {AGAIN}",
+                body.len()
+            )));
+        }
+        let (comment, data) = body.split_at(comment_len);
+        let need = n.div_ceil(4);
+        if (data.len() as u64) < need {
+            return Err(SpecError(format!(
+                "tcpprep cache file cut short: the header says {n} packet(s), which take {need} byte(s) of data (4 packets per byte), but only {} byte(s) follow the comment; {AGAIN}",
+                data.len()
+            )));
+        }
+        if (data.len() as u64) > need {
+            // tcpprep 4.x's --auto runs over the trace twice and keeps the
+            // "don't send" entries its --include/--exclude added in the
+            // first pass: every later entry is shifted. tcpreplay reads the
+            // first `need` bytes anyway and sends packets on the wrong side.
+            return Err(SpecError(format!(
+                "tcpprep cache file too long: the header says {n} packet(s), which take {need} byte(s) of data (4 packets per byte), but {} byte(s) follow the comment, so the entries do not line up with the packets. tcpprep writes such files when --auto is combined with --include/--exclude (-x/-X): its first pass leaves entries behind (tcpreplay would send packets on the wrong side or not at all). Make the cache without -x/-X and select packets with wirelab's --include/--exclude instead",
+                data.len()
+            )));
+        }
+        let sides = (0..n as usize)
+            .map(|i| {
+                let bits = data[i / 4] >> ((i % 4) * 2);
+                match (bits & 0b10 != 0, bits & 0b01 != 0) {
+                    (false, _) => None,
+                    (true, true) => Some(Side::Client),
+                    (true, false) => Some(Side::Server),
+                }
+            })
+            .collect();
+        Ok(SideMap {
+            sides,
+            mode: "tcpprep".into(),
+            comment: String::from_utf8_lossy(comment)
+                .trim_end_matches('\0')
+                .to_string(),
+        })
+    }
+
+    /// Parses a wirelab text cache file.
     pub fn from_text(t: &str) -> Result<SideMap, SpecError> {
         let mut lines = t.lines();
         if lines.next().map(str::trim) != Some(CACHE_MAGIC) {
-            return Err(SpecError(format!(
-                "not a wirelab cache file (first line must be {CACHE_MAGIC}); make one with `wirelab replay --save-cache FILE --auto|--cidr|--port-split TRACE` (tcpprep's binary cache files are not read)"
-            )));
+            return Err(SpecError(not_a_cache()));
         }
         let mut n: Option<usize> = None;
         let mut mode = String::from("cache");
-        let mut server = vec![];
+        let mut sides = vec![];
         for (i, line) in lines.enumerate() {
             let line = line.trim();
             if let Some(v) = line.strip_prefix("packets ") {
@@ -339,12 +525,13 @@ impl SideMap {
             } else if line.is_empty() || line.starts_with('#') {
             } else {
                 for c in line.chars() {
-                    server.push(match c {
-                        'c' => false,
-                        's' => true,
+                    sides.push(match c {
+                        'c' => Some(Side::Client),
+                        's' => Some(Side::Server),
+                        '-' => None,
                         o => {
                             return Err(SpecError(format!(
-                                "cache line {}: {o:?} is neither c (client) nor s (server)",
+                                "cache line {}: {o:?} is neither c (client), s (server) nor - (not sent)",
                                 i + 2
                             )))
                         }
@@ -353,20 +540,31 @@ impl SideMap {
             }
         }
         if let Some(n) = n {
-            if n != server.len() {
+            if n != sides.len() {
                 return Err(SpecError(format!(
                     "cache file says {n} packets but holds {}; it is cut short or edited — write it again with --save-cache",
-                    server.len()
+                    sides.len()
                 )));
             }
         }
-        Ok(SideMap { server, mode })
+        Ok(SideMap {
+            sides,
+            mode,
+            comment: String::new(),
+        })
     }
+}
+
+fn not_a_cache() -> String {
+    format!(
+        "not a cache file: expected wirelab's text cache (first line {CACHE_MAGIC}) or tcpprep's binary cache (starts with \"tcpprep\\0\"); make one with `wirelab replay --save-cache FILE --auto|--cidr|--port-split TRACE` or `tcpprep -i TRACE -o FILE --auto|--cidr|--port ...`"
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn frame(src: [u8; 4], dst: [u8; 4], proto: u8, sp: u16, dp: u16, flags: u8) -> Vec<u8> {
         let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
@@ -471,17 +669,38 @@ mod tests {
     #[test]
     fn cache_round_trip_and_errors() {
         let m = SideMap {
-            server: (0..150).map(|i| i % 3 == 0).collect(),
+            sides: (0..150)
+                .map(|i| match i % 3 {
+                    0 => Some(Side::Server),
+                    1 => Some(Side::Client),
+                    _ if i % 5 == 0 => None,
+                    _ => Some(Side::Client),
+                })
+                .collect(),
             mode: "auto".into(),
+            comment: String::new(),
         };
         let t = m.to_text();
         assert_eq!(SideMap::from_text(&t).unwrap(), m);
-        assert_eq!(m.side(1), Side::Server);
-        assert_eq!(m.side(2), Side::Client);
-        assert_eq!(m.side(0), Side::Client);
-        assert_eq!(m.side(1000), Side::Client);
-        assert_eq!(m.counts(), (100, 50));
+        assert_eq!(SideMap::load(t.as_bytes()).unwrap(), m);
+        assert_eq!(m.side(1), Some(Side::Server));
+        assert_eq!(m.side(2), Some(Side::Client));
+        assert_eq!(m.side(0), Some(Side::Client));
+        assert_eq!(m.side(1000), Some(Side::Client));
+        assert_eq!(m.side(6), None);
+        assert_eq!(
+            m.counts(),
+            SideCounts {
+                client: 90,
+                server: 50,
+                skipped: 10
+            }
+        );
+        assert_eq!(m.counts().total(), 150);
         assert!(SideMap::from_text("hello").is_err());
+        let e = SideMap::load(b"hello").unwrap_err().0;
+        assert!(e.contains("tcpprep") && e.contains(CACHE_MAGIC), "{e}");
+        assert!(SideMap::load(&[0xff, 0xfe, 0]).is_err());
         let cut = t.replace("packets 150", "packets 151");
         assert!(SideMap::from_text(&cut)
             .unwrap_err()
@@ -489,5 +708,163 @@ mod tests {
             .contains("cut short"));
         let bad = format!("{CACHE_MAGIC}\ncsx\n");
         assert!(SideMap::from_text(&bad).is_err());
+        // A control character in the mode cannot break the line structure.
+        let odd = SideMap {
+            mode: "tcpprep\nc".into(),
+            ..m.clone()
+        };
+        assert_eq!(SideMap::from_text(&odd.to_text()).unwrap().sides, m.sides);
+    }
+
+    /// A tcpprep cache file as tcpprep 4.x writes it: packed big-endian
+    /// header, comment, 2 bits per packet from the low bits up.
+    fn tcpprep_file(
+        version: &[u8; 4],
+        n: u64,
+        per_byte: u16,
+        comment: &[u8],
+        data: &[u8],
+    ) -> Vec<u8> {
+        let mut f = TCPPREP_MAGIC.to_vec();
+        f.extend_from_slice(version);
+        f.extend_from_slice(&n.to_be_bytes());
+        f.extend_from_slice(&per_byte.to_be_bytes());
+        f.extend_from_slice(&(comment.len() as u16).to_be_bytes());
+        f.extend_from_slice(comment);
+        f.extend_from_slice(data);
+        f
+    }
+
+    #[test]
+    fn tcpprep_cache_bits_and_sides() {
+        use Side::*;
+        // Pairs from the low bits: 11 = send primary (client), 10 = send
+        // secondary (server), 00 and 01 = don't send.
+        // Byte 0: p1=11, p2=10, p3=00, p4=01 -> 0b01_00_10_11.
+        // Byte 1: p5=10, p6=11 (p7/p8 unused, set to junk).
+        let data = [0b0100_1011, 0b1111_1110];
+        let f = tcpprep_file(b"04\0\0", 6, 4, b"-c 10.0.0.0/8 -i x.pcap", &data);
+        let m = SideMap::load(&f).unwrap();
+        assert_eq!(
+            m.sides,
+            [
+                Some(Client),
+                Some(Server),
+                None,
+                None,
+                Some(Server),
+                Some(Client)
+            ]
+        );
+        assert_eq!(m.mode, "tcpprep");
+        assert_eq!(m.comment, "-c 10.0.0.0/8 -i x.pcap");
+        assert_eq!(
+            m.counts(),
+            SideCounts {
+                client: 2,
+                server: 2,
+                skipped: 2
+            }
+        );
+        assert_eq!(m.side(3), None);
+        assert!(m.check_trace(6).is_ok());
+        // The text cache keeps the "don't send" packets.
+        assert_eq!(
+            SideMap::load(m.to_text().as_bytes()).unwrap().sides,
+            m.sides
+        );
+        // Exactly a multiple of 4 packets, no comment.
+        let f = tcpprep_file(b"04\0\0", 4, 4, b"", &[0xff]);
+        assert_eq!(SideMap::load(&f).unwrap().sides, vec![Some(Client); 4]);
+        // tcpprep's writer copies strlen("tcpprep") bytes of "04": the
+        // version field may hold more NULs; atoi() reads "4" too.
+        let f = tcpprep_file(b"4\0\0\0", 1, 4, b"", &[0b10]);
+        assert_eq!(SideMap::load(&f).unwrap().sides, vec![Some(Server)]);
+        // An empty trace.
+        let f = tcpprep_file(b"04\0\0", 0, 4, b"c", &[]);
+        assert!(SideMap::load(&f).unwrap().is_empty());
+    }
+
+    #[test]
+    fn tcpprep_cache_errors_name_the_problem() {
+        let err = |b: &[u8]| SideMap::load(b).unwrap_err().0;
+        let ok = tcpprep_file(b"04\0\0", 5, 4, b"hi", &[0xff, 0x03]);
+        assert!(SideMap::load(&ok).is_ok());
+        // Every cut of a valid file is an error, never a panic.
+        for l in 0..ok.len() {
+            let e = err(&ok[..l]);
+            assert!(
+                e.contains("cut short") || e.contains("not a cache file"),
+                "{l}: {e}"
+            );
+        }
+        let e = err(&ok[..10]);
+        assert!(e.contains("24-byte header"), "{e}");
+        let e = err(&ok[..ok.len() - 1]);
+        assert!(e.contains("5 packet(s)") && e.contains("2 byte(s)"), "{e}");
+        let mut long = ok.clone();
+        long.push(0);
+        let e = err(&long);
+        assert!(e.contains("too long") && e.contains("--auto"), "{e}");
+        let e = err(&tcpprep_file(b"03\0\0", 5, 4, b"", &[0xff, 0x03]));
+        assert!(e.contains("\"03\"") && e.contains("not supported"), "{e}");
+        let e = err(&tcpprep_file(b"xx\0\0", 5, 4, b"", &[0xff, 0x03]));
+        assert!(e.contains("not supported"), "{e}");
+        let e = err(&tcpprep_file(b"04\0\0", 5, 8, b"", &[0xff, 0x03]));
+        assert!(e.contains("8 packets per byte"), "{e}");
+        let e = err(&tcpprep_file(b"04\0\0", 5, 4, b"", &[]));
+        assert!(e.contains("cut short"), "{e}");
+        // A huge count with no data: an error, not an allocation.
+        let e = err(&tcpprep_file(b"04\0\0", u64::MAX, 4, b"", &[0]));
+        assert!(e.contains("cut short"), "{e}");
+        // The comment runs past the end.
+        let mut f = tcpprep_file(b"04\0\0", 1, 4, b"", &[]);
+        f[22..24].copy_from_slice(&100u16.to_be_bytes());
+        assert!(err(&f).contains("100-byte comment"));
+        // A cache for another trace.
+        let m = SideMap::load(&ok).unwrap();
+        let e = m.check_trace(179).unwrap_err().0;
+        assert!(
+            e.contains("5 packet(s)") && e.contains("179") && e.contains("tcpprep -i"),
+            "{e}"
+        );
+        let text = SideMap {
+            mode: "auto".into(),
+            ..m
+        };
+        assert!(text.check_trace(4).unwrap_err().0.contains("--save-cache"));
+    }
+
+    proptest! {
+        /// Any header values, any cut: an error or a map that survives the
+        /// text round trip, never a panic.
+        #[test]
+        fn tcpprep_loader_never_panics(
+            version in prop_oneof![Just(*b"04\0\0"), any::<[u8; 4]>()],
+            n in prop_oneof![0u64..40, any::<u64>()],
+            per_byte in prop_oneof![Just(4u16), any::<u16>()],
+            comment in proptest::collection::vec(any::<u8>(), 0..12),
+            data in proptest::collection::vec(any::<u8>(), 0..12),
+            cut in any::<usize>(),
+        ) {
+            let mut f = tcpprep_file(&version, n, per_byte, &comment, &data);
+            f.truncate(cut % (f.len() + 1));
+            if let Ok(m) = SideMap::load(&f) {
+                prop_assert_eq!(m.counts().total(), m.len());
+                let back = SideMap::load(m.to_text().as_bytes()).unwrap();
+                prop_assert_eq!(back.sides, m.sides);
+            }
+        }
+
+        #[test]
+        fn text_loader_never_panics(data in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = SideMap::load(&data);
+            let mut t = format!("{CACHE_MAGIC}\n").into_bytes();
+            t.extend(data.iter().map(|b| b"cs-\n#m"[usize::from(*b) % 6]));
+            if let Ok(m) = SideMap::load(&t) {
+                let back = SideMap::load(m.to_text().as_bytes()).unwrap();
+                prop_assert_eq!(back.sides, m.sides);
+            }
+        }
     }
 }

@@ -155,9 +155,17 @@ fn side_map(a: &ReplayArgs) -> Result<Option<SideMap>> {
     let map = match (&mode, &a.split.cachefile) {
         (Some(m), _) => Some(replay::side_map(&a.files, m)?),
         (None, Some(f)) => {
-            let t = std::fs::read_to_string(f)
+            // wirelab's text cache or tcpprep's binary one, told apart by
+            // the first bytes.
+            let b = std::fs::read(f)
                 .with_context(|| format!("reading the cache file {}", f.display()))?;
-            Some(SideMap::from_text(&t).map_err(|e| usage(format!("{}: {e}", f.display())))?)
+            let m = SideMap::load(&b).map_err(|e| usage(format!("{}: {e}", f.display())))?;
+            // Per packet number: a cache made for another trace would send
+            // packets on the wrong side without a word.
+            let n = replay::count_packets(&a.files)?;
+            m.check_trace(n)
+                .map_err(|e| usage(format!("{}: {e}", f.display())))?;
+            Some(m)
         }
         (None, None) => None,
     };
@@ -178,7 +186,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
     if a.intf.is_none() && a.split.write.is_none() {
         // Classify only (tcpprep): the cache file is written.
         if let (Some(m), Some(out)) = (&sides, &a.split.save_cache) {
-            let (c, s) = m.counts();
+            let n = m.counts();
             if a.json {
                 println!(
                     "{}",
@@ -186,18 +194,30 @@ pub fn run(a: ReplayArgs) -> Result<()> {
                         "schema": "wirelab.replay.cache/1",
                         "cachefile": out.display().to_string(),
                         "mode": m.mode,
-                        "packets": c + s,
-                        "client_packets": c,
-                        "server_packets": s,
+                        "comment": m.comment,
+                        "packets": n.total(),
+                        "client_packets": n.client,
+                        "server_packets": n.server,
+                        "skipped_packets": n.skipped,
                     })
                 );
             } else {
                 println!(
-                    "cache {}: {} packet(s) classified by {}: {c} client (-i), {s} server (-I)",
+                    "cache {}: {} packet(s) classified by {}: {} client (-i), {} server (-I){}",
                     out.display(),
-                    c + s,
-                    m.mode
+                    n.total(),
+                    m.mode,
+                    n.client,
+                    n.server,
+                    if n.skipped > 0 {
+                        format!(", {} not sent", n.skipped)
+                    } else {
+                        String::new()
+                    }
                 );
+                if !m.comment.is_empty() {
+                    println!("  tcpprep comment: {}", m.comment.escape_debug());
+                }
             }
         }
         return Ok(());
@@ -480,8 +500,20 @@ fn print_human(r: &ReplayReport) {
         );
         if let Some(sp) = &r.split {
             println!(
-                "  split ({}): {} client packet(s) on {}, {} server packet(s) on {}",
-                sp.mode, sp.client_packets, sp.primary, sp.server_packets, sp.secondary
+                "  split ({}): {} client packet(s) on {}, {} server packet(s) on {}{}",
+                sp.mode,
+                sp.client_packets,
+                sp.primary,
+                sp.server_packets,
+                sp.secondary,
+                if sp.skipped_packets > 0 {
+                    format!(
+                        ", {} not sent (\"don't send\" in the cache)",
+                        sp.skipped_packets
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
         println!(

@@ -53,6 +53,22 @@ pub fn netns_available(also: &[&str]) -> bool {
     false
 }
 
+/// Whether the external `tools` (no root needed) are installed. On CI (CI
+/// set) a missing tool is a failure, not a skip, as in [`netns_available`].
+pub fn tools_available(tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|c| !have(c)).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "test prerequisites missing on CI: {missing:?} (scripts/install-deps.sh installs them)"
+        );
+    }
+    eprintln!("SKIP: needs {missing:?}");
+    false
+}
+
 pub fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("spawn");
     if !out.status.success() {
