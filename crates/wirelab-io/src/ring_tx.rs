@@ -181,24 +181,75 @@ impl TxRing {
     }
 
     /// Kicks the kernel to transmit every queued slot; blocks until they
-    /// are handed to the driver.
+    /// are handed to the driver and their buffers are released.
     pub fn kick(&mut self) -> io::Result<()> {
+        self.kick_with(true)
+    }
+
+    /// Kicks without waiting for completion (`MSG_DONTWAIT`): the kernel still
+    /// hands every queued slot to the driver inside the call, but does not wait
+    /// until each skb is freed — on veth with RPS that happens on another CPU,
+    /// and waiting for it made every kick cost a cross-CPU round trip (8–12 µs,
+    /// and up to hundreds of µs when that CPU was busy or halted). Slots come
+    /// back to `AVAILABLE` asynchronously; [`TxRing::push`] reports a slot
+    /// still in flight as "ring full". If the socket's send buffer is
+    /// exhausted the kernel stops early: the slots it left are counted in
+    /// [`TxRing::queued`] and the call fails with `EAGAIN` (retry).
+    pub fn kick_nowait(&mut self) -> io::Result<()> {
+        self.kick_with(false)
+    }
+
+    fn kick_with(&mut self, wait: bool) -> io::Result<()> {
         if self.queued == 0 {
             return Ok(());
         }
+        let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
         // SAFETY: send with a null buffer of length 0 on a TX-ring socket
         // means "transmit the ring"; no memory is passed.
-        let rc = unsafe { libc::send(self.sock.as_raw_fd(), std::ptr::null(), 0, 0) };
+        let rc = unsafe { libc::send(self.sock.as_raw_fd(), std::ptr::null(), 0, flags) };
         if rc < 0 {
             let e = io::Error::last_os_error();
             // Whatever the kernel could not send is still SEND_REQUEST and
             // goes with the next kick; count what is gone.
-            self.queued = self.pending();
+            self.queued = if wait {
+                self.pending()
+            } else {
+                self.requested()
+            };
             return Err(e);
+        }
+        if !wait {
+            self.queued = self.requested();
+            if self.queued > 0 {
+                return Err(io::Error::from_raw_os_error(libc::EAGAIN));
+            }
+            return Ok(());
         }
         // A blocking kick returns after every requested slot was processed.
         self.queued = 0;
         Ok(())
+    }
+
+    /// Waits (bounded by the socket's send timeout) until the kernel has
+    /// released every slot sent so far.
+    pub fn wait_done(&mut self) -> io::Result<()> {
+        // SAFETY: as in `kick_with`: a blocking zero-length send on the ring
+        // socket transmits nothing new and waits for pending slots.
+        let rc = unsafe { libc::send(self.sock.as_raw_fd(), std::ptr::null(), 0, 0) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Of the last `queued` slots, those the kernel has not taken yet.
+    fn requested(&self) -> usize {
+        (1..=self.queued)
+            .filter(|&k| {
+                let slot = (self.head + self.frame_nr - k % self.frame_nr) % self.frame_nr;
+                self.status(slot).load(Ordering::Acquire) == TP_STATUS_SEND_REQUEST
+            })
+            .count()
     }
 
     /// Slots still owned by the kernel (requested or being sent).

@@ -470,6 +470,9 @@ pub struct CaptureArgs {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReplayTxArg {
+    /// The TX ring with --topspeed (throughput), sendmmsg when timing matters (measured:
+    /// lower inter-departure error tails, docs/replay.md)
+    Auto,
     /// AF_PACKET TX ring (TPACKET_V2), batched kicks
     Ring,
     /// sendmmsg on a packet socket
@@ -577,11 +580,12 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "10us", value_name = "DURATION")]
     pub late_threshold: String,
     /// Sleep until this long before each deadline, then spin; "auto" learns the margin
-    /// from how late this machine's sleeps wake up (50us..500us)
+    /// from how late this machine's sleeps wake up (1ms..2ms: gaps shorter than that are
+    /// spun through)
     #[arg(long, default_value = "auto", value_name = "DURATION|auto")]
     pub spin: String,
     /// Transmit method
-    #[arg(long, value_enum, default_value = "ring")]
+    #[arg(long, value_enum, default_value = "auto")]
     pub tx: ReplayTxArg,
     /// Go through the qdisc layer (default: PACKET_QDISC_BYPASS)
     #[arg(long)]

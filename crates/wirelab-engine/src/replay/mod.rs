@@ -32,6 +32,11 @@ use wirelab_wire::rewrite::{unique_ip, RewriteStats};
 use crate::StopFlag;
 pub use trace::{count_packets, side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
 
+/// Lower bound of the learned spin margin of `--spin auto`.
+pub const REPLAY_SPIN_FLOOR_NS: u64 = 1_000_000;
+/// Upper bound of the learned spin margin of `--spin auto`.
+pub const REPLAY_SPIN_CEIL_NS: u64 = 2_000_000;
+
 /// JSON schema name of the report.
 pub const SCHEMA: &str = "wirelab.replay/1";
 
@@ -329,14 +334,17 @@ impl Tx {
         }
     }
 
-    /// Hands everything queued to the kernel. Returns frames lost.
-    fn kick(&mut self, st: &mut SendStats) -> u64 {
+    /// Hands everything queued to the kernel. Returns frames lost. `wait`:
+    /// a TX ring kick also waits until the kernel released the frames (see
+    /// `TxRing::kick_nowait` for why paced replay does not).
+    fn kick(&mut self, st: &mut SendStats, wait: bool) -> u64 {
         st.kicks += 1;
         match self {
             Tx::Ring(r) => {
                 let mut tries = 0;
                 loop {
-                    match r.kick() {
+                    let res = if wait { r.kick() } else { r.kick_nowait() };
+                    match res {
                         Ok(()) => return 0,
                         Err(e) if crate::transient_send_error(&e) && tries < 100 => {
                             st.retries += 1;
@@ -432,6 +440,11 @@ struct Sender<'a> {
     stopped_by: &'static str,
     log: Option<BufWriter<std::fs::File>>,
     paced: bool,
+    /// TX ring kicks wait for completion: only at top speed, where a kick
+    /// carries a full ring and waiting keeps the send buffer from running dry.
+    kick_waits: bool,
+    /// The first departure has not happened yet and will move the origin.
+    anchor_pending: bool,
     /// Smoothed cost of one kick (ns): a late packet whose catch-up target
     /// is closer than this joins the current batch instead of costing a
     /// kick of its own (otherwise a sender whose kick costs more than the
@@ -445,14 +458,28 @@ impl Sender<'_> {
             return;
         }
         let t_kick = mono_ns();
-        let dep = t_kick.saturating_sub(self.start);
+        let mut dep = t_kick.saturating_sub(self.start);
         let mut lost = [0u64; 2];
         for (i, tx) in self.tx.iter_mut().enumerate() {
             if tx.has_queued() {
-                lost[i] = tx.kick(&mut self.send);
+                lost[i] = tx.kick(&mut self.send, self.kick_waits);
             }
         }
         let cost = mono_ns().saturating_sub(t_kick);
+        if self.anchor_pending {
+            // The schedule runs from the first departure: the first kick on a
+            // cold path is slow (tens of µs), and anchored to the planned
+            // start the next packets would leave late and the first gap
+            // would be short. The first packet defines the origin (no error).
+            self.anchor_pending = false;
+            if let Some(q) = self.queue.first() {
+                let lag = (t_kick + cost)
+                    .saturating_sub(self.start)
+                    .saturating_sub(q.ideal);
+                self.start += lag;
+                dep = q.ideal;
+            }
+        }
         // EWMA with weight 1/8, capped so one preemption cannot make every
         // later packet batch.
         self.kick_cost_ns = (self.kick_cost_ns * 7 + cost.min(50_000)) / 8;
@@ -739,10 +766,14 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
     let mut s = Sender {
         cfg,
         tx: txs,
+        // Wider than the sender's 50–500 µs: on VMs a halted vCPU wakes up to
+        // ~0.8 ms late (periodically, every 512 ms here), which shows as a gap
+        // error of the same size; gaps under 1 ms are spun through, as
+        // tcpreplay spins through all of them (docs/replay.md, "Timing").
         spin: SpinMargin::new(
-            100_000,
-            SpinMargin::DEFAULT_FLOOR_NS,
-            SpinMargin::DEFAULT_CEIL_NS,
+            REPLAY_SPIN_FLOOR_NS,
+            REPLAY_SPIN_FLOOR_NS,
+            REPLAY_SPIN_CEIL_NS,
         ),
         wait: WaitReport {
             spin: match cfg.spin {
@@ -769,6 +800,8 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
         stopped_by: "done",
         log,
         paced,
+        kick_waits: matches!(cfg.timing, Timing::Topspeed),
+        anchor_pending: paced && !matches!(cfg.timing, Timing::Topspeed),
         kick_cost_ns: 0,
     };
     let _ = mono_to_real_offset();
@@ -832,6 +865,10 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
     s.flush();
     for tx in &mut s.tx {
         if let Tx::Ring(r) = tx {
+            // Every frame released before the ring is unmapped and the report made.
+            if let Err(e) = r.wait_done() {
+                tracing::warn!("waiting for the TX ring to drain: {e}");
+            }
             s.send.wrong_format += r.wrong_format();
         }
         if let Tx::File { w, .. } = tx {

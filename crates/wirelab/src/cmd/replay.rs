@@ -289,15 +289,20 @@ pub fn run(a: ReplayArgs) -> Result<()> {
                 .0,
         );
     }
+    let tx = match a.tx {
+        ReplayTxArg::Auto if a.topspeed => ReplayTxArg::Ring,
+        ReplayTxArg::Auto => ReplayTxArg::Sendmmsg,
+        t => t,
+    };
     let output = match (&a.split.write, &a.intf) {
         (Some(w), _) => Output::File(w.clone()),
-        (None, Some(i)) => match a.tx {
+        (None, Some(i)) => match tx {
             ReplayTxArg::Ring => Output::Ring {
                 ifname: i.clone(),
                 qdisc_bypass: !a.no_qdisc_bypass,
                 slots: a.ring_slots.max(8),
             },
-            ReplayTxArg::Sendmmsg => Output::Sendmmsg {
+            ReplayTxArg::Sendmmsg | ReplayTxArg::Auto => Output::Sendmmsg {
                 ifname: i.clone(),
                 qdisc_bypass: !a.no_qdisc_bypass,
             },
@@ -312,13 +317,13 @@ pub fn run(a: ReplayArgs) -> Result<()> {
                 ));
             }
             Some(Split {
-                secondary: match a.tx {
+                secondary: match tx {
                     ReplayTxArg::Ring => Output::Ring {
                         ifname: i2.clone(),
                         qdisc_bypass: !a.no_qdisc_bypass,
                         slots: a.ring_slots.max(8),
                     },
-                    ReplayTxArg::Sendmmsg => Output::Sendmmsg {
+                    ReplayTxArg::Sendmmsg | ReplayTxArg::Auto => Output::Sendmmsg {
                         ifname: i2.clone(),
                         qdisc_bypass: !a.no_qdisc_bypass,
                     },
