@@ -549,6 +549,7 @@ impl Sender<'_> {
             }
         }
         let target = self.pacer.target(ideal);
+        let (mut staged, mut waited) = (false, false);
         if self.paced {
             let mut now = mono_ns();
             // Late, and the catch-up target nearer than a kick costs: leave
@@ -565,6 +566,15 @@ impl Sender<'_> {
                 now = mono_ns();
             }
             if deadline > now {
+                // On time: copy and rewrite the frame now, so that after the
+                // wait only the send call stands between the deadline and
+                // the wire, and send it right after the wait instead of when
+                // the next packet has been read and scheduled.
+                if !self.stage(side, data, p.orig_len, pass, ideal, p.number) {
+                    return true;
+                }
+                staged = true;
+                waited = true;
                 let margin = match self.cfg.spin {
                     Spin::Fixed(m) => m,
                     Spin::Auto => self.spin.margin_ns(),
@@ -586,20 +596,8 @@ impl Sender<'_> {
                 spin_until_mono(deadline);
             }
         }
-        loop {
-            match self.tx[side].push(data, p.orig_len, pass, self.cfg.unique_ip, ideal) {
-                Ok(true) => break,
-                Ok(false) => {
-                    self.send.retries += 1;
-                    self.flush();
-                }
-                Err(e) => {
-                    tracing::warn!("packet {} not sent: {e}", p.number);
-                    self.send.failures += 1;
-                    self.send.frames_lost += 1;
-                    return true;
-                }
-            }
+        if !staged && !self.stage(side, data, p.orig_len, pass, ideal, p.number) {
+            return true;
         }
         let now = if self.paced {
             mono_ns().saturating_sub(self.start)
@@ -616,10 +614,39 @@ impl Sender<'_> {
             pass,
         });
         self.sent += 1;
-        if self.queue.len() >= self.cfg.batch {
+        if waited || self.queue.len() >= self.cfg.batch {
             self.flush();
         }
         true
+    }
+
+    /// Copies frame `number` into the transmit buffers of `side` (rewrites
+    /// applied), kicking what is queued when they are full. False: the
+    /// frame cannot be sent (counted as a failure).
+    fn stage(
+        &mut self,
+        side: usize,
+        data: &[u8],
+        orig_len: u32,
+        pass: u64,
+        ideal: u64,
+        number: u64,
+    ) -> bool {
+        loop {
+            match self.tx[side].push(data, orig_len, pass, self.cfg.unique_ip, ideal) {
+                Ok(true) => return true,
+                Ok(false) => {
+                    self.send.retries += 1;
+                    self.flush();
+                }
+                Err(e) => {
+                    tracing::warn!("packet {number} not sent: {e}");
+                    self.send.failures += 1;
+                    self.send.frames_lost += 1;
+                    return false;
+                }
+            }
+        }
     }
 }
 
