@@ -33,7 +33,7 @@ pub fn open_direct(path: &Path) -> io::Result<Option<File>> {
         .open(path)
     {
         Ok(f) => Ok(Some(f)),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP)) => Ok(None),
         Err(e) => Err(e),
     }
 }

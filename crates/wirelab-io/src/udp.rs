@@ -462,11 +462,25 @@ mod tests {
         assert_ne!(mode, TimestampMode::User);
         rx.set_read_timeout(Duration::from_millis(500)).unwrap();
         let tx = UdpSock::connect(rx.local_addr().unwrap(), None).unwrap();
+        // The kernel turns receive timestamping on for the whole system through a
+        // deferred work item when the first socket asks (net_enable_timestamp): on a
+        // busy machine the first datagrams can still arrive unstamped. Wait for it.
+        let mut batch = RecvBatch::new(16, 2048);
+        let mut stamped = false;
+        for _ in 0..200 {
+            tx.send_batch(&[&b"warm"[..]]).unwrap();
+            let n = rx.recv_batch(&mut batch).unwrap();
+            if (0..n).any(|i| matches!(batch.get(i).1.ts, RxTimestamp::Software(_))) {
+                stamped = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(stamped, "no kernel timestamp within 1 s");
         let payloads: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; 10 + i as usize]).collect();
         let refs: Vec<&[u8]> = payloads.iter().map(|p| &p[..]).collect();
         let before = crate::clock::real_ns();
         assert_eq!(tx.send_batch(&refs).unwrap(), 10);
-        let mut batch = RecvBatch::new(16, 2048);
         let mut got = 0;
         while got < 10 {
             let n = rx.recv_batch(&mut batch).unwrap();

@@ -155,7 +155,9 @@ impl FileSink {
                 }
                 // A filesystem that opened O_DIRECT but refuses the write (or a short
                 // write that left the offset unaligned): go on buffered.
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.buffered()?,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP)) => {
+                    self.buffered()?
+                }
                 Err(e) => return Err(e),
             }
         }
