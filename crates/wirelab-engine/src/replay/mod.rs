@@ -478,6 +478,11 @@ impl Sender<'_> {
                     .saturating_sub(q.ideal);
                 self.start += lag;
                 dep = q.ideal;
+                // The late policy saw this packet against the old origin (a
+                // late first wake-up would read as lateness to catch up, or
+                // to rebase by, on top of the shift): it starts afresh here.
+                self.pacer = Pacer::new(self.cfg.late);
+                self.pacer.departed(q.ideal, q.ideal, q.ideal);
             }
         }
         // EWMA with weight 1/8, capped so one preemption cannot make every
