@@ -2,7 +2,7 @@
 //! without the page-cache copy of a buffered `write(2)`.
 //!
 //! The caller keeps its buffers and lengths aligned to [`DIRECT_ALIGN`]; [`open_direct`]
-//! only opens, [`set_direct`] switches the flag on an open file (to write an unaligned
+//! only opens, [`clear_direct`] drops the flag on an open file (to write an unaligned
 //! tail buffered, or to fall back when a filesystem refuses direct writes).
 
 use std::fs::{File, OpenOptions};
@@ -38,8 +38,9 @@ pub fn open_direct(path: &Path) -> io::Result<Option<File>> {
     }
 }
 
-/// Turns `O_DIRECT` on or off for an open file (`fcntl(F_SETFL)`).
-pub fn set_direct(file: &File, on: bool) -> io::Result<()> {
+/// Turns `O_DIRECT` off for an open file (`fcntl(F_SETFL)`), to write an unaligned tail or
+/// to go on buffered where direct writes are refused.
+pub fn clear_direct(file: &File) -> io::Result<()> {
     let fd = file.as_raw_fd();
     // SAFETY: F_GETFL on a descriptor owned by `file`, which outlives the call; no memory
     // is passed.
@@ -47,16 +48,11 @@ pub fn set_direct(file: &File, on: bool) -> io::Result<()> {
     if flags < 0 {
         return Err(io::Error::last_os_error());
     }
-    let new = if on {
-        flags | libc::O_DIRECT
-    } else {
-        flags & !libc::O_DIRECT
-    };
-    if new == flags {
+    if flags & libc::O_DIRECT == 0 {
         return Ok(());
     }
     // SAFETY: F_SETFL with an integer flag set on the same live descriptor.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, new) } < 0 {
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_DIRECT) } < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
@@ -86,7 +82,7 @@ mod tests {
         let e = f.write(&v[off..off + 10]).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
         // ...and goes through once the flag is off.
-        set_direct(&f, false).unwrap();
+        clear_direct(&f).unwrap();
         f.write_all(&v[off..off + 10]).unwrap();
         drop(f);
         let got = std::fs::read(&p).unwrap();

@@ -46,18 +46,10 @@ fn read_u64(ifname: &str, rest: &str) -> io::Result<u64> {
 }
 
 impl IfCounters {
-    /// Reads the counters of `ifname` in the current network namespace.
+    /// Reads the counters of `ifname` in the current network namespace (one sample; use
+    /// [`IfCountersReader`] to sample repeatedly).
     pub fn read(ifname: &str) -> io::Result<IfCounters> {
-        let get = |n: &str| read_u64(ifname, &format!("statistics/{n}"));
-        Ok(IfCounters {
-            rx_packets: get("rx_packets")?,
-            rx_bytes: get("rx_bytes")?,
-            rx_dropped: get("rx_dropped").unwrap_or(0),
-            rx_missed_errors: get("rx_missed_errors").unwrap_or(0),
-            rx_fifo_errors: get("rx_fifo_errors").unwrap_or(0),
-            tx_packets: get("tx_packets").unwrap_or(0),
-            tx_dropped: get("tx_dropped").unwrap_or(0),
-        })
+        IfCountersReader::open(ifname)?.read()
     }
 
     /// `after - self`, counter by counter (wrapping, as the kernel's counters may).

@@ -39,7 +39,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use wirelab_io::direct::{open_direct, set_direct, DIRECT_ALIGN};
+use wirelab_io::direct::{clear_direct, open_direct, DIRECT_ALIGN};
 use wirelab_pcap::{
     InterfaceOptions, PcapPrecision, PcapWriter, PcapngWriter, SectionOptions, StatsCounters,
 };
@@ -179,7 +179,7 @@ impl FileSink {
 
     fn buffered(&mut self) -> io::Result<()> {
         if self.direct {
-            set_direct(&self.file, false)?;
+            clear_direct(&self.file)?;
             self.direct = false;
         }
         Ok(())
@@ -196,12 +196,10 @@ struct AlignedBuf {
 
 impl AlignedBuf {
     fn with_capacity(cap: usize) -> AlignedBuf {
-        let mut b = AlignedBuf {
-            v: Vec::with_capacity(cap + DIRECT_ALIGN),
-            base: 0,
-        };
-        b.realign();
-        b
+        let mut v = Vec::with_capacity(cap + DIRECT_ALIGN);
+        let base = Self::pad_for(&v);
+        v.resize(base, 0);
+        AlignedBuf { v, base }
     }
 
     fn pad_for(v: &[u8]) -> usize {
@@ -457,12 +455,7 @@ impl Output {
         self.take_encoded();
         self.w = None;
         match self.dest.take() {
-            Some(Dest::File(mut f)) => {
-                f.write_rest(&mut self.batch)?;
-                if let Some(s) = self.files.last_mut() {
-                    s.direct_io = f.direct || s.direct_io;
-                }
-            }
+            Some(Dest::File(mut f)) => f.write_rest(&mut self.batch)?,
             Some(Dest::Stdout(mut s)) => {
                 s.write_all(self.batch.data())?;
                 self.batch.clear();
