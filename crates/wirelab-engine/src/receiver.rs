@@ -116,6 +116,8 @@ pub struct RecvCounters {
     pub recv_calls: u64,
     /// Packets whose receive time came from user space, not the kernel.
     pub user_timestamps: u64,
+    /// Packets stamped by the NIC's hardware clock (see `recv --hw-timestamps`).
+    pub hw_timestamps: u64,
     /// Wait mode in use now ("block" or "poll") and how often it changed.
     pub wait_mode: &'static str,
     pub mode_switches: u64,
@@ -304,7 +306,10 @@ impl Receiver {
                 let len = data.len();
                 let (rx_ns, rec_flags) = match meta.ts {
                     RxTimestamp::Software(t) => (t, Record::RX_KERNEL_TS),
-                    RxTimestamp::Hardware(t) => (t, Record::RX_HW_TS),
+                    RxTimestamp::Hardware(t) => {
+                        c.hw_timestamps += 1;
+                        (t, Record::RX_HW_TS)
+                    }
                     RxTimestamp::None => {
                         c.user_timestamps += 1;
                         (user_now, 0)

@@ -18,6 +18,7 @@
 pub mod bpf;
 pub mod clock;
 pub mod direct;
+pub mod hwtstamp;
 pub mod ifstats;
 pub mod packet_sock;
 pub mod ring_rx;

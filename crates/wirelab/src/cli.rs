@@ -241,6 +241,11 @@ pub struct RecvArgs {
     /// Run the receiving thread under SCHED_FIFO at this priority (needs CAP_SYS_NICE)
     #[arg(long, value_name = "PRIO")]
     pub rt_priority: Option<i32>,
+    /// Have the NIC IF stamp every received packet in hardware (SIOCSHWTSTAMP, needs
+    /// CAP_NET_ADMIN); the NIC's setting is restored at exit. Stamps are on the NIC's
+    /// clock: sync it to the system clock (phc2sys) for one-way delays
+    #[arg(long, value_name = "IF")]
+    pub hw_timestamps: Option<String>,
     /// Write per-packet records here
     #[arg(short = 'o', long, value_name = "FILE")]
     pub record: Option<PathBuf>,

@@ -24,6 +24,23 @@ fn bad_specs_are_usage_errors_that_say_what_to_do() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// Loopback, like veth, has only software stamps: asking for hardware ones is
+/// refused up front with the capabilities found, and the NIC is left alone.
+#[test]
+fn hw_timestamps_on_a_software_only_interface_is_a_clear_usage_error() {
+    let out = wirelab(&[
+        "recv", "--bind", "127.0.0.1", "--port", "0", "--hw-timestamps", "lo", "--timeout", "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lo cannot stamp received packets in hardware"), "{err}");
+    assert!(err.contains("software-receive") && err.contains("ethtool -T lo"), "{err}");
+    let out = wirelab(&["recv", "--port", "0", "--hw-timestamps", "wlnosuch0", "--timeout", "1s"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no network interface named \"wlnosuch0\""), "{err}");
+}
+
 #[test]
 fn analyze_rejects_garbage_without_panicking() {
     let dir = std::env::temp_dir().join(format!("wl-cli-{}", std::process::id()));

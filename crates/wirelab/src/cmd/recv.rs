@@ -8,6 +8,7 @@ use wirelab_engine::receiver::{Receiver, RecvConfig, RecvCounters, RecvWait};
 use wirelab_engine::recordlog::{hostname, RecordLog, RecordMeta};
 use wirelab_engine::StopFlag;
 use wirelab_io::clock::real_ns;
+use wirelab_io::hwtstamp::{HwTsError, RxHwStamping};
 use wirelab_wire::record::Role;
 
 pub fn run(a: RecvArgs) -> Result<()> {
@@ -49,20 +50,34 @@ pub fn run(a: RecvArgs) -> Result<()> {
     }
     let rx = Receiver::bind(cfg.clone()).map_err(|e| bind_error(e, bind))?;
     let local = rx.local_addr()?;
+    // Held until the end: dropping it restores the NIC's stamping setting.
+    let hw = match &a.hw_timestamps {
+        Some(ifname) => Some(RxHwStamping::enable(ifname).map_err(hw_error)?),
+        None => None,
+    };
+    let clock = match &hw {
+        Some(h) => format!(
+            "rx times from the hardware clock of {} (PHC {}) where stamped, else CLOCK_REALTIME",
+            h.interface(),
+            h.info.phc_index.map_or("-".into(), |i| format!("/dev/ptp{i}"))
+        ),
+        None => format!(
+            "rx times CLOCK_REALTIME, {} timestamps",
+            rx.timestamp_mode().as_str()
+        ),
+    };
     let log = match &a.record {
         Some(p) => {
             let meta = RecordMeta {
                 wirelab_version: env!("CARGO_PKG_VERSION").into(),
                 role: if a.echo { "reflector" } else { "receiver" }.into(),
                 host: hostname(),
-                clock: format!(
-                    "rx times CLOCK_REALTIME, {} timestamps",
-                    rx.timestamp_mode().as_str()
-                ),
+                clock: clock.clone(),
                 start_unix_ns: real_ns(),
                 config: serde_json::json!({
                     "bind": local.to_string(), "echo": a.echo, "rcvbuf": a.rcvbuf,
                     "batch": a.batch, "busy_poll_us": a.busy_poll,
+                    "hw_timestamps": a.hw_timestamps,
                 }),
             };
             Some(
@@ -118,6 +133,16 @@ pub fn run(a: RecvArgs) -> Result<()> {
         None => None,
     };
     let summary = flows.finish();
+    let hw_json = hw.as_ref().map(|h| {
+        serde_json::json!({
+            "interface": h.interface(),
+            "phc_index": h.info.phc_index,
+            "rx_filter": h.applied.rx_filter,
+            "changed_config": h.changed_config(),
+            "stamped_packets": out.counters.hw_timestamps,
+        })
+    });
+    drop(hw);
     if a.json {
         let v = serde_json::json!({
             "schema": "wirelab.recv/1",
@@ -126,6 +151,8 @@ pub fn run(a: RecvArgs) -> Result<()> {
             "totals": summary.totals,
             "clock_note": super::analyze::CLOCK_NOTE,
             "record_log": log_stats,
+            "hw_timestamps": hw_json,
+            "clock": clock,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -148,9 +175,27 @@ pub fn run(a: RecvArgs) -> Result<()> {
             out.cpu_user_ns as f64 / 1e9,
             out.cpu_system_ns as f64 / 1e9,
         );
+        if let Some(h) = &hw_json {
+            println!(
+                "hardware timestamps on {}: {} of {} packets stamped by the NIC",
+                h["interface"].as_str().unwrap_or("?"),
+                out.counters.hw_timestamps,
+                out.counters.packets
+            );
+        }
         super::analyze::print_summary(&summary)?;
     }
     Ok(())
+}
+
+fn hw_error(e: HwTsError) -> anyhow::Error {
+    match e {
+        HwTsError::Permission(_) => anyhow::Error::new(crate::error::Privilege(e.to_string())),
+        HwTsError::NoDevice(_) | HwTsError::NotSupported(..) | HwTsError::BadName(_) => {
+            crate::error::usage(format!("--hw-timestamps: {e}"))
+        }
+        HwTsError::Io { .. } => anyhow::Error::new(e).context("--hw-timestamps"),
+    }
 }
 
 fn bind_error(e: std::io::Error, bind: std::net::SocketAddr) -> anyhow::Error {
