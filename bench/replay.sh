@@ -26,8 +26,9 @@
 #   --fid-reps N  repetitions of each fidelity run (default 2)
 #   --only X      run only the top-speed or only the fidelity part
 #   --fid-tools L subset of: wirelab wirelab-spin wirelab-mmsg wirelab-spin-mmsg tcpreplay
-#                 wirelab-sf8 (-spin = --spin 10s: never sleeps; -mmsg = --tx sendmmsg;
-#                 -sf8 = --spread-factor 0.8: catch-up gaps at least 80 % of the original)
+#                 wirelab-sf8 wirelab-h64 wirelab-h256 (-spin = --spin 10s: never sleeps;
+#                 -mmsg = --tx sendmmsg; -sf8 = --spread-factor 0.8: catch-up gaps at least
+#                 80 % of the original; -hN = --spread-horizon N: a stall worked off over ~N gaps)
 #   --traces L    subset of: exp100us cbr1ms cbr100us cbr10us
 #   --keep        keep traces, captures and logs (path printed)
 # Environment: SKIP_BUILD=1 uses an existing target/release/wirelab;
@@ -207,7 +208,7 @@ def tables(path):
         summary = []
         for tr in traces:
             m = {}
-            for tool in ("wirelab", "wirelab-spin", "wirelab-sf8", "wirelab-mmsg", "wirelab-spin-mmsg", "tcpreplay"):
+            for tool in ("wirelab", "wirelab-spin", "wirelab-sf8", "wirelab-h64", "wirelab-h256", "wirelab-mmsg", "wirelab-spin-mmsg", "tcpreplay"):
                 rs = [r for r in fid if r["trace"] == tr and r["tool"] == tool]
                 if not rs:
                     continue
@@ -215,7 +216,7 @@ def tables(path):
                 x = m[tool]
                 dur = "-" if x["duration_error_ppm"] is None else f"{x['duration_error_ppm']:+.1f}"
                 print(f"| {tr} | {tool} | {fmt_us(x['ide_p50_ns'])} | {fmt_us(x['ide_p99_ns'])} | {fmt_us(x['ide_p999_ns'])} | {fmt_us(x['ide_max_ns'])} | {dur} | {x['pps']:.0f} | {x['missing']:.0f} |")
-            for wl in ("wirelab", "wirelab-spin", "wirelab-sf8", "wirelab-mmsg", "wirelab-spin-mmsg"):
+            for wl in ("wirelab", "wirelab-spin", "wirelab-sf8", "wirelab-h64", "wirelab-h256", "wirelab-mmsg", "wirelab-spin-mmsg"):
                 if wl in m and "tcpreplay" in m:
                     summary.append((tr, wl, m[wl], m["tcpreplay"]))
         print("\n## ratios wirelab / tcpreplay (goal: p99 and p99.9 <= 0.33; |duration error| < 10 ppm)")
@@ -283,6 +284,10 @@ fid_one() {
         wirelab-spin) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --spin 10s "$trace" \
             >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
         wirelab-sf8) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --spread-factor 0.8 "$trace" \
+            >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
+        wirelab-h64) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --spread-horizon 64 "$trace" \
+            >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
+        wirelab-h256) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --spread-horizon 256 "$trace" \
             >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
         wirelab-mmsg) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --tx sendmmsg "$trace" \
             >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;

@@ -16,6 +16,18 @@ pub mod stop;
 
 pub use stop::StopFlag;
 
+/// The probe layout on the wire.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeFormat {
+    /// wirelab's own header (DESIGN.md §3.1): flow id, 64-bit sequence, end marker.
+    #[default]
+    Wirelab,
+    /// LUNA's 21-byte layout (`wirelab_wire::luna`), for LUNA peers: no flow
+    /// id (flows are told apart by source address), no end marker.
+    Luna,
+}
+
 /// Whether a failed send is worth retrying at once: the queue or socket
 /// buffer was momentarily full (ENOBUFS, EAGAIN) or a signal interrupted
 /// the call (EINTR). Shared by the sender and replay retry loops.

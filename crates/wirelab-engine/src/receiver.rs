@@ -10,6 +10,7 @@
 
 use crate::recordlog::RecordWriter;
 use crate::stop::StopFlag;
+use crate::ProbeFormat;
 use socket2::SockAddr;
 use std::collections::HashMap;
 use std::io;
@@ -19,7 +20,8 @@ use wirelab_core::forecast::{ForecastParams, Forecaster, WaitMode};
 use wirelab_io::clock::{mono_ns, real_ns, sleep_until_mono};
 use wirelab_io::ifstats::{cpu_time, CpuScope};
 use wirelab_io::udp::{RecvBatch, RxTimestamp, TimestampMode, UdpSock};
-use wirelab_wire::probe::{make_echo_reply, EchoTimes, ProbeRepr};
+use wirelab_wire::luna::LunaProbe;
+use wirelab_wire::probe::{make_echo_reply, EchoTimes, ProbeFlags, ProbeRepr};
 use wirelab_wire::record::{Record, RecordKind};
 
 /// Receives each probe's record, in arrival order.
@@ -76,6 +78,8 @@ pub struct RecvConfig {
     /// Keep serving after flows end (a standing reflector).
     pub forever: bool,
     pub wait: RecvWait,
+    /// Probe layout expected (LUNA flows get ids by source address).
+    pub format: ProbeFormat,
 }
 
 impl Default for RecvConfig {
@@ -92,8 +96,52 @@ impl Default for RecvConfig {
             max_duration: None,
             forever: false,
             wait: RecvWait::Block,
+            format: ProbeFormat::Wirelab,
         }
     }
+}
+
+/// Flow ids of LUNA senders, which carry none: one per source address, in
+/// order of appearance from 1, bounded against hostile senders.
+#[derive(Default)]
+struct SourceFlows {
+    ids: HashMap<SocketAddr, u32>,
+}
+
+impl SourceFlows {
+    const MAX: usize = 1 << 16;
+
+    fn flow_of(&mut self, src: SocketAddr) -> Option<u32> {
+        let next = self.ids.len() as u32 + 1;
+        match self.ids.get(&src) {
+            Some(&id) => Some(id),
+            None if self.ids.len() < Self::MAX => {
+                self.ids.insert(src, next);
+                Some(next)
+            }
+            None => None,
+        }
+    }
+
+    fn list(&self) -> Vec<FlowSource> {
+        let mut v: Vec<FlowSource> = self
+            .ids
+            .iter()
+            .map(|(a, &flow)| FlowSource {
+                flow,
+                source: a.to_string(),
+            })
+            .collect();
+        v.sort_by_key(|f| f.flow);
+        v
+    }
+}
+
+/// Which source address a flow id stands for (LUNA probes carry no flow id).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FlowSource {
+    pub flow: u32,
+    pub source: String,
 }
 
 /// Counters for live progress and the final summary.
@@ -144,6 +192,10 @@ pub struct RecvOutcome {
     /// CPU time of the receiving thread (user + system).
     pub cpu_user_ns: u64,
     pub cpu_system_ns: u64,
+    /// Probe layout received.
+    pub format: ProbeFormat,
+    /// With `format` luna: the source address behind each flow id.
+    pub flow_sources: Vec<FlowSource>,
 }
 
 /// A bound receiver, ready to run (split so callers can learn the port first).
@@ -192,6 +244,7 @@ impl Receiver {
         let mut batch = RecvBatch::new(cfg.batch, 65_536);
         let mut c = RecvCounters::default();
         let mut flows: HashMap<u32, FlowEnd> = HashMap::new();
+        let mut luna_flows = SourceFlows::default();
         let t0 = mono_ns();
         let mut last_rx = None::<u64>;
         let mut all_ended_at = None::<u64>;
@@ -296,11 +349,33 @@ impl Receiver {
                     c.empty += 1;
                     continue;
                 }
-                let p = match ProbeRepr::parse(data) {
-                    Ok(p) if !p.flags.is_echo_reply() => p,
-                    _ => {
-                        c.malformed += 1;
-                        continue;
+                let p = match cfg.format {
+                    ProbeFormat::Wirelab => match ProbeRepr::parse(data) {
+                        Ok(p) if !p.flags.is_echo_reply() => p,
+                        _ => {
+                            c.malformed += 1;
+                            continue;
+                        }
+                    },
+                    ProbeFormat::Luna => {
+                        let parsed = LunaProbe::parse(data).ok();
+                        match (parsed, batch.source(i).and_then(|a| luna_flows.flow_of(a))) {
+                            (Some(l), Some(flow)) => ProbeRepr {
+                                flags: if l.is_echo_request() {
+                                    ProbeFlags(ProbeFlags::ECHO_REQUEST)
+                                } else {
+                                    ProbeFlags::empty()
+                                },
+                                flow,
+                                seq: u64::from(l.seq),
+                                tx_ns: l.tx_ns,
+                                echo: None,
+                            },
+                            _ => {
+                                c.malformed += 1;
+                                continue;
+                            }
+                        }
                     }
                 };
                 let len = data.len();
@@ -335,7 +410,12 @@ impl Receiver {
                     rec.refl_rx_ns = rx_ns;
                     rec.refl_tx_ns = tx;
                     let slot = batch.slot_mut(i);
-                    match (make_echo_reply(slot, len, times), src) {
+                    let reply_len = match cfg.format {
+                        ProbeFormat::Wirelab => make_echo_reply(slot, len, times),
+                        // A LUNA server mirrors the packet as received.
+                        ProbeFormat::Luna => Some(len),
+                    };
+                    match (reply_len, src) {
                         (Some(rlen), Some(src)) => {
                             match self.sock.send_to(&slot[..rlen], &SockAddr::from(src)) {
                                 Ok(_) => c.echo_replies += 1,
@@ -388,6 +468,8 @@ impl Receiver {
             rcvbuf_bytes: self.rcvbuf,
             duration_ns: dur,
             end_reason,
+            format: cfg.format,
+            flow_sources: luna_flows.list(),
         })
     }
 }

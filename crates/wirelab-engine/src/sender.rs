@@ -10,6 +10,7 @@
 
 use crate::recordlog::RecordWriter;
 use crate::stop::StopFlag;
+use crate::ProbeFormat;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::io;
@@ -20,7 +21,8 @@ use std::time::Duration;
 use wirelab_core::schedule::{Action, Limits, Pacer, SpinMargin, WaitStrategy};
 use wirelab_io::clock::{mono_ns, set_timer_slack, sleep_until_mono, spin_until_mono};
 use wirelab_io::udp::{RecvBatch, RxTimestamp, UdpSock};
-use wirelab_wire::probe::{self, ProbeFlags, ProbeRepr, ECHO_LEN, HEADER_LEN};
+use wirelab_wire::luna::{self, LunaProbe, LUNA_ECHO, LUNA_LEN};
+use wirelab_wire::probe::{self, EchoTimes, ProbeFlags, ProbeRepr, ECHO_LEN, HEADER_LEN};
 use wirelab_wire::record::{Record, RecordKind};
 
 /// Largest UDP payload over IPv4.
@@ -87,6 +89,10 @@ pub struct FlowConfig {
     pub start_mono_ns: Option<u64>,
     /// Offset turning monotonic into wall-clock ns.
     pub mono_to_real: i128,
+    /// Probe layout. LUNA probes carry a 32-bit sequence (the flow stops
+    /// after 2^32 probes), no flow id and no end marker, and no priming
+    /// datagram is sent (a LUNA server would log it).
+    pub format: ProbeFormat,
 }
 
 /// What one flow did, for the sender's summary.
@@ -156,7 +162,12 @@ pub fn run_flow<S: RecordSink + 'static>(
     let _ = sock.set_send_buffer(4 << 20);
     set_timer_slack(1);
 
-    let min_size = if cfg.echo { ECHO_LEN } else { HEADER_LEN };
+    let luna = cfg.format == ProbeFormat::Luna;
+    let min_size = match (luna, cfg.echo) {
+        (true, _) => LUNA_LEN,
+        (false, true) => ECHO_LEN,
+        (false, false) => HEADER_LEN,
+    };
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x005e_ed0f_9add);
     let max_batch = cfg.max_batch.clamp(1, MAX_BATCH);
     let mut bufs: Vec<Vec<u8>> = (0..max_batch)
@@ -182,8 +193,9 @@ pub fn run_flow<S: RecordSink + 'static>(
         let flow = cfg.flow;
         let off = cfg.mono_to_real;
         let got = replies_got.clone();
+        let format = cfg.format;
         Some(std::thread::spawn(move || {
-            reply_loop(rsock, flow, off, log, sink, got, rstop)
+            reply_loop(rsock, flow, format, off, log, sink, got, rstop)
         }))
     } else {
         None
@@ -193,7 +205,7 @@ pub fn run_flow<S: RecordSink + 'static>(
     // resolves the neighbour entry and warms the send path, whose first
     // call costs tens of µs (it made the first probes late). Receivers
     // ignore empty datagrams.
-    if cfg.prime {
+    if cfg.prime && !luna {
         let _ = sock.send(&[]);
     }
     let epoch = cfg.epoch_mono_ns.unwrap_or_else(mono_ns);
@@ -223,6 +235,10 @@ pub fn run_flow<S: RecordSink + 'static>(
     }
 
     while !stop.is_stopped() {
+        if luna && seq > u64::from(u32::MAX) {
+            // The LUNA sequence number would wrap.
+            break;
+        }
         while pacer.wants_interval() {
             match intervals.next_value() {
                 Some(v) => pacer.push_interval(v),
@@ -247,6 +263,11 @@ pub fn run_flow<S: RecordSink + 'static>(
                 spin_until_mono(t);
             }
             Action::Send { count } => {
+                let count = if luna {
+                    count.min((u64::from(u32::MAX) + 1 - seq) as usize)
+                } else {
+                    count
+                };
                 pacer.take(count, &mut due);
                 let mut n = 0;
                 for (i, _) in due.iter().enumerate() {
@@ -259,15 +280,24 @@ pub fn run_flow<S: RecordSink + 'static>(
                     if seq + (i as u64) < cfg.warmup {
                         flags = flags.with(ProbeFlags::WARMUP);
                     }
-                    let p = ProbeRepr {
-                        flags,
-                        flow: cfg.flow,
-                        seq: seq + i as u64,
-                        tx_ns: 0,
-                        echo: None,
-                    };
                     let b = &mut bufs[i];
-                    p.emit(b);
+                    if luna {
+                        let l = LunaProbe {
+                            seq: (seq + i as u64) as u32,
+                            tx_ns: 0,
+                            flags: if cfg.echo { LUNA_ECHO } else { 0 },
+                        };
+                        l.emit(b);
+                    } else {
+                        let p = ProbeRepr {
+                            flags,
+                            flow: cfg.flow,
+                            seq: seq + i as u64,
+                            tx_ns: 0,
+                            echo: None,
+                        };
+                        p.emit(b);
+                    }
                     if cfg.padding == Padding::Random {
                         rng.fill_bytes(&mut b[HEADER_LEN..len]);
                     }
@@ -280,7 +310,11 @@ pub fn run_flow<S: RecordSink + 'static>(
                 let now = mono_ns();
                 let tx_real = (now as i128 + cfg.mono_to_real) as u64;
                 for b in bufs.iter_mut().take(n) {
-                    probe::stamp_tx_ns(b, tx_real);
+                    if luna {
+                        luna::stamp_tx_ns(b, tx_real);
+                    } else {
+                        probe::stamp_tx_ns(b, tx_real);
+                    }
                 }
                 let sent = send_all(&sock, &bufs, &lens[..n], &mut st)?;
                 if st.sent == 0 && sent > 0 && cfg.anchor_first {
@@ -343,8 +377,9 @@ pub fn run_flow<S: RecordSink + 'static>(
         _ => None,
     };
 
-    // End-of-flow marker: the final probe again with LAST, fresh tx time.
-    if st.sent > 0 {
+    // End-of-flow marker: the final probe again with LAST, fresh tx time
+    // (LUNA has no such flag).
+    if st.sent > 0 && !luna {
         let last_seq = seq - 1;
         let len = lens.first().copied().unwrap_or(min_size).max(min_size);
         for r in 0..cfg.last_repeats {
@@ -440,9 +475,11 @@ fn send_all(
 }
 
 /// Reads echo replies until stopped; returns the reply count and the sink.
+#[allow(clippy::too_many_arguments)]
 fn reply_loop<S: RecordSink>(
     sock: UdpSock,
     flow: u32,
+    format: ProbeFormat,
     mono_to_real: i128,
     mut log: Option<RecordWriter>,
     sink: Option<S>,
@@ -458,13 +495,28 @@ fn reply_loop<S: RecordSink>(
                 let user_now = (mono_ns() as i128 + mono_to_real) as u64;
                 for i in 0..n {
                     let (data, meta) = batch.get(i);
-                    let Ok(p) = ProbeRepr::parse(data) else {
-                        continue;
+                    let (seq, tx_ns, probe_flags, echo) = match format {
+                        ProbeFormat::Wirelab => {
+                            let Ok(p) = ProbeRepr::parse(data) else {
+                                continue;
+                            };
+                            let Some(echo) = p.echo else { continue };
+                            if p.flow != flow {
+                                continue;
+                            }
+                            (p.seq, p.tx_ns, p.flags.bits(), echo)
+                        }
+                        // A LUNA server mirrors the probe: RTT only, no
+                        // reflector times (the socket is connected, so
+                        // only the target's datagrams arrive).
+                        ProbeFormat::Luna => {
+                            let Ok(l) = LunaProbe::parse(data) else {
+                                continue;
+                            };
+                            let flags = ProbeFlags::ECHO_REPLY;
+                            (u64::from(l.seq), l.tx_ns, flags, EchoTimes::default())
+                        }
                     };
-                    let Some(echo) = p.echo else { continue };
-                    if p.flow != flow {
-                        continue;
-                    }
                     let (rx_ns, rec_flags) = match meta.ts {
                         RxTimestamp::Software(t) => (t, Record::RX_KERNEL_TS),
                         RxTimestamp::Hardware(t) => (t, Record::RX_HW_TS),
@@ -475,12 +527,12 @@ fn reply_loop<S: RecordSink>(
                     let rec = Record {
                         flow,
                         size: data.len() as u32,
-                        seq: p.seq,
-                        tx_ns: p.tx_ns,
+                        seq,
+                        tx_ns,
                         rx_ns,
                         refl_rx_ns: echo.rx_ns,
                         refl_tx_ns: echo.tx_ns,
-                        probe_flags: p.flags.bits(),
+                        probe_flags,
                         kind: RecordKind::EchoReply,
                         rec_flags,
                         ..Default::default()

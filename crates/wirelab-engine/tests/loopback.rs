@@ -4,7 +4,7 @@ use std::time::Duration;
 use wirelab_core::schedule::{Limits, WaitStrategy};
 use wirelab_engine::receiver::{Receiver, RecvConfig};
 use wirelab_engine::sender::{run_flow, FlowConfig, Padding};
-use wirelab_engine::StopFlag;
+use wirelab_engine::{ProbeFormat, StopFlag};
 use wirelab_wire::record::{Record, RecordKind};
 
 fn flow_cfg(target: std::net::SocketAddr, echo: bool) -> FlowConfig {
@@ -33,6 +33,7 @@ fn flow_cfg(target: std::net::SocketAddr, echo: bool) -> FlowConfig {
         epoch_mono_ns: None,
         start_mono_ns: None,
         mono_to_real: wirelab_io::clock::mono_to_real_offset(),
+        format: ProbeFormat::Wirelab,
     }
 }
 
@@ -128,4 +129,78 @@ fn echo_replies_carry_reflector_times() {
     assert!(rx[..200]
         .iter()
         .all(|r| r.refl_tx_ns >= r.refl_rx_ns && r.refl_rx_ns == r.rx_ns));
+}
+
+/// LUNA probes: 21-byte layout, flows numbered by source address, the
+/// receiver ends on silence (no end marker), echoes come back unchanged.
+#[test]
+fn luna_probes_are_received_and_mirrored() {
+    let rx = Receiver::bind(RecvConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        echo: true,
+        format: ProbeFormat::Luna,
+        idle_timeout: Some(Duration::from_millis(300)),
+        max_duration: Some(Duration::from_secs(10)),
+        ..RecvConfig::default()
+    })
+    .unwrap();
+    let target = rx.local_addr().unwrap();
+    let rx_thread = std::thread::spawn(move || {
+        let mut got: Vec<Record> = Vec::new();
+        let mut sink = |r: &Record| got.push(*r);
+        let out = rx
+            .run(
+                &mut sink,
+                None,
+                &StopFlag::new(),
+                &mut |_| {},
+                Duration::from_secs(1),
+            )
+            .unwrap();
+        (out, got)
+    });
+    let mut cfg = flow_cfg(target, true);
+    cfg.format = ProbeFormat::Luna;
+    cfg.warmup = 0;
+    let mut sizes = || Some(21.0);
+    let mut ivals = || Some(100_000.0);
+    let mut tx: Vec<Record> = Vec::new();
+    let (stats, replies) = run_flow(
+        &cfg,
+        &mut ivals,
+        &mut sizes,
+        None,
+        None,
+        &mut tx,
+        Vec::<Record>::new(),
+        &StopFlag::new(),
+    )
+    .unwrap();
+    assert_eq!((stats.sent, stats.last_repeats), (200, 0));
+    let (out, got) = rx_thread.join().unwrap();
+    assert_eq!(out.end_reason, "idle-timeout");
+    assert_eq!(
+        out.counters.packets, 200,
+        "no end markers, no priming datagram"
+    );
+    assert_eq!(out.counters.empty, 0);
+    assert_eq!(out.flow_sources.len(), 1);
+    assert_eq!(out.flow_sources[0].flow, 1);
+    for (k, r) in got.iter().enumerate() {
+        assert_eq!((r.flow, r.seq, r.size), (1, k as u64, 21));
+        assert_eq!(
+            r.tx_ns, tx[k].tx_ns,
+            "send time read back from the timespec"
+        );
+    }
+    assert_eq!(replies.len(), 200);
+    for r in &replies {
+        assert_eq!(r.kind, RecordKind::EchoReply);
+        assert_eq!(
+            (r.refl_rx_ns, r.refl_tx_ns),
+            (0, 0),
+            "LUNA mirrors: RTT only"
+        );
+        assert!(r.rx_ns > r.tx_ns);
+    }
 }

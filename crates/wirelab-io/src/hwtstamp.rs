@@ -196,7 +196,11 @@ pub fn ts_info(ifname: &str) -> Result<TsInfo, HwTsError> {
     // kernel writes at most `size_of::<EthtoolTsInfo>()` bytes into it.
     let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCETHTOOL, &mut ifr) };
     if rc < 0 {
-        return Err(map_err("ETHTOOL_GET_TS_INFO", ifname, io::Error::last_os_error()));
+        return Err(map_err(
+            "ETHTOOL_GET_TS_INFO",
+            ifname,
+            io::Error::last_os_error(),
+        ));
     }
     Ok(TsInfo {
         so_timestamping: data.so_timestamping,

@@ -28,6 +28,8 @@ pub enum WireError {
     BadMagic { found: u16 },
     #[error("unsupported probe version {found} (this wirelab speaks version {VERSION})")]
     BadVersion { found: u8 },
+    #[error("invalid send time ({sec} s, {nsec} ns) in a LUNA probe")]
+    BadTimespec { sec: i64, nsec: i64 },
 }
 
 /// Probe flag bits (byte 3 of the header).

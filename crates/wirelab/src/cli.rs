@@ -51,6 +51,26 @@ pub enum WaitArg {
     Hybrid,
 }
 
+/// Probe layout on the wire.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FormatArg {
+    /// wirelab's header: flow id, 64-bit sequence, send time, end marker
+    #[default]
+    Wirelab,
+    /// LUNA's 21-byte layout (u32 sequence, timespec, flags) for LUNA peers: no flow id
+    /// (flows told apart by source address), no end marker, echoes mirrored unchanged
+    Luna,
+}
+
+impl FormatArg {
+    pub fn engine(self) -> wirelab_engine::ProbeFormat {
+        match self {
+            FormatArg::Wirelab => wirelab_engine::ProbeFormat::Wirelab,
+            FormatArg::Luna => wirelab_engine::ProbeFormat::Luna,
+        }
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecvWaitArg {
     /// Block until packets arrive
@@ -168,6 +188,10 @@ pub struct SendArgs {
     /// Request echo replies (the receiver runs `wirelab recv --echo`) and measure RTT
     #[arg(long)]
     pub echo: bool,
+    /// Probe layout: wirelab, or luna for a LUNA server (21-byte minimum; RTT only with
+    /// --echo; no end marker, so the receiver cannot count tail loss)
+    #[arg(long, value_enum, default_value = "wirelab")]
+    pub format: FormatArg,
     /// With --echo: how long to wait for outstanding replies at the end
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub echo_wait: String,
@@ -204,6 +228,11 @@ pub struct RecvArgs {
     /// Reflect echo requests back to their sender with receive/transmit times
     #[arg(long)]
     pub echo: bool,
+    /// Probe layout expected: wirelab, or luna from a LUNA client (flows numbered by
+    /// source address; ends after --idle-timeout, 2s unless given, as LUNA sends no end
+    /// marker; echo requests mirrored unchanged)
+    #[arg(long, value_enum, default_value = "wirelab")]
+    pub format: FormatArg,
     /// Socket receive buffer size
     #[arg(long, default_value = "32MiB")]
     pub rcvbuf: String,
@@ -581,6 +610,13 @@ pub struct ReplayArgs {
     /// by at most this much; larger values catch up faster
     #[arg(long, default_value = "2us", value_name = "DURATION")]
     pub spread_max_shrink: String,
+    /// After a long stall (--late spread), work the lateness off over about N gaps: each
+    /// gap is shortened by lateness/N (at least --spread-max-shrink, at most down to
+    /// --spread-factor of the gap). Larger N: smaller errors per gap, spread over more
+    /// gaps, schedule rejoined later
+    #[arg(long, default_value_t = 8, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub spread_horizon: u32,
     /// Lateness that counts as late (report; threshold of --late rebase)
     #[arg(long, default_value = "10us", value_name = "DURATION")]
     pub late_threshold: String,

@@ -29,16 +29,41 @@ fn bad_specs_are_usage_errors_that_say_what_to_do() {
 #[test]
 fn hw_timestamps_on_a_software_only_interface_is_a_clear_usage_error() {
     let out = wirelab(&[
-        "recv", "--bind", "127.0.0.1", "--port", "0", "--hw-timestamps", "lo", "--timeout", "1s",
+        "recv",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--hw-timestamps",
+        "lo",
+        "--timeout",
+        "1s",
     ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("lo cannot stamp received packets in hardware"), "{err}");
-    assert!(err.contains("software-receive") && err.contains("ethtool -T lo"), "{err}");
-    let out = wirelab(&["recv", "--port", "0", "--hw-timestamps", "wlnosuch0", "--timeout", "1s"]);
+    assert!(
+        err.contains("lo cannot stamp received packets in hardware"),
+        "{err}"
+    );
+    assert!(
+        err.contains("software-receive") && err.contains("ethtool -T lo"),
+        "{err}"
+    );
+    let out = wirelab(&[
+        "recv",
+        "--port",
+        "0",
+        "--hw-timestamps",
+        "wlnosuch0",
+        "--timeout",
+        "1s",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no network interface named \"wlnosuch0\""), "{err}");
+    assert!(
+        err.contains("no network interface named \"wlnosuch0\""),
+        "{err}"
+    );
 }
 
 #[test]
@@ -161,4 +186,150 @@ fn loopback_records_survive_truncation_and_export() {
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(first["seq"], 0);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn luna_peer() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/luna_peer.py")
+}
+
+/// `send --format luna --echo` against an independent LUNA server written
+/// from the thesis: it parses every probe, sees sequence 0..N, sane send
+/// times and the 21-byte minimum, and mirrors them for RTT.
+#[test]
+fn luna_sender_talks_to_an_independent_luna_server() {
+    let port_file = std::env::temp_dir().join(format!("wl-luna-port-{}", std::process::id()));
+    let _ = std::fs::remove_file(&port_file);
+    let server = Command::new("python3")
+        .arg(luna_peer())
+        .args(["server", port_file.to_str().unwrap(), "100"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (scripts/install-deps.sh installs it)");
+    let t0 = std::time::Instant::now();
+    let port = loop {
+        if let Ok(p) = std::fs::read_to_string(&port_file) {
+            break p;
+        }
+        assert!(t0.elapsed().as_secs() < 10, "LUNA peer did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = std::fs::remove_file(&port_file);
+    let before = wall_ns();
+    let out = wirelab(&[
+        "send",
+        "127.0.0.1",
+        "-4",
+        "--port",
+        &port,
+        "--format",
+        "luna",
+        "--echo",
+        "--size",
+        "21",
+        "--rate",
+        "2kpps",
+        "--count",
+        "100",
+        "--json",
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    let fl = flow(&v, 1);
+    assert_eq!(fl["sent"], 100);
+    assert_eq!(fl["echo_replies"], 100, "{fl}");
+    assert!(fl["rtt"]["rtt"]["p50_ns"].as_u64().unwrap() > 0, "{fl}");
+    assert!(
+        fl["rtt"]["forward"].is_null(),
+        "LUNA mirrors: no reflector times"
+    );
+    let peer = server.wait_with_output().unwrap();
+    let p: serde_json::Value = serde_json::from_slice(&peer.stdout).unwrap();
+    let seqs: Vec<u64> = p["seqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        seqs,
+        (0..100).collect::<Vec<u64>>(),
+        "no priming datagram, no end markers"
+    );
+    assert_eq!(p["sizes"], serde_json::json!([21]));
+    assert_eq!(p["echoed"], 100);
+    let (lo, hi) = (
+        p["min_tx_ns"].as_u64().unwrap(),
+        p["max_tx_ns"].as_u64().unwrap(),
+    );
+    assert!(
+        before <= lo && hi <= wall_ns(),
+        "send times are wall-clock timespecs"
+    );
+}
+
+/// `recv --format luna` takes an independent LUNA client's probes: one flow
+/// for its source address, the skipped sequence counted lost, ended by
+/// silence (LUNA sends no end marker).
+#[test]
+fn luna_receiver_counts_an_independent_luna_client() {
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let rx = Command::new(exe())
+        .args([
+            "recv",
+            "-4",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--format",
+            "luna",
+            "--idle-timeout",
+            "500ms",
+            "--timeout",
+            "20s",
+            "--json",
+            "--quiet",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let st = Command::new("python3")
+        .arg(luna_peer())
+        .args(["client", &port, "300", "123"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = rx.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let v = json(&out);
+    assert_eq!(v["receiver"]["end_reason"], "idle-timeout");
+    assert_eq!(v["receiver"]["format"], "luna");
+    let src = &v["receiver"]["flow_sources"][0];
+    assert_eq!(src["flow"], 1);
+    assert!(
+        src["source"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{src}"
+    );
+    let fl = flow(&v, 1);
+    assert_eq!(fl["received"], 299);
+    assert_eq!(fl["lost"], 1, "{fl}");
+    assert_eq!(fl["duplicates"], 0);
+}
+
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
 }

@@ -23,9 +23,9 @@
 //!   rest of the schedule by that lateness: gaps kept, total duration grows.
 //! - `spread` (default): a late packet leaves no earlier than the previous
 //!   departure plus its original gap shortened by the larger of
-//!   `max_shrink_ns` (2 µs) and an eighth of the current lateness, and never
-//!   below `factor` (0.5) of it: the usual few-µs lateness is caught up with
-//!   gaps off by 2 µs, a long stall within a few gaps; gaps are never
+//!   `max_shrink_ns` (2 µs) and the current lateness divided by `horizon`
+//!   (8), and never below `factor` (0.5) of it: the usual few-µs lateness is
+//!   caught up with gaps off by 2 µs, a long stall within a few gaps; gaps are never
 //!   collapsed to zero, and the schedule is rejoined, so there is no drift. (Shrinking by a fraction alone made
 //!   every catch-up gap after a stall an error of half a gap, which
 //!   dominated the p99 of the inter-departure error.)
@@ -161,13 +161,18 @@ pub enum LatePolicy {
         /// Lateness tolerated before shifting.
         threshold_ns: u64,
     },
-    /// Shorten the gaps between late packets by at most `max_shrink_ns`,
-    /// keeping at least `factor` × the original gap.
+    /// Shorten the gaps between late packets by `max_shrink_ns`, or by
+    /// lateness / `horizon` when that is more, keeping at least `factor` ×
+    /// the original gap.
     Spread {
         /// Fraction of the original gap kept at least while catching up (0..1).
         factor: f64,
-        /// Most a gap is shortened while catching up.
+        /// Shrink of a gap while catching up from small lateness.
         max_shrink_ns: u64,
+        /// A large lateness is worked off over about this many gaps (≥ 1):
+        /// larger values leave smaller errors per gap after a stall, spread
+        /// over more gaps, and rejoin the schedule later.
+        horizon: u32,
     },
 }
 
@@ -176,6 +181,7 @@ impl LatePolicy {
     pub const DEFAULT: LatePolicy = LatePolicy::Spread {
         factor: 0.5,
         max_shrink_ns: 2_000,
+        horizon: 8,
     };
 }
 
@@ -206,15 +212,16 @@ impl Pacer {
             LatePolicy::Spread {
                 factor,
                 max_shrink_ns,
+                horizon,
             } => match self.prev {
                 Some((pi, pd)) => {
-                    // Shrink by the larger of max_shrink and an eighth of the
-                    // current lateness: small lateness is caught up gently,
-                    // a long stall within a few gaps (so it cannot turn
+                    // Shrink by the larger of max_shrink and lateness /
+                    // horizon: small lateness is caught up gently, a long
+                    // stall within about `horizon` gaps (so it cannot turn
                     // into drift), never below factor × the gap.
                     let orig = ideal_ns.saturating_sub(pi);
                     let late = pd.saturating_sub(pi);
-                    let shrink = max_shrink_ns.max(late / 8);
+                    let shrink = max_shrink_ns.max(late / u64::from(horizon.max(1)));
                     let floor = (orig as f64 * factor) as u64;
                     let gap = orig.saturating_sub(shrink).max(floor);
                     ideal_ns.max(pd + gap)

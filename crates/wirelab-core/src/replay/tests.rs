@@ -70,6 +70,35 @@ fn spread_shrinks_gaps_by_at_most_2us_and_rejoins() {
 }
 
 #[test]
+fn a_longer_spread_horizon_makes_smaller_errors_over_more_gaps() {
+    let ideal = cbr(2_000, 100_000);
+    // A 2 ms stall at packet 10 (as this VM shows every few seconds).
+    let errors = |horizon: u32| {
+        let policy = LatePolicy::Spread {
+            factor: 0.5,
+            max_shrink_ns: 2_000,
+            horizon,
+        };
+        let act = simulate(policy, &ideal, 10, 3_000_000, 1_000);
+        assert_eq!(act[1_999], ideal[1_999], "rejoined by the end");
+        let errs: Vec<u64> = (12..2_000)
+            .map(|i| 100_000 - (act[i] - act[i - 1]))
+            .collect();
+        let worst = *errs.iter().max().unwrap();
+        let over_10us = errs.iter().filter(|&&e| e > 10_000).count();
+        let affected = errs.iter().filter(|&&e| e > 0).count();
+        (worst, over_10us, affected)
+    };
+    let (w8, n8, a8) = errors(8);
+    let (w256, n256, a256) = errors(256);
+    assert_eq!(w8, 50_000, "horizon 8: capped at half a gap");
+    assert!(w256 <= 2_000_000 / 256 + 1, "worst {w256}");
+    assert_eq!(n256, 0, "no catch-up gap off by more than 10 µs");
+    assert!(n8 > 20, "{n8}");
+    assert!(a256 > a8, "{a256} vs {a8}");
+}
+
+#[test]
 fn rebase_keeps_gaps_and_drifts() {
     let ideal = cbr(100, 100_000);
     let act = simulate(

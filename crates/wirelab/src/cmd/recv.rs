@@ -1,6 +1,6 @@
 //! `wirelab recv`.
 
-use crate::cli::{RecvArgs, RecvWaitArg};
+use crate::cli::{FormatArg, RecvArgs, RecvWaitArg};
 use crate::values;
 use anyhow::{Context, Result};
 use std::time::Duration;
@@ -27,7 +27,14 @@ pub fn run(a: RecvArgs) -> Result<()> {
         batch: a.batch as usize,
         busy_poll_us: a.busy_poll,
         linger: Duration::from_nanos(values::duration_ns("--linger", &a.linger)?),
-        idle_timeout: dur("--idle-timeout", &a.idle_timeout)?,
+        idle_timeout: match dur("--idle-timeout", &a.idle_timeout)? {
+            // LUNA flows have no end marker: end when they fall silent.
+            None if a.format == FormatArg::Luna && a.timeout.is_none() && !a.forever => {
+                Some(Duration::from_secs(2))
+            }
+            d => d,
+        },
+        format: a.format.engine(),
         max_duration: dur("--timeout", &a.timeout)?,
         forever: a.forever,
         wait: {
@@ -55,17 +62,18 @@ pub fn run(a: RecvArgs) -> Result<()> {
         Some(ifname) => Some(RxHwStamping::enable(ifname).map_err(hw_error)?),
         None => None,
     };
-    let clock = match &hw {
-        Some(h) => format!(
+    let clock =
+        match &hw {
+            Some(h) => format!(
             "rx times from the hardware clock of {} (PHC {}) where stamped, else CLOCK_REALTIME",
             h.interface(),
             h.info.phc_index.map_or("-".into(), |i| format!("/dev/ptp{i}"))
         ),
-        None => format!(
-            "rx times CLOCK_REALTIME, {} timestamps",
-            rx.timestamp_mode().as_str()
-        ),
-    };
+            None => format!(
+                "rx times CLOCK_REALTIME, {} timestamps",
+                rx.timestamp_mode().as_str()
+            ),
+        };
     let log = match &a.record {
         Some(p) => {
             let meta = RecordMeta {
@@ -77,7 +85,7 @@ pub fn run(a: RecvArgs) -> Result<()> {
                 config: serde_json::json!({
                     "bind": local.to_string(), "echo": a.echo, "rcvbuf": a.rcvbuf,
                     "batch": a.batch, "busy_poll_us": a.busy_poll,
-                    "hw_timestamps": a.hw_timestamps,
+                    "hw_timestamps": a.hw_timestamps, "format": a.format.engine(),
                 }),
             };
             Some(
@@ -175,6 +183,9 @@ pub fn run(a: RecvArgs) -> Result<()> {
             out.cpu_user_ns as f64 / 1e9,
             out.cpu_system_ns as f64 / 1e9,
         );
+        for f in &out.flow_sources {
+            println!("LUNA flow {} = probes from {}", f.flow, f.source);
+        }
         if let Some(h) = &hw_json {
             println!(
                 "hardware timestamps on {}: {} of {} packets stamped by the NIC",

@@ -266,6 +266,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         LateArg::Spread => LatePolicy::Spread {
             factor: a.spread_factor,
             max_shrink_ns: crate::values::duration_ns("--spread-max-shrink", &a.spread_max_shrink)?,
+            horizon: a.spread_horizon,
         },
     };
     let mut select = Selection::default();

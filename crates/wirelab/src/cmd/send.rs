@@ -1,6 +1,6 @@
 //! `wirelab send`.
 
-use crate::cli::{SendArgs, WaitArg};
+use crate::cli::{FormatArg, SendArgs, WaitArg};
 use crate::cmd::analyze::{sender_summary, Requested, RttAccum, SendAccum, SentFlow};
 use crate::error::usage;
 use crate::values;
@@ -13,6 +13,7 @@ use wirelab_engine::recordlog::{hostname, RecordLog, RecordMeta};
 use wirelab_engine::sender::{self, FlowConfig, Padding, MAX_PAYLOAD};
 use wirelab_engine::StopFlag;
 use wirelab_io::clock::{mono_ns, mono_to_real_offset};
+use wirelab_wire::luna::LUNA_LEN;
 use wirelab_wire::probe::{ECHO_LEN, HEADER_LEN};
 use wirelab_wire::record::Role;
 
@@ -55,7 +56,23 @@ pub fn run(a: SendArgs) -> Result<()> {
         .map(|b| super::bind_addr(Some(b), 0, false))
         .transpose()?;
     let echo_wait = Duration::from_nanos(values::duration_ns("--echo-wait", &a.echo_wait)?);
-    let min_size = if a.echo { ECHO_LEN } else { HEADER_LEN } as f64;
+    let min_size = match (a.format, a.echo) {
+        (FormatArg::Luna, _) => LUNA_LEN,
+        (FormatArg::Wirelab, true) => ECHO_LEN,
+        (FormatArg::Wirelab, false) => HEADER_LEN,
+    } as f64;
+    if a.format == FormatArg::Luna {
+        if a.warmup > 0 {
+            return Err(usage(
+                "--warmup needs the wirelab probe format: LUNA probes have no warm-up flag",
+            ));
+        }
+        if a.count.is_some_and(|n| n > 1 << 32) {
+            return Err(usage(
+                "--format luna numbers probes with 32 bits: --count must be at most 4294967296",
+            ));
+        }
+    }
     let size_bounds = Bounds::new(min_size, MAX_PAYLOAD as f64)?;
     let ival_bounds = Bounds::new(0.0, values::MAX_INTERVAL_NS)?;
     // Build every generator up front so a bad file fails before anything is sent.
@@ -77,6 +94,7 @@ pub fn run(a: SendArgs) -> Result<()> {
         "count": a.count, "duration_ns": duration_ns, "tos": tos, "padding": a.padding,
         "warmup": a.warmup, "wait": format!("{:?}", a.wait).to_lowercase(), "echo": a.echo,
         "seed": a.seed, "batch": a.batch, "rt_priority": a.rt_priority, "cpu": a.cpu,
+        "format": a.format.engine(),
     });
     let mono_to_real = mono_to_real_offset();
     // sched_ns counts from the epoch; the first departure follows 50 ms
@@ -139,6 +157,7 @@ pub fn run(a: SendArgs) -> Result<()> {
             epoch_mono_ns: Some(epoch),
             start_mono_ns: Some(start),
             mono_to_real,
+            format: a.format.engine(),
         };
         let stop = stop.clone();
         let tx_log = log.as_ref().map(|l| l.writer());
