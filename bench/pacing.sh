@@ -14,8 +14,10 @@
 #   --reps N       repetitions of each (rate, tool) pair (default 2)
 #   --rates LIST   packet rates in pps (default "1000 10000 100000")
 #   --seconds LIST run length per rate in whole seconds (default "5 5 2")
-#   --tools LIST   subset of: wirelab wirelab-spin wirelab+record wirelab-planned sockperf ditg
-#                  ditg-poll iperf3 (wirelab-planned: --planned-start, the schedule anchored
+#   --tools LIST   subset of: wirelab wirelab-spin wirelab+record wirelab-planned wirelab-burst
+#                  sockperf ditg ditg-poll iperf3 (wirelab-burst: --late burst, everything due
+#                  sent at once after a stall; wirelab-sfNN: --spread-factor 0.NN, catch-up
+#                  gaps at least NN % of the original; wirelab-planned: --planned-start, the schedule anchored
 #                  at the planned start instead of the first departure)
 #   --rt PRIO      run every sender (all tools alike) under SCHED_FIFO PRIO via chrt,
 #                  to shield pacing from other load on the sender's CPU
@@ -90,6 +92,8 @@ run_one() {
             [ "$tool" = wirelab-spin ] && extra+=(--wait spin)
             [ "$tool" = wirelab+record ] && extra+=(--record "$WORK/tx-$tag.wlr")
             [ "$tool" = wirelab-planned ] && extra+=(--planned-start)
+            [ "$tool" = wirelab-burst ] && extra+=(--late burst)
+            case "$tool" in wirelab-sf*) extra+=(--spread-factor "0.${tool#wirelab-sf}") ;; esac
             nstx timeout "$bound" "${SEND_PFX[@]}" "$WIRELAB" send "$IP_RX" --port "$port" \
                 --rate "$rate" --size "$PAYLOAD" --count "$count" --quiet --json "${extra[@]}" \
                 >"$WORK/send-$tag.out" 2>"$WORK/send-$tag.err" || sender_rc=$?

@@ -7,7 +7,17 @@
 //! send, and how many due packets to send in one batch when the sender is
 //! behind — e.g. when one send call costs more than one interval.
 //!
+//! When the sender finds itself late (a stall, a late wake-up), a
+//! [`LatePolicy`] decides how it catches up: `burst` sends everything due at
+//! once (the default of [`Pacer::new`]); `spread` shortens the following gaps
+//! a little at a time, so one stall does not also turn the next gaps into
+//! back-to-back departures; packets that are late and whose target is nearer
+//! than one send call still join the batch, so a sender whose send call
+//! costs more than the interval batches instead of falling behind.
+//!
 //! All times are nanoseconds on one monotonic clock, passed in by the caller.
+
+use crate::replay::{catch_up_deadline, LatePolicy, Pacer as LatePacer};
 
 /// How the sender waits for a deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +130,13 @@ pub struct Pacer {
     /// The clock passed start + duration: schedule nothing more. This ends
     /// unpaced runs (interval 0), whose offsets never reach the duration.
     expired: bool,
+    /// Catch-up when late: targets from ideal times and past departures.
+    late: LatePacer,
+    /// What one send call costs (a late packet whose target is nearer
+    /// than this joins the batch).
+    send_cost_ns: u64,
+    /// The time of the poll that returned the batch being taken.
+    batch_now_ns: u64,
 }
 
 impl Pacer {
@@ -138,7 +155,21 @@ impl Pacer {
             sent: 0,
             exhausted: false,
             expired: false,
+            late: LatePacer::new(LatePolicy::Burst),
+            send_cost_ns: 0,
+            batch_now_ns: 0,
         }
+    }
+
+    /// Catches up with `policy` when late (default: burst).
+    pub fn with_late_policy(mut self, policy: LatePolicy) -> Self {
+        self.late = LatePacer::new(policy);
+        self
+    }
+
+    /// The measured cost of one send call (see the module docs).
+    pub fn set_send_cost(&mut self, ns: u64) {
+        self.send_cost_ns = ns;
     }
 
     pub fn start_ns(&self) -> u64 {
@@ -153,6 +184,7 @@ impl Pacer {
     /// first gap would be short.
     pub fn delay_start(&mut self, delta_ns: u64) {
         self.start_ns = self.start_ns.saturating_add(delta_ns);
+        self.late.origin_moved(delta_ns);
     }
 
     /// Changes the hybrid strategy's spin margin (see [`SpinMargin`]);
@@ -238,16 +270,34 @@ impl Pacer {
                 self.expired = true;
             }
         }
-        let Some(deadline) = self.next_deadline() else {
+        let Some(first) = self.next_deadline() else {
             return Action::Done;
         };
+        let deadline = catch_up_deadline(
+            first,
+            self.late.target(first),
+            now_ns,
+            self.send_cost_ns,
+        );
         if deadline <= now_ns {
-            let due = self
-                .pending
-                .iter()
-                .take(self.max_batch)
-                .take_while(|&&o| self.start_ns + o <= now_ns)
-                .count();
+            // Batch the packets that would leave now too: due on their
+            // ideal time and not held back by the catch-up policy.
+            let mut sim = self.late.clone();
+            sim.departed(first, deadline, now_ns);
+            let mut due = 1;
+            for &o in self.pending.iter().take(self.max_batch).skip(1) {
+                let ideal = self.start_ns + o;
+                if ideal > now_ns {
+                    break;
+                }
+                let t = catch_up_deadline(ideal, sim.target(ideal), now_ns, self.send_cost_ns);
+                if t > now_ns {
+                    break;
+                }
+                sim.departed(ideal, t, now_ns);
+                due += 1;
+            }
+            self.batch_now_ns = now_ns;
             return Action::Send { count: due };
         }
         match self.strategy {
@@ -270,7 +320,12 @@ impl Pacer {
         out.clear();
         for _ in 0..count {
             match self.pending.pop_front() {
-                Some(o) => out.push(self.start_ns + o),
+                Some(o) => {
+                    let ideal = self.start_ns + o;
+                    let t = self.late.target(ideal).min(self.batch_now_ns.max(ideal));
+                    self.late.departed(ideal, t, self.batch_now_ns.max(ideal));
+                    out.push(ideal);
+                }
                 None => break,
             }
         }
@@ -523,5 +578,90 @@ mod tests {
         p.take(1, &mut out);
         assert!(p.is_done());
         assert_eq!(p.poll(0), Action::Done);
+    }
+
+    /// Runs a spinning pacer on a virtual clock: every send call costs
+    /// `cost`, and the thread is preempted for `stall` while it waits for
+    /// packet `stall_at`. Returns each packet's departure time.
+    fn run_virtual(policy: LatePolicy, iv: f64, n: u64, cost: u64, stall_at: usize, stall: u64) -> Vec<u64> {
+        let lim = Limits {
+            count: Some(n),
+            duration_ns: None,
+        };
+        let mut p = Pacer::new(0, WaitStrategy::Spin, lim, 64).with_late_policy(policy);
+        p.set_send_cost(cost);
+        let (mut now, mut out, mut dep) = (0u64, vec![], vec![]);
+        let mut stalled = false;
+        for _ in 0..10 * n {
+            while p.wants_interval() {
+                p.push_interval(iv);
+            }
+            match p.poll(now) {
+                Action::Send { count } => {
+                    p.take(count, &mut out);
+                    dep.extend(std::iter::repeat_n(now, out.len()));
+                    now += cost;
+                }
+                Action::SpinUntil(t) | Action::SleepUntil(t) => {
+                    now = now.max(t);
+                    if dep.len() == stall_at && !stalled {
+                        stalled = true;
+                        now += stall;
+                    }
+                }
+                Action::Done => break,
+            }
+        }
+        dep
+    }
+
+    const SPREAD: LatePolicy = LatePolicy::Spread {
+        factor: 0.5,
+        max_shrink_ns: 2_000,
+        horizon: 8,
+    };
+
+    #[test]
+    fn spread_catches_up_with_short_gaps_where_burst_sends_back_to_back() {
+        // 10 µs interval, 2 µs send calls, an 8 µs stall before packet 10.
+        let burst = run_virtual(LatePolicy::Burst, 10_000.0, 40, 2_000, 10, 8_000);
+        let spread = run_virtual(SPREAD, 10_000.0, 40, 2_000, 10, 8_000);
+        assert_eq!(burst[10] - burst[9], 18_000);
+        assert_eq!(burst[11] - burst[10], 2_000, "burst: the next probe follows at once");
+        assert_eq!(spread[10] - spread[9], 18_000);
+        for k in 11..40 {
+            let gap = spread[k] - spread[k - 1];
+            assert!((8_000..=10_000).contains(&gap), "gap {k}: {gap}");
+        }
+        assert_eq!(spread[14], 140_000, "rejoined the schedule 4 gaps later");
+        assert_eq!(spread[39], burst[39]);
+    }
+
+    #[test]
+    fn spread_still_batches_when_a_send_call_costs_more_than_the_interval() {
+        // 1 µs interval, 3 µs send calls: catch-up targets are nearer than
+        // one call, so the late packets join the batch and the run keeps up.
+        let dep = run_virtual(SPREAD, 1_000.0, 1_000, 3_000, usize::MAX, 0);
+        assert_eq!(dep.len(), 1_000);
+        let last = *dep.last().unwrap();
+        assert!(last < 1_000 * 1_000 + 10_000, "fell behind: last departure {last}");
+    }
+
+    #[test]
+    fn a_delayed_start_is_not_taken_for_lateness() {
+        let lim = Limits {
+            count: Some(3),
+            duration_ns: None,
+        };
+        let mut p = Pacer::new(0, WaitStrategy::Spin, lim, 4).with_late_policy(SPREAD);
+        while p.wants_interval() {
+            p.push_interval(10_000.0);
+        }
+        let mut out = vec![];
+        assert_eq!(p.poll(0), Action::Send { count: 1 });
+        p.take(1, &mut out);
+        p.delay_start(50_000);
+        // The second packet is due one interval after the moved origin.
+        assert_eq!(p.poll(50_000), Action::SpinUntil(60_000));
     }
 }

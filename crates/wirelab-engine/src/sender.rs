@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use wirelab_core::replay::LatePolicy;
 use wirelab_core::schedule::{Action, Limits, Pacer, SpinMargin, WaitStrategy};
 use wirelab_io::clock::{mono_ns, set_timer_slack, sleep_until_mono, spin_until_mono};
 use wirelab_io::udp::{RecvBatch, RxTimestamp, UdpSock};
@@ -93,6 +94,8 @@ pub struct FlowConfig {
     /// after 2^32 probes), no flow id and no end marker, and no priming
     /// datagram is sent (a LUNA server would log it).
     pub format: ProbeFormat,
+    /// How to catch up when late (`wirelab_core::schedule` module docs).
+    pub late: LatePolicy,
 }
 
 /// What one flow did, for the sender's summary.
@@ -212,7 +215,11 @@ pub fn run_flow<S: RecordSink + 'static>(
     let lead = (cfg.lead.as_nanos() as u64).max(1_000);
     let start = cfg.start_mono_ns.unwrap_or(epoch + lead).max(epoch + 1);
     let start_real = (epoch as i128 + cfg.mono_to_real) as u64;
-    let mut pacer = Pacer::new(start, cfg.wait, cfg.limits, max_batch);
+    let mut pacer = Pacer::new(start, cfg.wait, cfg.limits, max_batch).with_late_policy(cfg.late);
+    // One send call's cost, a moving average of single-probe calls; late
+    // packets nearer than this to their catch-up target join the batch.
+    let mut send_cost_ns: u64 = 5_000;
+    pacer.set_send_cost(send_cost_ns);
     let mut margin = match cfg.wait {
         WaitStrategy::Hybrid { spin_ns } if cfg.adaptive_spin => Some(SpinMargin::new(
             spin_ns,
@@ -317,6 +324,12 @@ pub fn run_flow<S: RecordSink + 'static>(
                     }
                 }
                 let sent = send_all(&sock, &bufs, &lens[..n], &mut st)?;
+                let cost = mono_ns().saturating_sub(now);
+                // Single-probe calls only, and not the ones a stall inflated.
+                if n == 1 && cost < send_cost_ns * 4 {
+                    send_cost_ns = (send_cost_ns * 7 + cost) / 8;
+                    pacer.set_send_cost(send_cost_ns);
+                }
                 if st.sent == 0 && sent > 0 && cfg.anchor_first {
                     // The schedule runs from the first departure (see
                     // `Pacer::delay_start`): the first call on a cold path is slow.

@@ -34,6 +34,7 @@ fn flow_cfg(target: std::net::SocketAddr, echo: bool) -> FlowConfig {
         start_mono_ns: None,
         mono_to_real: wirelab_io::clock::mono_to_real_offset(),
         format: ProbeFormat::Wirelab,
+        late: wirelab_core::replay::LatePolicy::DEFAULT,
     }
 }
 

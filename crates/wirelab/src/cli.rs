@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use wirelab_core::replay::LatePolicy;
 
 pub const DEFAULT_PORT: u16 = 5757;
 
@@ -60,6 +61,29 @@ pub enum FormatArg {
     /// LUNA's 21-byte layout (u32 sequence, timespec, flags) for LUNA peers: no flow id
     /// (flows told apart by source address), no end marker, echoes mirrored unchanged
     Luna,
+}
+
+impl CatchUpArgs {
+    /// The policy; `rebase_threshold_ns` is the lateness --late rebase shifts on.
+    pub fn policy(&self, rebase_threshold_ns: u64) -> Result<LatePolicy, anyhow::Error> {
+        if !(0.0..=1.0).contains(&self.spread_factor) {
+            return Err(crate::error::usage("--spread-factor must be within 0..=1"));
+        }
+        Ok(match self.late {
+            LateArg::Burst => LatePolicy::Burst,
+            LateArg::Rebase => LatePolicy::Rebase {
+                threshold_ns: rebase_threshold_ns,
+            },
+            LateArg::Spread => LatePolicy::Spread {
+                factor: self.spread_factor,
+                max_shrink_ns: crate::values::duration_ns(
+                    "--spread-max-shrink",
+                    &self.spread_max_shrink,
+                )?,
+                horizon: self.spread_horizon,
+            },
+        })
+    }
 }
 
 impl FormatArg {
@@ -192,6 +216,8 @@ pub struct SendArgs {
     /// --echo; no end marker, so the receiver cannot count tail loss)
     #[arg(long, value_enum, default_value = "wirelab")]
     pub format: FormatArg,
+    #[command(flatten)]
+    pub catch_up: CatchUpArgs,
     /// With --echo: how long to wait for outstanding replies at the end
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub echo_wait: String,
@@ -523,6 +549,28 @@ pub enum LateArg {
     Spread,
 }
 
+/// How a sender (send, replay) catches up after a late departure.
+#[derive(Args, Debug, Clone)]
+pub struct CatchUpArgs {
+    /// Catch-up policy when late
+    #[arg(long, value_enum, default_value = "spread")]
+    pub late: LateArg,
+    /// Fraction of the original gap kept at least while catching up (--late spread)
+    #[arg(long, default_value_t = 0.5, value_name = "F")]
+    pub spread_factor: f64,
+    /// Most a gap is shortened while catching up (--late spread): each catch-up gap is off
+    /// by at most this much; larger values catch up faster
+    #[arg(long, default_value = "2us", value_name = "DURATION")]
+    pub spread_max_shrink: String,
+    /// After a long stall (--late spread), work the lateness off over about N gaps: each
+    /// gap is shortened by lateness/N (at least --spread-max-shrink, at most down to
+    /// --spread-factor of the gap). Larger N: smaller errors per gap, spread over more
+    /// gaps, schedule rejoined later
+    #[arg(long, default_value_t = 8, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub spread_horizon: u32,
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RateLayerArg {
     /// Count L2 frame bytes (as captured, without FCS)
@@ -600,23 +648,8 @@ pub struct ReplayArgs {
     /// Stop after this many packets
     #[arg(short = 'L', long, value_name = "N")]
     pub limit: Option<u64>,
-    /// Catch-up policy when late
-    #[arg(long, value_enum, default_value = "spread")]
-    pub late: LateArg,
-    /// Fraction of the original gap kept at least while catching up (--late spread)
-    #[arg(long, default_value_t = 0.5, value_name = "F")]
-    pub spread_factor: f64,
-    /// Most a gap is shortened while catching up (--late spread): each catch-up gap is off
-    /// by at most this much; larger values catch up faster
-    #[arg(long, default_value = "2us", value_name = "DURATION")]
-    pub spread_max_shrink: String,
-    /// After a long stall (--late spread), work the lateness off over about N gaps: each
-    /// gap is shortened by lateness/N (at least --spread-max-shrink, at most down to
-    /// --spread-factor of the gap). Larger N: smaller errors per gap, spread over more
-    /// gaps, schedule rejoined later
-    #[arg(long, default_value_t = 8, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub spread_horizon: u32,
+    #[command(flatten)]
+    pub catch_up: CatchUpArgs,
     /// Lateness that counts as late (report; threshold of --late rebase)
     #[arg(long, default_value = "10us", value_name = "DURATION")]
     pub late_threshold: String,

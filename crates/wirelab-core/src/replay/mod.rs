@@ -243,6 +243,15 @@ impl Pacer {
         self.prev = Some((ideal_ns, actual_ns));
     }
 
+    /// The schedule's origin moved `delta_ns` later (see
+    /// `schedule::Pacer::delay_start`): the last departure is measured
+    /// against its moved ideal time, so the move is not taken for lateness.
+    pub fn origin_moved(&mut self, delta_ns: u64) {
+        if let Some((ideal, _)) = self.prev.as_mut() {
+            *ideal = ideal.saturating_add(delta_ns);
+        }
+    }
+
     /// Total shift applied by `rebase` so far.
     pub fn shift_ns(&self) -> u64 {
         self.shift_ns

@@ -1,10 +1,10 @@
 //! `wirelab replay`.
 
-use crate::cli::{FixLenArg, LateArg, RateLayerArg, ReplayArgs, ReplayTxArg, VlanArg};
+use crate::cli::{FixLenArg, RateLayerArg, ReplayArgs, ReplayTxArg, VlanArg};
 use crate::error::usage;
 use crate::values;
 use anyhow::{Context, Result};
-use wirelab_core::replay::{LatePolicy, Timing};
+use wirelab_core::replay::Timing;
 use wirelab_core::units;
 use wirelab_engine::replay::{
     self, Output, Ranges, ReadSpec, ReplayConfig, ReplayError, ReplayReport, Selection, Spin, Split,
@@ -255,20 +255,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         Timing::Original { multiplier: x }
     };
     let late_threshold_ns = values::duration_ns("--late-threshold", &a.late_threshold)?;
-    if !(0.0..=1.0).contains(&a.spread_factor) {
-        return Err(usage("--spread-factor must be within 0..=1"));
-    }
-    let late = match a.late {
-        LateArg::Burst => LatePolicy::Burst,
-        LateArg::Rebase => LatePolicy::Rebase {
-            threshold_ns: late_threshold_ns,
-        },
-        LateArg::Spread => LatePolicy::Spread {
-            factor: a.spread_factor,
-            max_shrink_ns: crate::values::duration_ns("--spread-max-shrink", &a.spread_max_shrink)?,
-            horizon: a.spread_horizon,
-        },
-    };
+    let late = a.catch_up.policy(late_threshold_ns)?;
     let mut select = Selection::default();
     for (flag, spec, incl) in [
         ("--include", &a.include, true),

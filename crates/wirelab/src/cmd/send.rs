@@ -17,6 +17,9 @@ use wirelab_wire::luna::LUNA_LEN;
 use wirelab_wire::probe::{ECHO_LEN, HEADER_LEN};
 use wirelab_wire::record::Role;
 
+/// Lateness that `--late rebase` shifts the schedule on.
+const REBASE_THRESHOLD_NS: u64 = 10_000;
+
 pub fn run(a: SendArgs) -> Result<()> {
     let size_spec = values::parse_spec("--size", &a.size, SpecUnit::Bytes)?;
     let mean_size = values::mean_of(&size_spec);
@@ -48,6 +51,7 @@ pub fn run(a: SendArgs) -> Result<()> {
         },
     };
     let padding = parse_padding(&a.padding)?;
+    let late = a.catch_up.policy(REBASE_THRESHOLD_NS)?;
     let tos = a.tos.or(a.dscp.map(|d| d << 2));
     let target = super::resolve(&a.host, a.port, a.family.ipv4, a.family.ipv6)?;
     let bind = a
@@ -94,7 +98,7 @@ pub fn run(a: SendArgs) -> Result<()> {
         "count": a.count, "duration_ns": duration_ns, "tos": tos, "padding": a.padding,
         "warmup": a.warmup, "wait": format!("{:?}", a.wait).to_lowercase(), "echo": a.echo,
         "seed": a.seed, "batch": a.batch, "rt_priority": a.rt_priority, "cpu": a.cpu,
-        "format": a.format.engine(),
+        "format": a.format.engine(), "late": format!("{late:?}"),
     });
     let mono_to_real = mono_to_real_offset();
     // sched_ns counts from the epoch; the first departure follows 50 ms
@@ -158,6 +162,7 @@ pub fn run(a: SendArgs) -> Result<()> {
             start_mono_ns: Some(start),
             mono_to_real,
             format: a.format.engine(),
+            late,
         };
         let stop = stop.clone();
         let tx_log = log.as_ref().map(|l| l.writer());
