@@ -562,10 +562,8 @@ pub struct CatchUpArgs {
     /// by at most this much; larger values catch up faster
     #[arg(long, default_value = "2us", value_name = "DURATION")]
     pub spread_max_shrink: String,
-    /// After a long stall (--late spread), work the lateness off over about N gaps: each
-    /// gap is shortened by lateness/N (at least --spread-max-shrink, at most down to
-    /// --spread-factor of the gap). Larger N: smaller errors per gap, spread over more
-    /// gaps, schedule rejoined later
+    /// --late spread: lateness up to N x --spread-max-shrink is worked off gently, that
+    /// much per gap; larger lateness is caught up at once, as far as --spread-factor allows
     #[arg(long, default_value_t = 8, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub spread_horizon: u32,

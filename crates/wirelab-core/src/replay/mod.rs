@@ -22,13 +22,16 @@
 //! - `rebase`: when a packet leaves more than a threshold late, shift the
 //!   rest of the schedule by that lateness: gaps kept, total duration grows.
 //! - `spread` (default): a late packet leaves no earlier than the previous
-//!   departure plus its original gap shortened by the larger of
-//!   `max_shrink_ns` (2 µs) and the current lateness divided by `horizon`
-//!   (8), and never below `factor` (0.5) of it: the usual few-µs lateness is
-//!   caught up with gaps off by 2 µs, a long stall within a few gaps; gaps are never
-//!   collapsed to zero, and the schedule is rejoined, so there is no drift. (Shrinking by a fraction alone made
-//!   every catch-up gap after a stall an error of half a gap, which
-//!   dominated the p99 of the inter-departure error.)
+//!   departure plus its original gap shortened, never below `factor` (0.5)
+//!   of it. Lateness up to `horizon` (8) × `max_shrink_ns` (2 µs) is worked
+//!   off gently, 2 µs per gap; larger lateness is taken off in one go, as
+//!   far as the factor allows. Gaps are never collapsed to zero, and the
+//!   schedule is rejoined, so there is no drift. Why both: the few-µs
+//!   lateness of a stalled vCPU costs a few gaps off by 2 µs instead of one
+//!   back-to-back departure; but working a larger lateness off over many
+//!   gaps (an eighth of it per gap, as an earlier version did) made ten or
+//!   more bad gaps out of one late wake-up where catching up at once makes
+//!   one, which at 1 kpps put the p99 at 55 µs instead of 9.
 
 mod fidelity;
 
@@ -161,17 +164,16 @@ pub enum LatePolicy {
         /// Lateness tolerated before shifting.
         threshold_ns: u64,
     },
-    /// Shorten the gaps between late packets by `max_shrink_ns`, or by
-    /// lateness / `horizon` when that is more, keeping at least `factor` ×
-    /// the original gap.
+    /// Shorten the gaps between late packets by `max_shrink_ns` while the
+    /// lateness is at most `horizon` × that, else by the whole lateness,
+    /// keeping at least `factor` × the original gap.
     Spread {
         /// Fraction of the original gap kept at least while catching up (0..1).
         factor: f64,
         /// Shrink of a gap while catching up from small lateness.
         max_shrink_ns: u64,
-        /// A large lateness is worked off over about this many gaps (≥ 1):
-        /// larger values leave smaller errors per gap after a stall, spread
-        /// over more gaps, and rejoin the schedule later.
+        /// Most gaps a lateness is worked off over gently (≥ 1); a larger
+        /// lateness is caught up as fast as `factor` allows.
         horizon: u32,
     },
 }
@@ -215,13 +217,12 @@ impl Pacer {
                 horizon,
             } => match self.prev {
                 Some((pi, pd)) => {
-                    // Shrink by the larger of max_shrink and lateness /
-                    // horizon: small lateness is caught up gently, a long
-                    // stall within about `horizon` gaps (so it cannot turn
-                    // into drift), never below factor × the gap.
+                    // Small lateness gently, max_shrink per gap; larger
+                    // lateness at once; never below factor × the gap.
                     let orig = ideal_ns.saturating_sub(pi);
                     let late = pd.saturating_sub(pi);
-                    let shrink = max_shrink_ns.max(late / u64::from(horizon.max(1)));
+                    let gentle = max_shrink_ns.saturating_mul(u64::from(horizon.max(1)));
+                    let shrink = if late <= gentle { max_shrink_ns } else { late };
                     let floor = (orig as f64 * factor) as u64;
                     let gap = orig.saturating_sub(shrink).max(floor);
                     ideal_ns.max(pd + gap)
