@@ -15,6 +15,8 @@
 #   --rates LIST   packet rates in pps (default "1000 10000 100000")
 #   --seconds LIST run length per rate in whole seconds (default "5 5 2")
 #   --tools LIST   subset of: wirelab wirelab-spin wirelab+record wirelab-planned wirelab-burst
+#                  wirelab-nophase (--phase off: no start-phase calibration)
+#                  wirelab-sleepy (--spin-margin 100us: sleeps through most of each gap)
 #                  sockperf ditg ditg-poll iperf3 (wirelab-burst: --late burst, everything due
 #                  sent at once after a stall; wirelab-sfNN: --spread-factor 0.NN, catch-up
 #                  gaps at least NN % of the original; wirelab-planned: --planned-start, the schedule anchored
@@ -93,6 +95,8 @@ run_one() {
             [ "$tool" = wirelab+record ] && extra+=(--record "$WORK/tx-$tag.wlr")
             [ "$tool" = wirelab-planned ] && extra+=(--planned-start)
             [ "$tool" = wirelab-burst ] && extra+=(--late burst)
+            [ "$tool" = wirelab-nophase ] && extra+=(--phase off)
+            [ "$tool" = wirelab-sleepy ] && extra+=(--spin-margin 100us)
             case "$tool" in wirelab-sf*) extra+=(--spread-factor "0.${tool#wirelab-sf}") ;; esac
             nstx timeout "$bound" "${SEND_PFX[@]}" "$WIRELAB" send "$IP_RX" --port "$port" \
                 --rate "$rate" --size "$PAYLOAD" --count "$count" --quiet --json "${extra[@]}" \

@@ -8,6 +8,7 @@
 //! its final probe repeated with the LAST flag so the receiver knows the
 //! count without guessing.
 
+use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};
 use crate::recordlog::RecordWriter;
 use crate::stop::StopFlag;
 use crate::ProbeFormat;
@@ -18,6 +19,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use wirelab_core::phase::{DeadlinePhases, BIN_NS, FOLD_PERIOD_NS};
 use wirelab_core::replay::LatePolicy;
 use wirelab_core::schedule::{Action, Limits, Pacer, SpinMargin, WaitStrategy};
 use wirelab_io::clock::{mono_ns, set_timer_slack, sleep_until_mono, spin_until_mono};
@@ -96,6 +98,9 @@ pub struct FlowConfig {
     pub format: ProbeFormat,
     /// How to catch up when late (`wirelab_core::schedule` module docs).
     pub late: LatePolicy,
+    /// With a constant interval (ns): calibrate the schedule's start phase
+    /// against this CPU's periodic stalls first ([`crate::phase`]).
+    pub phase: Option<(PhaseConfig, f64)>,
 }
 
 /// What one flow did, for the sender's summary.
@@ -123,6 +128,8 @@ pub struct FlowSendStats {
     /// Sleeps taken, and the hybrid spin margin at the end of the run.
     pub sleeps: u64,
     pub spin_margin_ns: Option<u64>,
+    /// The start-phase calibration, when one ran.
+    pub phase: Option<PhaseReport>,
 }
 
 /// Receives every record a flow produces, as it is produced: streaming
@@ -207,14 +214,28 @@ pub fn run_flow<S: RecordSink + 'static>(
     // Prime the path before the first deadline: a zero-length datagram
     // resolves the neighbour entry and warms the send path, whose first
     // call costs tens of µs (it made the first probes late). Receivers
-    // ignore empty datagrams.
-    if cfg.prime && !luna {
+    // ignore empty datagrams. After a phase calibration, which spins long
+    // enough for the path to cool down again, it goes out once that is done.
+    let calibrate = cfg.phase.filter(|&(_, i)| i >= BIN_NS as f64);
+    let prime = cfg.prime && !luna;
+    if prime && calibrate.is_none() {
         let _ = sock.send(&[]);
     }
     let epoch = cfg.epoch_mono_ns.unwrap_or_else(mono_ns);
     let lead = (cfg.lead.as_nanos() as u64).max(1_000);
-    let start = cfg.start_mono_ns.unwrap_or(epoch + lead).max(epoch + 1);
+    let mut start = cfg.start_mono_ns.unwrap_or(epoch + lead).max(epoch + 1);
     let start_real = (epoch as i128 + cfg.mono_to_real) as u64;
+    let mut phase = None;
+    if let Some((pc, interval_ns)) = calibrate {
+        let deadlines = DeadlinePhases::constant(interval_ns);
+        let search = (interval_ns.round() as u64).min(FOLD_PERIOD_NS);
+        let (origin, report) = calibrate_origin(pc, start, &deadlines, search);
+        start = origin;
+        if prime {
+            let _ = sock.send(&[]);
+        }
+        phase = Some(report);
+    }
     let mut pacer = Pacer::new(start, cfg.wait, cfg.limits, max_batch).with_late_policy(cfg.late);
     // One send call's cost, a moving average of single-probe calls; late
     // packets nearer than this to their catch-up target join the batch.
@@ -330,9 +351,12 @@ pub fn run_flow<S: RecordSink + 'static>(
                     send_cost_ns = (send_cost_ns * 7 + cost) / 8;
                     pacer.set_send_cost(send_cost_ns);
                 }
-                if st.sent == 0 && sent > 0 && cfg.anchor_first {
+                if st.sent == 0 && sent > 0 && cfg.anchor_first && phase.is_none() {
                     // The schedule runs from the first departure (see
                     // `Pacer::delay_start`): the first call on a cold path is slow.
+                    // Not after a phase calibration: that would move the
+                    // chosen phase, and the spin into the first deadline and
+                    // the fresh priming datagram leave the path warm.
                     pacer.delay_start(mono_ns().saturating_sub(due[0]));
                 }
                 st.send_calls += 1;
@@ -385,6 +409,7 @@ pub fn run_flow<S: RecordSink + 'static>(
         }
     }
     st.stopped_early = stop.is_stopped();
+    st.phase = phase;
     st.spin_margin_ns = match cfg.wait {
         WaitStrategy::Hybrid { spin_ns } => Some(margin.map_or(spin_ns, |m| m.margin_ns())),
         _ => None,

@@ -3,7 +3,8 @@
 use std::time::Duration;
 use wirelab_core::schedule::{Limits, WaitStrategy};
 use wirelab_engine::receiver::{Receiver, RecvConfig};
-use wirelab_engine::sender::{run_flow, FlowConfig, Padding};
+use wirelab_engine::phase::PhaseConfig;
+use wirelab_engine::sender::{run_flow, FlowConfig, FlowSendStats, Padding};
 use wirelab_engine::{ProbeFormat, StopFlag};
 use wirelab_wire::record::{Record, RecordKind};
 
@@ -35,10 +36,19 @@ fn flow_cfg(target: std::net::SocketAddr, echo: bool) -> FlowConfig {
         mono_to_real: wirelab_io::clock::mono_to_real_offset(),
         format: ProbeFormat::Wirelab,
         late: wirelab_core::replay::LatePolicy::DEFAULT,
+        phase: None,
     }
 }
 
 fn run_pair(echo: bool) -> (Vec<Record>, Vec<Record>, Vec<Record>) {
+    let (tx, rx, replies, _) = run_pair_with(echo, |_| {});
+    (tx, rx, replies)
+}
+
+fn run_pair_with(
+    echo: bool,
+    edit: impl FnOnce(&mut FlowConfig),
+) -> (Vec<Record>, Vec<Record>, Vec<Record>, FlowSendStats) {
     let rx = Receiver::bind(RecvConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
         echo,
@@ -63,7 +73,8 @@ fn run_pair(echo: bool) -> (Vec<Record>, Vec<Record>, Vec<Record>) {
         assert_eq!(out.end_reason, "flows-ended");
         got
     });
-    let cfg = flow_cfg(target, echo);
+    let mut cfg = flow_cfg(target, echo);
+    edit(&mut cfg);
     let mut sizes = || Some(100.0);
     let mut ivals = || Some(100_000.0);
     let mut tx: Vec<Record> = Vec::new();
@@ -81,7 +92,7 @@ fn run_pair(echo: bool) -> (Vec<Record>, Vec<Record>, Vec<Record>) {
     assert_eq!(stats.sent, 200);
     assert_eq!(stats.last_repeats, 3);
     let got = rx_thread.join().unwrap();
-    (tx, got, replies)
+    (tx, got, replies, stats)
 }
 
 #[test]
@@ -116,6 +127,34 @@ fn every_probe_arrives_with_its_schedule_and_flags() {
         assert_eq!(r.seq, k as u64);
         assert!(r.rx_ns >= r.tx_ns, "rx before tx on one host");
     }
+}
+
+/// With a start-phase calibration the schedule starts after it, on the
+/// chosen phase, and is not re-anchored at the first departure.
+#[test]
+fn a_calibrated_start_keeps_its_phase() {
+    let t0 = wirelab_io::clock::mono_ns();
+    let (tx, rx, _, stats) = run_pair_with(false, |c| {
+        c.epoch_mono_ns = Some(t0);
+        c.phase = Some((
+            PhaseConfig {
+                calibrate: Duration::from_millis(60),
+            },
+            100_000.0,
+        ));
+    });
+    let p = stats.phase.expect("phase report");
+    assert_eq!(p.calibration_ns, 60_000_000);
+    assert!(p.shift_ns < 100_000, "{p:?}");
+    assert!(p.hits_per_s <= p.hits_per_s_unshifted);
+    // Origin = t0 + lead (5 ms) pushed past the calibration, plus the shift:
+    // every deadline sits on it, 100 µs apart, the first one included.
+    let origin = tx[0].sched_ns;
+    assert!(origin >= 60_000_000 + p.shift_ns, "origin {origin}");
+    for (k, r) in tx.iter().enumerate() {
+        assert_eq!(r.sched_ns - origin, k as u64 * 100_000);
+    }
+    assert_eq!(rx.len(), 203);
 }
 
 #[test]

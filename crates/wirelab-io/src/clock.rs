@@ -69,6 +69,33 @@ pub fn spin_until_mono(deadline_ns: u64) -> u64 {
     }
 }
 
+/// Spins on CLOCK_MONOTONIC until `until_ns` and records every gap longer
+/// than `threshold_ns` between two reads, as `(start, end)`: the moments
+/// this thread lost the CPU (the tick, interrupts, a host preempting the
+/// vCPU). Keeps at most `max` of them; returns how many there were in all.
+/// `out` is cleared first.
+pub fn record_stalls(
+    until_ns: u64,
+    threshold_ns: u64,
+    max: usize,
+    out: &mut Vec<(u64, u64)>,
+) -> usize {
+    out.clear();
+    let mut seen = 0;
+    let mut prev = mono_ns();
+    while prev < until_ns {
+        let t = mono_ns();
+        if t - prev > threshold_ns {
+            seen += 1;
+            if out.len() < max {
+                out.push((prev, t));
+            }
+        }
+        prev = t;
+    }
+    seen
+}
+
 /// Sets this thread's timer slack (ns); 1 ns makes sleeps wake as close to
 /// their deadline as the kernel allows. Best effort.
 pub fn set_timer_slack(ns: u64) {
@@ -90,6 +117,25 @@ mod tests {
         assert!(c >= b + 10_000);
         // A deadline in the past returns at once.
         sleep_until_mono(a).unwrap();
+    }
+
+    #[test]
+    fn stalls_are_recorded_in_order_within_the_window() {
+        // Whatever stalls this machine shows: in order, inside the window,
+        // above the threshold.
+        let start = mono_ns();
+        let mut out = Vec::new();
+        let n = record_stalls(start + 20_000_000, 1_000, 10_000, &mut out);
+        assert_eq!(n.min(10_000), out.len());
+        for w in out.windows(2) {
+            assert!(w[0].1 <= w[1].0);
+        }
+        for &(a, b) in &out {
+            assert!(b - a > 1_000 && a >= start);
+        }
+        // Nothing recorded when the window is already over.
+        assert_eq!(record_stalls(start, 1_000, 10, &mut out), 0);
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -86,6 +86,48 @@ impl CatchUpArgs {
     }
 }
 
+/// Whether a sender calibrates its start phase (send, replay).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhaseArg {
+    /// Calibrate, then start at the phase whose deadlines meet the fewest stalls
+    Auto,
+    /// Start at once
+    Off,
+}
+
+/// Start-phase calibration against periodic stalls (send, replay).
+#[derive(Args, Debug, Clone)]
+pub struct PhaseArgs {
+    /// Start phase: "auto" first spins for --phase-calibration on the sending CPU, maps
+    /// where it loses the CPU at regular times (the kernel tick, host timers on a VM) and
+    /// delays the start (by less than one interval, at most 20ms) so that the deadlines miss
+    /// those stalls; what it saw and chose is in the --json output ("phase"). "off" starts
+    /// at once
+    #[arg(long, value_enum, default_value_t = PhaseArg::Auto)]
+    pub phase: PhaseArg,
+    /// How long --phase auto watches for stalls (40ms to 10s)
+    #[arg(long, default_value = "200ms", value_name = "DURATION")]
+    pub phase_calibration: String,
+}
+
+impl PhaseArgs {
+    /// The calibration to run, or None with --phase off.
+    pub fn config(&self) -> Result<Option<wirelab_engine::phase::PhaseConfig>, anyhow::Error> {
+        let ns = crate::values::duration_ns("--phase-calibration", &self.phase_calibration)?;
+        if !(40_000_000..=10_000_000_000).contains(&ns) {
+            return Err(crate::error::usage(
+                "--phase-calibration must be between 40ms (two 20ms folds) and 10s",
+            ));
+        }
+        Ok(match self.phase {
+            PhaseArg::Off => None,
+            PhaseArg::Auto => Some(wirelab_engine::phase::PhaseConfig {
+                calibrate: std::time::Duration::from_nanos(ns),
+            }),
+        })
+    }
+}
+
 impl FormatArg {
     pub fn engine(self) -> wirelab_engine::ProbeFormat {
         match self {
@@ -185,7 +227,9 @@ pub struct SendArgs {
     #[arg(long, value_enum, default_value_t = WaitArg::Hybrid)]
     pub wait: WaitArg,
     /// With --wait hybrid: start spinning this long before the deadline; "auto" learns it
-    /// from how late this machine's sleeps wake up (starting at 100us)
+    /// from how late this machine's sleeps wake up (starting at 2ms, between 50us and 5ms:
+    /// at 500 pps and more the sender then spins through every gap; give e.g. 100us to
+    /// sleep more on a CPU shared with other work)
     #[arg(long, default_value = "auto", value_name = "DURATION|auto")]
     pub spin_margin: String,
     /// Most probes sent in one sendmmsg call when behind schedule
@@ -218,6 +262,9 @@ pub struct SendArgs {
     pub format: FormatArg,
     #[command(flatten)]
     pub catch_up: CatchUpArgs,
+    /// With a constant interval (see --phase)
+    #[command(flatten)]
+    pub phase: PhaseArgs,
     /// With --echo: how long to wait for outstanding replies at the end
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub echo_wait: String,
@@ -648,6 +695,9 @@ pub struct ReplayArgs {
     pub limit: Option<u64>,
     #[command(flatten)]
     pub catch_up: CatchUpArgs,
+    /// Timed replay of a trace that fits in memory (see --phase)
+    #[command(flatten)]
+    pub phase: PhaseArgs,
     /// Lateness that counts as late (report; threshold of --late rebase)
     #[arg(long, default_value = "10us", value_name = "DURATION")]
     pub late_threshold: String,

@@ -361,10 +361,27 @@ fn replay_into_namespace_is_exact() {
     let p = Pair::new("x");
     let trace = tmp("exp.pcap");
     let want = exp_trace(&trace, 2000);
-    for tx in ["ring", "sendmmsg"] {
-        let (got, rep) =
-            replay_captured(&p, &trace, &["--tx", tx], &tmp(&format!("cap-{tx}.pcap")));
+    for (tx, phase) in [("ring", "off"), ("sendmmsg", "auto")] {
+        let (got, rep) = replay_captured(
+            &p,
+            &trace,
+            &["--tx", tx, "--phase", phase],
+            &tmp(&format!("cap-{tx}.pcap")),
+        );
         assert_eq!(rep["schema"], "wirelab.replay/1");
+        if phase == "off" {
+            assert!(rep["phase"].is_null());
+        } else {
+            // The calibration ran for its default 200 ms and moved the start
+            // by less than the 20 ms fold.
+            assert_eq!(rep["phase"]["calibration_ns"], 200_000_000);
+            assert!(rep["phase"]["shift_ns"].as_u64().unwrap() < 20_000_000);
+            let (h0, h) = (
+                rep["phase"]["hits_per_s_unshifted"].as_f64().unwrap(),
+                rep["phase"]["hits_per_s"].as_f64().unwrap(),
+            );
+            assert!(h <= h0, "{h} > {h0}");
+        }
         assert_eq!(rep["fidelity"]["packets"], 2000);
         assert_eq!(got.len(), want.len(), "{tx}: count");
         assert!(got == want, "{tx}: content or order differs");
@@ -387,6 +404,7 @@ fn replay_into_namespace_is_exact() {
         &tmp("cap-inc.pcap"),
     );
     assert_eq!(rep["tx"], "ring");
+    assert!(rep["phase"].is_null(), "no phase calibration at top speed");
     assert_eq!(got, packets(&td("test.replay_include")));
 }
 

@@ -22,6 +22,7 @@ use thiserror::Error;
 use wirelab_core::replay::{
     catch_up_deadline, Fidelity, FidelityReport, LatePolicy, LoopClock, Pacer, Schedule, Timing,
 };
+use wirelab_core::phase::{DeadlinePhases, FOLD_PERIOD_NS};
 use wirelab_core::schedule::SpinMargin;
 use wirelab_io::clock::{mono_ns, mono_to_real_offset, sleep_until_mono, spin_until_mono};
 use wirelab_io::packet_sock::{IfInfo, PacketError, PacketSocket};
@@ -29,10 +30,13 @@ use wirelab_io::ring_tx::TxRing;
 use wirelab_wire::rewrite::split::{Side, SideMap};
 use wirelab_wire::rewrite::{unique_ip, RewriteStats};
 
+use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};
 use crate::StopFlag;
 pub use trace::{count_packets, side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
 
 /// Lower bound of the learned spin margin of `--spin auto`.
+/// Packets of the first pass folded for the phase choice.
+const PHASE_MAX_PACKETS: usize = 1_000_000;
 pub const REPLAY_SPIN_FLOOR_NS: u64 = 1_000_000;
 /// Upper bound of the learned spin margin of `--spin auto`.
 pub const REPLAY_SPIN_CEIL_NS: u64 = 2_000_000;
@@ -118,6 +122,9 @@ pub struct ReplayConfig {
     /// Frames handed to the kernel so far, updated after every kick (for
     /// a progress display on another thread).
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Calibrate the start phase against this CPU's periodic stalls
+    /// ([`crate::phase`]; timed replay of a preloaded trace only).
+    pub phase: Option<PhaseConfig>,
 }
 
 /// Spin margin before each deadline.
@@ -242,6 +249,8 @@ pub struct ReplayReport {
     pub wait: WaitReport,
     /// Two-interface split (null with one interface).
     pub split: Option<SplitReport>,
+    /// The start-phase calibration, when one ran.
+    pub phase: Option<PhaseReport>,
 }
 
 /// [`RewriteStats`] for the report.
@@ -836,6 +845,23 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
         anchor_pending: paced && !matches!(cfg.timing, Timing::Topspeed),
         kick_cost_ns: 0,
     };
+    let mut phase = None;
+    if let (Some(pc), Some(t), true) = (cfg.phase, &trace, s.anchor_pending) {
+        // Where the first pass's deadlines fall (packets a split skips
+        // included: close enough for a phase choice).
+        let mut sched = Schedule::new(cfg.timing);
+        let offsets = t
+            .pkts
+            .iter()
+            .take(PHASE_MAX_PACKETS)
+            .map(|p| sched.next(s.clock.trace_ns(0, p.t_ns), p.len));
+        let deadlines = DeadlinePhases::new(offsets);
+        let (origin, report) = calibrate_origin(pc, s.start, &deadlines, FOLD_PERIOD_NS);
+        s.start = origin;
+        // The origin is chosen: the first departure must not move it.
+        s.anchor_pending = false;
+        phase = Some(report);
+    }
     let _ = mono_to_real_offset();
     let mut pass = 0u64;
     let mut go = count > 0;
@@ -945,6 +971,7 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
             skipped_packets: s.skipped,
         }),
         wait: s.wait,
+        phase,
     })
 }
 

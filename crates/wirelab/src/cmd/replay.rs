@@ -355,6 +355,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         output,
         split,
         progress: None,
+        phase: a.phase.config()?,
     };
     if a.loops == 0 && a.duration.is_none() && a.limit.is_none() && !a.quiet {
         eprintln!("wirelab replay: looping until interrupted (Ctrl-C)");

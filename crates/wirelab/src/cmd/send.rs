@@ -7,8 +7,8 @@ use crate::values;
 use anyhow::{Context, Result};
 use std::time::Duration;
 use wirelab_analysis::SenderInfo;
-use wirelab_core::gen::{Bounds, SpecUnit};
-use wirelab_core::schedule::{Limits, WaitStrategy};
+use wirelab_core::gen::{Bounds, Dist, SpecKind, SpecUnit};
+use wirelab_core::schedule::{Limits, SpinMargin, WaitStrategy};
 use wirelab_engine::recordlog::{hostname, RecordLog, RecordMeta};
 use wirelab_engine::sender::{self, FlowConfig, Padding, MAX_PAYLOAD};
 use wirelab_engine::StopFlag;
@@ -44,7 +44,7 @@ pub fn run(a: SendArgs) -> Result<()> {
         WaitArg::Spin => WaitStrategy::Spin,
         WaitArg::Hybrid => WaitStrategy::Hybrid {
             spin_ns: if adaptive_spin {
-                WaitStrategy::DEFAULT_SPIN_NS
+                SpinMargin::DEFAULT_INITIAL_NS
             } else {
                 values::duration_ns("--spin-margin", &a.spin_margin)?
             },
@@ -52,6 +52,11 @@ pub fn run(a: SendArgs) -> Result<()> {
     };
     let padding = parse_padding(&a.padding)?;
     let late = a.catch_up.policy(REBASE_THRESHOLD_NS)?;
+    // The start phase matters only for a periodic schedule.
+    let phase = match (a.phase.config()?, ival_spec.kind()) {
+        (Some(pc), SpecKind::Dist(Dist::Const { value })) => Some((pc, *value)),
+        _ => None,
+    };
     let tos = a.tos.or(a.dscp.map(|d| d << 2));
     let target = super::resolve(&a.host, a.port, a.family.ipv4, a.family.ipv6)?;
     let bind = a
@@ -99,6 +104,7 @@ pub fn run(a: SendArgs) -> Result<()> {
         "warmup": a.warmup, "wait": format!("{:?}", a.wait).to_lowercase(), "echo": a.echo,
         "seed": a.seed, "batch": a.batch, "rt_priority": a.rt_priority, "cpu": a.cpu,
         "format": a.format.engine(), "late": format!("{late:?}"),
+        "phase": phase.map(|(pc, _)| pc.calibrate.as_nanos() as u64),
     });
     let mono_to_real = mono_to_real_offset();
     // sched_ns counts from the epoch; the first departure follows 50 ms
@@ -163,6 +169,7 @@ pub fn run(a: SendArgs) -> Result<()> {
             mono_to_real,
             format: a.format.engine(),
             late,
+            phase,
         };
         let stop = stop.clone();
         let tx_log = log.as_ref().map(|l| l.writer());
