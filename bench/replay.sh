@@ -26,9 +26,10 @@
 #   --fid-reps N  repetitions of each fidelity run (default 2)
 #   --only X      run only the top-speed or only the fidelity part
 #   --fid-tools L subset of: wirelab wirelab-spin wirelab-mmsg wirelab-spin-mmsg tcpreplay
-#                 wirelab-sf8 wirelab-h64 wirelab-h256 (-spin = --spin 10s: never sleeps;
+#                 wirelab-sf8 wirelab-h64 wirelab-h256 wirelab-nophase (-spin = --spin 10s: never sleeps;
 #                 -mmsg = --tx sendmmsg; -sf8 = --spread-factor 0.8: catch-up gaps at least
-#                 80 % of the original; -hN = --spread-horizon N: a stall worked off over ~N gaps)
+#                 80 % of the original; -hN = --spread-horizon N: a stall worked off over ~N gaps;
+#                 -nophase = --phase off: no start-phase calibration)
 #   --traces L    subset of: exp100us cbr1ms cbr100us cbr10us
 #   --keep        keep traces, captures and logs (path printed)
 # Environment: SKIP_BUILD=1 uses an existing target/release/wirelab;
@@ -173,6 +174,9 @@ def rxwatch(path, quiet_s, limit_s):
     span = (t_last - t_first) if t_first is not None and t_last > t_first else None
     print(json.dumps(dict(rx_packets=d, span_s=span, kpps=(d / span / 1e3) if span else None)))
 
+WL_VARIANTS = ("wirelab", "wirelab-spin", "wirelab-sf8", "wirelab-h64", "wirelab-h256",
+               "wirelab-mmsg", "wirelab-spin-mmsg", "wirelab-nophase")
+
 def med(v):
     v = [x for x in v if x is not None]
     return statistics.median(v) if v else None
@@ -208,7 +212,7 @@ def tables(path):
         summary = []
         for tr in traces:
             m = {}
-            for tool in ("wirelab", "wirelab-spin", "wirelab-sf8", "wirelab-h64", "wirelab-h256", "wirelab-mmsg", "wirelab-spin-mmsg", "tcpreplay"):
+            for tool in WL_VARIANTS + ("tcpreplay",):
                 rs = [r for r in fid if r["trace"] == tr and r["tool"] == tool]
                 if not rs:
                     continue
@@ -216,7 +220,7 @@ def tables(path):
                 x = m[tool]
                 dur = "-" if x["duration_error_ppm"] is None else f"{x['duration_error_ppm']:+.1f}"
                 print(f"| {tr} | {tool} | {fmt_us(x['ide_p50_ns'])} | {fmt_us(x['ide_p99_ns'])} | {fmt_us(x['ide_p999_ns'])} | {fmt_us(x['ide_max_ns'])} | {dur} | {x['pps']:.0f} | {x['missing']:.0f} |")
-            for wl in ("wirelab", "wirelab-spin", "wirelab-sf8", "wirelab-h64", "wirelab-h256", "wirelab-mmsg", "wirelab-spin-mmsg"):
+            for wl in WL_VARIANTS:
                 if wl in m and "tcpreplay" in m:
                     summary.append((tr, wl, m[wl], m["tcpreplay"]))
         print("\n## ratios wirelab / tcpreplay (goal: p99 and p99.9 <= 0.33; |duration error| < 10 ppm)")
@@ -279,20 +283,19 @@ fid_one() {
     local td=$BG_PID i
     for i in $(seq 1 50); do grep -q "listening on" "$WORK/tcpdump-$tag.err" 2>/dev/null && break; sleep 0.1; done
     case "$tool" in
-        wirelab) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json "$trace" \
-            >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
-        wirelab-spin) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --spin 10s "$trace" \
-            >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
-        wirelab-sf8) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --spread-factor 0.8 "$trace" \
-            >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
-        wirelab-h64) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --spread-horizon 64 "$trace" \
-            >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
-        wirelab-h256) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --spread-horizon 256 "$trace" \
-            >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
-        wirelab-mmsg) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --tx sendmmsg "$trace" \
-            >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
-        wirelab-spin-mmsg) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json --spin 10s --tx sendmmsg "$trace" \
-            >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
+        wirelab*)
+            local extra=()
+            case "$tool" in
+                wirelab-spin) extra=(--spin 10s) ;;
+                wirelab-sf8) extra=(--spread-factor 0.8) ;;
+                wirelab-h64) extra=(--spread-horizon 64) ;;
+                wirelab-h256) extra=(--spread-horizon 256) ;;
+                wirelab-mmsg) extra=(--tx sendmmsg) ;;
+                wirelab-spin-mmsg) extra=(--spin 10s --tx sendmmsg) ;;
+                wirelab-nophase) extra=(--phase off) ;;
+            esac
+            nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json "${extra[@]}" "$trace" \
+                >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
         tcpreplay) nstx timeout 60 "${PFX[@]}" tcpreplay -i "$IF_TX" "$trace" \
             >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
     esac

@@ -3,7 +3,7 @@
 //! schedule's origin to the phase whose deadlines meet the fewest stalls.
 
 use std::time::Duration;
-use wirelab_core::phase::{choose_shift, DeadlinePhases, Guard, Stall, StallMap};
+use wirelab_core::phase::{choose_shift, DeadlinePhases, Guard, Stall, StallMap, FOLD_PERIOD_NS};
 use wirelab_io::clock::{mono_ns, record_stalls};
 
 /// A gap between two clock reads longer than this is a stall (the loop
@@ -11,8 +11,8 @@ use wirelab_io::clock::{mono_ns, record_stalls};
 const STALL_THRESHOLD_NS: u64 = 2_000;
 /// Stalls kept from one calibration (a busy machine shows a few thousand a second).
 const MAX_STALLS: usize = 200_000;
-/// Time left between the end of the calibration and the origin, for the
-/// fold and the choice (a few ms at most) and the wait before the first departure.
+/// Least time between the choice and the origin: the wait before the first
+/// departure (the sender sleeps, then spins into it).
 const SETTLE_NS: u64 = 5_000_000;
 
 /// How to calibrate.
@@ -23,7 +23,7 @@ pub struct PhaseConfig {
 }
 
 /// What the calibration saw and chose, for the summary.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PhaseReport {
     pub calibration_ns: u64,
     /// Stalls longer than `stall_threshold_ns` during the calibration.
@@ -42,10 +42,30 @@ pub struct PhaseReport {
     pub hits_per_s: f64,
 }
 
+/// One line for human summaries.
+impl std::fmt::Display for PhaseReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use wirelab_core::units::format_ns;
+        write!(
+            f,
+            "start phase: {} stall(s) > {} in {} ({:.2}% of the time); start moved {}: deadlines meeting a stall {:.0}/s -> {:.0}/s",
+            self.stalls,
+            format_ns(self.stall_threshold_ns as f64),
+            format_ns(self.calibration_ns as f64),
+            self.stalled_fraction * 100.0,
+            format_ns(self.shift_ns as f64),
+            self.hits_per_s_unshifted,
+            self.hits_per_s,
+        )
+    }
+}
+
 /// Spins for `cfg.calibrate` on this thread, then returns the schedule's
-/// origin (absolute CLOCK_MONOTONIC ns): no earlier than `earliest_ns` and
-/// the end of the calibration, delayed by less than `search_ns` to the
-/// phase where `deadlines` (offsets from the origin) meet the fewest stalls.
+/// origin (absolute CLOCK_MONOTONIC ns): the first time no earlier than
+/// `earliest_ns` (nor than a few ms from now) at the phase where `deadlines`
+/// (offsets from the origin) meet the fewest stalls, the shift searched
+/// within `search_ns`. Phases are taken mod [`FOLD_PERIOD_NS`], so whole
+/// folds may be added to reach that time without changing the choice.
 pub fn calibrate_origin(
     cfg: PhaseConfig,
     earliest_ns: u64,
@@ -60,9 +80,12 @@ pub fn calibrate_origin(
         .iter()
         .map(|&(start_ns, end_ns)| Stall { start_ns, end_ns })
         .collect();
-    let planned = earliest_ns.max(to + SETTLE_NS);
-    let map = StallMap::new(&stalls, from, to, planned, Guard::DEFAULT);
+    // Phases count from the end of the calibration.
+    let map = StallMap::new(&stalls, from, to, to, Guard::DEFAULT);
     let choice = choose_shift(&map, deadlines, search_ns);
+    let earliest = earliest_ns.max(mono_ns() + SETTLE_NS);
+    let base = to + choice.shift_ns;
+    let origin = base + earliest.saturating_sub(base).div_ceil(FOLD_PERIOD_NS) * FOLD_PERIOD_NS;
     let report = PhaseReport {
         calibration_ns: to - from,
         stalls: seen,
@@ -74,7 +97,7 @@ pub fn calibrate_origin(
         hits_per_s_unshifted: choice.hits_per_s_unshifted,
         hits_per_s: choice.hits_per_s,
     };
-    (planned + choice.shift_ns, report)
+    (origin, report)
 }
 
 #[cfg(test)]
@@ -82,7 +105,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_origin_is_after_the_calibration_and_within_one_search_span() {
+    fn the_origin_is_after_the_calibration_and_within_one_fold() {
         let t0 = mono_ns();
         let cfg = PhaseConfig {
             calibrate: Duration::from_millis(30),
@@ -90,18 +113,19 @@ mod tests {
         let d = DeadlinePhases::constant(1_000_000.0);
         let (origin, rep) = calibrate_origin(cfg, t0, &d, 1_000_000);
         let after = mono_ns();
-        assert!(origin >= t0 + 30_000_000 + SETTLE_NS);
-        assert!(origin < after + SETTLE_NS + 1_000_000);
+        let cal_end = t0 + 30_000_000;
+        assert!(origin >= cal_end + SETTLE_NS);
+        assert!(origin < after + SETTLE_NS + FOLD_PERIOD_NS);
         assert_eq!(rep.calibration_ns, 30_000_000);
         assert!(rep.shift_ns < 1_000_000);
         assert!(rep.hits_per_s <= rep.hits_per_s_unshifted);
         assert!((0.0..=1.0).contains(&rep.stalled_fraction));
-        // A later planned start is kept.
+        // A later planned start is kept, to within one fold.
         let late = mono_ns() + 50_000_000;
         let cfg = PhaseConfig {
             calibrate: Duration::from_millis(1),
         };
-        let (origin, rep) = calibrate_origin(cfg, late, &d, 1_000_000);
-        assert_eq!(origin, late + rep.shift_ns);
+        let (origin, _) = calibrate_origin(cfg, late, &d, 1_000_000);
+        assert!((late..late + FOLD_PERIOD_NS).contains(&origin));
     }
 }

@@ -14,6 +14,7 @@ use wirelab_analysis::{
 use wirelab_core::gen::{Bounds, GenSpec, SpecUnit};
 use wirelab_engine::receiver::RxSink;
 use wirelab_engine::recordlog::RecordMeta;
+use wirelab_engine::phase::PhaseReport;
 use wirelab_engine::sender::{FlowSendStats, RecordSink};
 use wirelab_wire::record::{Record, RecordKind, RecordReader, Role};
 use wirelab_wire::ProbeFlags;
@@ -431,6 +432,9 @@ pub fn print_sender_summary(v: &serde_json::Value) -> Result<()> {
             fmt_ks(&s["departure"]["ks_distance"]),
             fmt_ks(&s["sizes"]["ks_distance"]),
         )?;
+        if let Ok(p) = serde_json::from_value::<PhaseReport>(e["phase"].clone()) {
+            writeln!(out, "  {p}")?;
+        }
         if !f["rtt"].is_null() {
             let r = &f["rtt"];
             writeln!(

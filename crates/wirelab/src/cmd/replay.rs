@@ -519,6 +519,9 @@ fn print_human(r: &ReplayReport) {
             r.wait.sleeps_past_deadline,
             us(r.wait.oversleep_max_ns as f64)
         );
+        if let Some(p) = &r.phase {
+            println!("  {p}");
+        }
         println!("  departure = {}", r.departure);
     }
 }
