@@ -344,11 +344,7 @@ mod tests {
     #[test]
     fn no_stalls_no_shift() {
         let map = StallMap::new(&[], 0, 200_000_000, 0, Guard::DEFAULT);
-        let c = choose_shift(
-            &map,
-            &DeadlinePhases::constant(1_000_000.0),
-            FOLD_PERIOD_NS,
-        );
+        let c = choose_shift(&map, &DeadlinePhases::constant(1_000_000.0), FOLD_PERIOD_NS);
         assert_eq!(c.shift_ns, 0);
         assert_eq!(c.hits_per_s, 0.0);
     }

@@ -278,12 +278,7 @@ impl Pacer {
         let Some(first) = self.next_deadline() else {
             return Action::Done;
         };
-        let deadline = catch_up_deadline(
-            first,
-            self.late.target(first),
-            now_ns,
-            self.send_cost_ns,
-        );
+        let deadline = catch_up_deadline(first, self.late.target(first), now_ns, self.send_cost_ns);
         if deadline <= now_ns {
             // Batch the packets that would leave now too: due on their
             // ideal time and not held back by the catch-up policy.
@@ -588,7 +583,14 @@ mod tests {
     /// Runs a spinning pacer on a virtual clock: every send call costs
     /// `cost`, and the thread is preempted for `stall` while it waits for
     /// packet `stall_at`. Returns each packet's departure time.
-    fn run_virtual(policy: LatePolicy, iv: f64, n: u64, cost: u64, stall_at: usize, stall: u64) -> Vec<u64> {
+    fn run_virtual(
+        policy: LatePolicy,
+        iv: f64,
+        n: u64,
+        cost: u64,
+        stall_at: usize,
+        stall: u64,
+    ) -> Vec<u64> {
         let lim = Limits {
             count: Some(n),
             duration_ns: None,
@@ -632,7 +634,11 @@ mod tests {
         let burst = run_virtual(LatePolicy::Burst, 10_000.0, 40, 2_000, 10, 8_000);
         let spread = run_virtual(SPREAD, 10_000.0, 40, 2_000, 10, 8_000);
         assert_eq!(burst[10] - burst[9], 18_000);
-        assert_eq!(burst[11] - burst[10], 2_000, "burst: the next probe follows at once");
+        assert_eq!(
+            burst[11] - burst[10],
+            2_000,
+            "burst: the next probe follows at once"
+        );
         assert_eq!(spread[10] - spread[9], 18_000);
         for k in 11..40 {
             let gap = spread[k] - spread[k - 1];
@@ -649,7 +655,10 @@ mod tests {
         let dep = run_virtual(SPREAD, 1_000.0, 1_000, 3_000, usize::MAX, 0);
         assert_eq!(dep.len(), 1_000);
         let last = *dep.last().unwrap();
-        assert!(last < 1_000 * 1_000 + 10_000, "fell behind: last departure {last}");
+        assert!(
+            last < 1_000 * 1_000 + 10_000,
+            "fell behind: last departure {last}"
+        );
     }
 
     #[test]

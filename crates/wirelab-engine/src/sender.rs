@@ -371,7 +371,10 @@ pub fn run_flow<S: RecordSink + 'static>(
                     // calibration only while that keeps the deadlines inside
                     // the run of good phases the choice sits in the middle of.
                     let lag = mono_ns().saturating_sub(due[0]);
-                    if phase.as_ref().is_none_or(|p: &PhaseReport| lag < p.margin_ns / 2) {
+                    if phase
+                        .as_ref()
+                        .is_none_or(|p: &PhaseReport| lag < p.margin_ns / 2)
+                    {
                         pacer.delay_start(lag);
                         st.anchor_lag_ns = Some(lag);
                     }

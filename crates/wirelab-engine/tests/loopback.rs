@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 use wirelab_core::schedule::{Limits, WaitStrategy};
-use wirelab_engine::receiver::{Receiver, RecvConfig};
 use wirelab_engine::phase::PhaseConfig;
+use wirelab_engine::receiver::{Receiver, RecvConfig};
 use wirelab_engine::sender::{run_flow, FlowConfig, FlowSendStats, Padding};
 use wirelab_engine::{ProbeFormat, StopFlag};
 use wirelab_wire::record::{Record, RecordKind};

@@ -12,9 +12,9 @@ use wirelab_analysis::{
     SentSource, Summary,
 };
 use wirelab_core::gen::{Bounds, GenSpec, SpecUnit};
+use wirelab_engine::phase::PhaseReport;
 use wirelab_engine::receiver::RxSink;
 use wirelab_engine::recordlog::RecordMeta;
-use wirelab_engine::phase::PhaseReport;
 use wirelab_engine::sender::{FlowSendStats, RecordSink};
 use wirelab_wire::record::{Record, RecordKind, RecordReader, Role};
 use wirelab_wire::ProbeFlags;
