@@ -23,6 +23,7 @@ use wirelab_core::phase::{DeadlinePhases, BIN_NS, FOLD_PERIOD_NS};
 use wirelab_core::replay::LatePolicy;
 use wirelab_core::schedule::{Action, Limits, Pacer, SpinMargin, WaitStrategy};
 use wirelab_io::clock::{mono_ns, set_timer_slack, sleep_until_mono, spin_until_mono};
+use wirelab_io::rt::involuntary_switches;
 use wirelab_io::udp::{RecvBatch, RxTimestamp, UdpSock};
 use wirelab_wire::luna::{self, LunaProbe, LUNA_ECHO, LUNA_LEN};
 use wirelab_wire::probe::{self, EchoTimes, ProbeFlags, ProbeRepr, ECHO_LEN, HEADER_LEN};
@@ -31,6 +32,8 @@ use wirelab_wire::record::{Record, RecordKind};
 /// Largest UDP payload over IPv4.
 pub const MAX_PAYLOAD: usize = 65_507;
 const MAX_BATCH: usize = 64;
+/// How often the sender checks whether its CPU is shared (`SpinMargin::observe_preemptions`).
+const PREEMPT_WINDOW_NS: u64 = 200_000_000;
 /// With a calibrated start, how long before the first deadline the priming
 /// datagram leaves.
 const PRIME_LEAD_NS: u64 = 300_000;
@@ -133,6 +136,9 @@ pub struct FlowSendStats {
     pub spin_margin_ns: Option<u64>,
     /// The start-phase calibration, when one ran.
     pub phase: Option<PhaseReport>,
+    /// 200 ms windows in which the CPU was found shared with other work
+    /// (the hybrid margin then drops to 100 µs: sleep more, spin less).
+    pub contended_windows: u64,
     /// How far the schedule's origin moved to the first departure (None:
     /// it stayed at the planned or calibrated start).
     pub anchor_lag_ns: Option<u64>,
@@ -263,6 +269,8 @@ pub fn run_flow<S: RecordSink + 'static>(
         _ => None,
     };
     let mut due: Vec<u64> = Vec::with_capacity(max_batch);
+    // (start, involuntary switches then) of the current contention window.
+    let mut preempt_window = (mono_ns(), involuntary_switches());
     let mut st = FlowSendStats {
         flow: cfg.flow,
         start_unix_ns: start_real,
@@ -298,10 +306,14 @@ pub fn run_flow<S: RecordSink + 'static>(
                 if let Some(m) = margin.as_mut() {
                     m.observe(t, mono_ns());
                     pacer.set_spin_margin(m.margin_ns());
+                    check_contention(m, &mut pacer, &mut preempt_window, &mut st);
                 }
             }
             Action::SpinUntil(t) => {
                 spin_until_mono(t);
+                if let Some(m) = margin.as_mut() {
+                    check_contention(m, &mut pacer, &mut preempt_window, &mut st);
+                }
             }
             Action::Send { count } => {
                 let count = if luna {
@@ -482,6 +494,27 @@ pub fn run_flow<S: RecordSink + 'static>(
     }
     let reply_sink = reply_sink.ok_or_else(|| io::Error::other("echo reply sink lost"))?;
     Ok((st, reply_sink))
+}
+
+/// Every [`PREEMPT_WINDOW_NS`]: tells the margin learner how often the
+/// scheduler took the CPU from this thread, so a shared CPU makes it sleep
+/// more and spin less (`SpinMargin::observe_preemptions`). `window` is the
+/// current window's start and the switch count then.
+fn check_contention(
+    m: &mut SpinMargin,
+    pacer: &mut Pacer,
+    window: &mut (u64, u64),
+    st: &mut FlowSendStats,
+) {
+    let now = mono_ns();
+    if now < window.0 + PREEMPT_WINDOW_NS {
+        return;
+    }
+    let switches = involuntary_switches();
+    m.observe_preemptions(switches.saturating_sub(window.1), now - window.0);
+    pacer.set_spin_margin(m.margin_ns());
+    st.contended_windows += u64::from(m.contended());
+    *window = (now, switches);
 }
 
 /// Sends `lens.len()` buffers, retrying the rest after a partial send or a

@@ -53,8 +53,8 @@ fn spread_shrinks_gaps_by_at_most_2us_and_rejoins() {
         );
     }
     assert_eq!(act[17] - act[16], 100_000, "caught up by packet 17");
-    // A 1.5 ms stall: gaps shrink by lateness/8 but keep half the gap.
-    let act = simulate(LatePolicy::DEFAULT, &ideal, 10, 2_500_000, 1_000);
+    // A 0.8 ms stall: gaps shrink at once but keep half the gap.
+    let act = simulate(LatePolicy::DEFAULT, &ideal, 10, 1_800_000, 1_000);
     for i in 11..100 {
         assert!(act[i] - act[i - 1] >= 50_000, "gap {i} collapsed");
     }
@@ -67,6 +67,23 @@ fn spread_shrinks_gaps_by_at_most_2us_and_rejoins() {
     assert_eq!(r.duration_error_ns, 0);
     assert_eq!(r.late_runs, 1);
     assert!(r.late_run_max >= 5);
+}
+
+#[test]
+fn spread_bursts_past_a_millisecond_of_lateness() {
+    let ideal = cbr(100, 100_000);
+    // 1.5 ms late at packet 10 (1 µs send cost).
+    let act = simulate(LatePolicy::DEFAULT, &ideal, 10, 2_500_000, 1_000);
+    // Back to back while the previous packet left more than 1 ms late
+    // (packets 11-16), then half-gaps until the schedule is rejoined.
+    for i in 11..=16 {
+        assert_eq!(act[i] - act[i - 1], 1_000, "gap {i}");
+    }
+    assert!((17..100).all(|i| act[i] - act[i - 1] >= 50_000));
+    assert_eq!(act[99], ideal[99]);
+    // Just under the limit the floor still holds.
+    let act = simulate(LatePolicy::DEFAULT, &ideal, 10, 1_990_000, 1_000);
+    assert!((11..100).all(|i| act[i] - act[i - 1] >= 50_000));
 }
 
 #[test]
@@ -204,13 +221,14 @@ fn simulate_batched(ideal: &[u64], kick: u64, stall_at: usize, stall: u64, rule:
 #[test]
 fn late_packets_join_the_batch_when_a_kick_costs_more_than_the_gap() {
     // 10 µs CBR, a kick costs 12 µs: one packet per kick falls behind by
-    // 2 µs per packet for good; with the catch-up rule the sender batches
-    // and ends on schedule.
+    // 2 µs per packet until the spread policy gives up at 1 ms of lateness
+    // and stays that late; with the catch-up rule the sender batches and
+    // ends on schedule.
     let ideal = cbr(10_000, 10_000);
     let without = simulate_batched(&ideal, 12_000, usize::MAX, 0, false);
     let with = simulate_batched(&ideal, 12_000, usize::MAX, 0, true);
     let late = |a: &[u64]| a[a.len() - 1] - ideal[ideal.len() - 1];
-    assert!(late(&without) > 10_000_000, "{}", late(&without));
+    assert!(late(&without) > 900_000, "{}", late(&without));
     assert!(late(&with) < 30_000, "{}", late(&with));
     // A cheap kick never batches an on-time packet, and after a stall the
     // rule rejoins the schedule with no drift.
