@@ -55,9 +55,10 @@ pub struct SpinMargin {
     peak_ns: f64,
     floor_ns: u64,
     ceil_ns: u64,
-    /// The CPU is shared with other runnable work (see
-    /// [`SpinMargin::observe_preemptions`]).
+    /// The CPU is shared with busy work (see
+    /// [`SpinMargin::observe_cpu_loss`]), for at least `hold` more windows.
     contended: bool,
+    hold: u32,
 }
 
 impl SpinMargin {
@@ -78,6 +79,7 @@ impl SpinMargin {
             floor_ns,
             ceil_ns: ceil_ns.max(floor_ns),
             contended: false,
+            hold: 0,
         }
     }
 
@@ -91,22 +93,30 @@ impl SpinMargin {
         self.peak_ns = (over as f64).max(self.peak_ns * Self::DECAY);
     }
 
-    /// The scheduler took the CPU from the sender `switches` times over the
-    /// last `elapsed_ns`. A thread spinning on a CPU shared with other
-    /// runnable work is preempted for whole scheduler slices (measured: 13,704
-    /// of 20,000 probes late at 10 kpps, p99 20 ms, during a build), while a
-    /// thread that sleeps gets wake-up preference. So more than 20 switches
-    /// a second make the margin [`SpinMargin::CONTENDED_NS`] until a window
-    /// passes with none.
-    pub fn observe_preemptions(&mut self, switches: u64, elapsed_ns: u64) {
-        if elapsed_ns == 0 {
+    /// Over the last `window_ns` the sender was neither running nor asleep
+    /// for `lost_ns`: it was runnable and waiting for its CPU. A thread
+    /// spinning on a CPU shared with busy work is preempted for whole
+    /// scheduler slices (measured: at 10 kpps beside a busy loop the sender
+    /// never caught up), while a thread that sleeps gets wake-up preference;
+    /// but a light neighbour (a receiver waking a thousand times a second)
+    /// takes a few µs each time and spinning still wins. So losing more
+    /// than 10 % of a window makes the margin [`SpinMargin::CONTENDED_NS`]
+    /// for at least five more windows, and then until a window loses less
+    /// than 2 %.
+    pub fn observe_cpu_loss(&mut self, lost_ns: u64, window_ns: u64) {
+        if window_ns == 0 {
             return;
         }
-        let per_s = switches as f64 * 1e9 / elapsed_ns as f64;
-        if per_s > 20.0 {
+        let f = lost_ns as f64 / window_ns as f64;
+        if self.contended {
+            if self.hold > 0 {
+                self.hold -= 1;
+            } else if f < 0.02 {
+                self.contended = false;
+            }
+        } else if f > 0.10 {
             self.contended = true;
-        } else if switches == 0 {
-            self.contended = false;
+            self.hold = 5;
         }
     }
 
@@ -531,24 +541,30 @@ mod tests {
     }
 
     #[test]
-    fn a_contended_cpu_makes_the_margin_small_until_a_quiet_window() {
+    fn a_busy_neighbour_makes_the_margin_small_for_a_while() {
         let mut m = SpinMargin::new(2_000_000, 50_000, 5_000_000);
+        let w = 200_000_000;
         assert_eq!(m.margin_ns(), 2_000_000);
-        // 3 switches in 200 ms: 15/s, an idle CPU's kworkers; no change.
-        m.observe_preemptions(3, 200_000_000);
+        // A light neighbour: 2 % of the window lost; keep spinning.
+        m.observe_cpu_loss(w / 50, w);
         assert!(!m.contended());
         assert_eq!(m.margin_ns(), 2_000_000);
-        // 40 in 200 ms: a build on the same CPU.
-        m.observe_preemptions(40, 200_000_000);
+        // A busy loop on the same CPU: half the window lost.
+        m.observe_cpu_loss(w / 2, w);
         assert!(m.contended());
         assert_eq!(m.margin_ns(), SpinMargin::CONTENDED_NS);
-        // Fewer, but not none: still contended (hysteresis).
-        m.observe_preemptions(2, 200_000_000);
+        // Sleeping loses little, but the state holds for five windows ...
+        for _ in 0..5 {
+            m.observe_cpu_loss(0, w);
+            assert!(m.contended());
+        }
+        // ... then needs a window under 2 % to end.
+        m.observe_cpu_loss(w / 20, w);
         assert!(m.contended());
-        m.observe_preemptions(0, 200_000_000);
+        m.observe_cpu_loss(w / 100, w);
         assert!(!m.contended());
         assert_eq!(m.margin_ns(), 2_000_000);
-        m.observe_preemptions(5, 0);
+        m.observe_cpu_loss(5, 0);
         assert!(!m.contended());
     }
 

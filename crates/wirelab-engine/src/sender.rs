@@ -22,8 +22,9 @@ use std::time::Duration;
 use wirelab_core::phase::{DeadlinePhases, BIN_NS, FOLD_PERIOD_NS};
 use wirelab_core::replay::LatePolicy;
 use wirelab_core::schedule::{Action, Limits, Pacer, SpinMargin, WaitStrategy};
-use wirelab_io::clock::{mono_ns, set_timer_slack, sleep_until_mono, spin_until_mono};
-use wirelab_io::rt::involuntary_switches;
+use wirelab_io::clock::{
+    mono_ns, set_timer_slack, sleep_until_mono, spin_until_mono, thread_cpu_ns,
+};
 use wirelab_io::udp::{RecvBatch, RxTimestamp, UdpSock};
 use wirelab_wire::luna::{self, LunaProbe, LUNA_ECHO, LUNA_LEN};
 use wirelab_wire::probe::{self, EchoTimes, ProbeFlags, ProbeRepr, ECHO_LEN, HEADER_LEN};
@@ -32,8 +33,8 @@ use wirelab_wire::record::{Record, RecordKind};
 /// Largest UDP payload over IPv4.
 pub const MAX_PAYLOAD: usize = 65_507;
 const MAX_BATCH: usize = 64;
-/// How often the sender checks whether its CPU is shared (`SpinMargin::observe_preemptions`).
-const PREEMPT_WINDOW_NS: u64 = 200_000_000;
+/// How often the sender checks whether its CPU is shared (`SpinMargin::observe_cpu_loss`).
+const CPU_WINDOW_NS: u64 = 200_000_000;
 /// With a calibrated start, how long before the first deadline the priming
 /// datagram leaves.
 const PRIME_LEAD_NS: u64 = 300_000;
@@ -269,8 +270,7 @@ pub fn run_flow<S: RecordSink + 'static>(
         _ => None,
     };
     let mut due: Vec<u64> = Vec::with_capacity(max_batch);
-    // (start, involuntary switches then) of the current contention window.
-    let mut preempt_window = (mono_ns(), involuntary_switches());
+    let mut cpu_window = CpuWindow::new();
     let mut st = FlowSendStats {
         flow: cfg.flow,
         start_unix_ns: start_real,
@@ -301,18 +301,21 @@ pub fn run_flow<S: RecordSink + 'static>(
             Action::Done => break,
             Action::SleepUntil(t) => {
                 // EINTR (a signal) just loops back to check the stop flag.
+                let before = mono_ns();
                 let _ = sleep_until_mono(t);
+                let woke = mono_ns();
                 st.sleeps += 1;
+                cpu_window.slept_ns += woke - before;
                 if let Some(m) = margin.as_mut() {
-                    m.observe(t, mono_ns());
+                    m.observe(t, woke);
                     pacer.set_spin_margin(m.margin_ns());
-                    check_contention(m, &mut pacer, &mut preempt_window, &mut st);
+                    cpu_window.check(m, &mut pacer, &mut st);
                 }
             }
             Action::SpinUntil(t) => {
                 spin_until_mono(t);
                 if let Some(m) = margin.as_mut() {
-                    check_contention(m, &mut pacer, &mut preempt_window, &mut st);
+                    cpu_window.check(m, &mut pacer, &mut st);
                 }
             }
             Action::Send { count } => {
@@ -496,25 +499,46 @@ pub fn run_flow<S: RecordSink + 'static>(
     Ok((st, reply_sink))
 }
 
-/// Every [`PREEMPT_WINDOW_NS`]: tells the margin learner how often the
-/// scheduler took the CPU from this thread, so a shared CPU makes it sleep
-/// more and spin less (`SpinMargin::observe_preemptions`). `window` is the
-/// current window's start and the switch count then.
-fn check_contention(
-    m: &mut SpinMargin,
-    pacer: &mut Pacer,
-    window: &mut (u64, u64),
-    st: &mut FlowSendStats,
-) {
-    let now = mono_ns();
-    if now < window.0 + PREEMPT_WINDOW_NS {
-        return;
+/// CPU accounting of the sending thread for the contention check: the
+/// current window's start (monotonic), the thread's CPU time then, and
+/// the time it has spent in sleep calls (running total and at the start).
+struct CpuWindow {
+    start_ns: u64,
+    cpu_ns: u64,
+    slept_ns: u64,
+    slept_at_start_ns: u64,
+}
+
+impl CpuWindow {
+    fn new() -> Self {
+        CpuWindow {
+            start_ns: mono_ns(),
+            cpu_ns: thread_cpu_ns(),
+            slept_ns: 0,
+            slept_at_start_ns: 0,
+        }
     }
-    let switches = involuntary_switches();
-    m.observe_preemptions(switches.saturating_sub(window.1), now - window.0);
-    pacer.set_spin_margin(m.margin_ns());
-    st.contended_windows += u64::from(m.contended());
-    *window = (now, switches);
+
+    /// Every [`CPU_WINDOW_NS`]: tells the margin learner how long the thread
+    /// waited for its CPU (neither running nor asleep), so a CPU shared with
+    /// busy work makes it sleep more and spin less
+    /// (`SpinMargin::observe_cpu_loss`).
+    fn check(&mut self, m: &mut SpinMargin, pacer: &mut Pacer, st: &mut FlowSendStats) {
+        let now = mono_ns();
+        let window = now - self.start_ns;
+        if window < CPU_WINDOW_NS {
+            return;
+        }
+        let cpu = thread_cpu_ns();
+        let ran = cpu.saturating_sub(self.cpu_ns);
+        let slept = self.slept_ns - self.slept_at_start_ns;
+        m.observe_cpu_loss(window.saturating_sub(ran + slept), window);
+        pacer.set_spin_margin(m.margin_ns());
+        st.contended_windows += u64::from(m.contended());
+        self.start_ns = now;
+        self.cpu_ns = cpu;
+        self.slept_at_start_ns = self.slept_ns;
+    }
 }
 
 /// Sends `lens.len()` buffers, retrying the rest after a partial send or a

@@ -9,7 +9,8 @@ fn now(clock: libc::clockid_t) -> u64 {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec; clock ids used here are
+    // SAFETY: `ts` is a valid, writable timespec; clock ids used here
+    // (MONOTONIC, REALTIME, THREAD_CPUTIME_ID of the calling thread) are
     // constants the kernel always supports, so the call cannot fail.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -18,6 +19,11 @@ fn now(clock: libc::clockid_t) -> u64 {
 /// CLOCK_MONOTONIC in ns.
 pub fn mono_ns() -> u64 {
     now(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time the calling thread has used (user and system), in ns.
+pub fn thread_cpu_ns() -> u64 {
+    now(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// CLOCK_REALTIME in ns since the Unix epoch.

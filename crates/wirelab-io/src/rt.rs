@@ -46,16 +46,6 @@ pub fn online_cpus() -> usize {
         .unwrap_or(1)
 }
 
-/// Involuntary context switches of the calling thread so far: how often the
-/// scheduler took the CPU from it (other runnable work on the same CPU).
-pub fn involuntary_switches() -> u64 {
-    // SAFETY: rusage is plain data; zeroed is valid and the call only writes it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD with a valid, writable rusage cannot fail.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nivcsw as u64
-}
-
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> Result<(), RtError> {
     let ncpu = online_cpus();
