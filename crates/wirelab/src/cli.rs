@@ -100,7 +100,7 @@ pub enum PhaseArg {
 pub struct PhaseArgs {
     /// Start phase: "auto" first spins for --phase-calibration on the sending CPU, maps
     /// where it loses the CPU at regular times (the kernel tick, host timers on a VM) and
-    /// delays the start (by less than one interval, at most 20ms) so that the deadlines miss
+    /// starts (at most ~25ms after the calibration) at the phase where the deadlines miss
     /// those stalls; what it saw and chose is in the --json output ("phase"). "off" starts
     /// at once
     #[arg(long, value_enum, default_value_t = PhaseArg::Auto)]
@@ -228,8 +228,8 @@ pub struct SendArgs {
     pub wait: WaitArg,
     /// With --wait hybrid: start spinning this long before the deadline; "auto" learns it
     /// from how late this machine's sleeps wake up (starting at 2ms, between 50us and 5ms:
-    /// at 500 pps and more the sender then spins through every gap; give e.g. 100us to
-    /// sleep more on a CPU shared with other work)
+    /// at 500 pps and more the sender then spins through every gap) and drops to 100us while
+    /// the sender waits for a CPU shared with busy work; a duration fixes it
     #[arg(long, default_value = "auto", value_name = "DURATION|auto")]
     pub spin_margin: String,
     /// Most probes sent in one sendmmsg call when behind schedule
