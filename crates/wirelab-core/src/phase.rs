@@ -64,8 +64,6 @@ impl Guard {
 #[derive(Debug, Clone)]
 pub struct StallMap {
     hit: Vec<f32>,
-    /// Periods the calibration covered (fractional).
-    periods: f64,
     stalls: usize,
     stalled_ns: u64,
     window_ns: u64,
@@ -73,8 +71,9 @@ pub struct StallMap {
 
 impl StallMap {
     /// Folds `stalls` seen in the window `[from_ns, to_ns)`. The phase of a
-    /// time `t` is `(t - origin_ns) mod FOLD_PERIOD_NS`: pass the
-    /// schedule's planned origin so phases and deadline offsets agree.
+    /// time `t` is `(t - origin_ns) mod FOLD_PERIOD_NS`: deadline offsets
+    /// then count from `origin_ns` or from any whole number of folds after
+    /// it.
     pub fn new(stalls: &[Stall], from_ns: u64, to_ns: u64, origin_ns: u64, guard: Guard) -> Self {
         let window_ns = to_ns.saturating_sub(from_ns);
         let periods = window_ns as f64 / FOLD_PERIOD_NS as f64;
@@ -100,7 +99,6 @@ impl StallMap {
             .collect();
         StallMap {
             hit,
-            periods,
             stalls: stalls.len(),
             stalled_ns,
             window_ns,
@@ -124,10 +122,6 @@ impl StallMap {
         } else {
             self.stalled_ns as f64 / self.window_ns as f64
         }
-    }
-
-    pub fn periods(&self) -> f64 {
-        self.periods
     }
 
     /// Share of the fold where a deadline is hit in more than half of the
@@ -276,34 +270,25 @@ mod tests {
     use super::*;
 
     /// A HZ=250 tick: a 15 µs stall at every multiple of 4 ms, plus a
-    /// 20 µs stall 1.78 ms after every second ms boundary, over 200 ms.
-    fn vm_like(origin: u64) -> (Vec<Stall>, u64, u64) {
-        let from = origin;
+    /// 20 µs stall 1.78 ms after every second ms boundary, over 200 ms from
+    /// `origin`, folded with phases counted from `origin`.
+    fn vm_map(origin: u64) -> StallMap {
         let to = origin + 200_000_000;
         let mut stalls = Vec::new();
-        let mut t = 0;
-        while t < 200_000_000 {
-            stalls.push(Stall {
-                start_ns: from + t,
-                end_ns: from + t + 15_000,
-            });
-            stalls.push(Stall {
-                start_ns: from + t + 1_780_000,
-                end_ns: from + t + 1_800_000,
-            });
-            stalls.push(Stall {
-                start_ns: from + t + 3_780_000,
-                end_ns: from + t + 3_800_000,
-            });
-            t += 4_000_000;
+        for t in (origin..to).step_by(4_000_000) {
+            for (off, len) in [(0, 15_000), (1_780_000, 20_000), (3_780_000, 20_000)] {
+                stalls.push(Stall {
+                    start_ns: t + off,
+                    end_ns: t + off + len,
+                });
+            }
         }
-        (stalls, from, to)
+        StallMap::new(&stalls, origin, to, origin, Guard::DEFAULT)
     }
 
     #[test]
     fn a_1kpps_schedule_on_the_tick_is_moved_off_it() {
-        let (stalls, from, to) = vm_like(1_000_000_000);
-        let map = StallMap::new(&stalls, from, to, from, Guard::DEFAULT);
+        let map = vm_map(1_000_000_000);
         assert_eq!(map.stalls(), 150);
         let d = DeadlinePhases::constant(1_000_000.0);
         let c = choose_shift(&map, &d, 1_000_000);
@@ -320,8 +305,7 @@ mod tests {
 
     #[test]
     fn a_10kpps_schedule_finds_the_gap_between_stalls() {
-        let (stalls, from, to) = vm_like(5_000_000_000);
-        let map = StallMap::new(&stalls, from, to, from, Guard::DEFAULT);
+        let map = vm_map(5_000_000_000);
         let d = DeadlinePhases::constant(100_000.0);
         let c = choose_shift(&map, &d, 100_000);
         assert!(c.hits_per_s_unshifted > 100.0, "{c:?}");
@@ -333,8 +317,7 @@ mod tests {
 
     #[test]
     fn at_100kpps_no_shift_avoids_stalls_longer_than_the_gap() {
-        let (stalls, from, to) = vm_like(0);
-        let map = StallMap::new(&stalls, from, to, from, Guard::DEFAULT);
+        let map = vm_map(0);
         let d = DeadlinePhases::constant(10_000.0);
         let c = choose_shift(&map, &d, 10_000);
         assert!(c.hits_per_s >= 750.0 * 0.99, "{c:?}");

@@ -309,13 +309,15 @@ pub fn run_flow<S: RecordSink + 'static>(
                 if let Some(m) = margin.as_mut() {
                     m.observe(t, woke);
                     pacer.set_spin_margin(m.margin_ns());
-                    cpu_window.check(m, &mut pacer, &mut st);
+                    cpu_window.check(woke, m, &mut pacer, &mut st);
                 }
             }
             Action::SpinUntil(t) => {
-                spin_until_mono(t);
+                // The time the spin ended is the check's clock: no extra read
+                // on the way to the send.
+                let now = spin_until_mono(t);
                 if let Some(m) = margin.as_mut() {
-                    cpu_window.check(m, &mut pacer, &mut st);
+                    cpu_window.check(now, m, &mut pacer, &mut st);
                 }
             }
             Action::Send { count } => {
@@ -386,10 +388,7 @@ pub fn run_flow<S: RecordSink + 'static>(
                     // calibration only while that keeps the deadlines inside
                     // the run of good phases the choice sits in the middle of.
                     let lag = mono_ns().saturating_sub(due[0]);
-                    if phase
-                        .as_ref()
-                        .is_none_or(|p: &PhaseReport| lag < p.margin_ns / 2)
-                    {
+                    if phase.as_ref().is_none_or(|p| lag < p.margin_ns / 2) {
                         pacer.delay_start(lag);
                         st.anchor_lag_ns = Some(lag);
                     }
@@ -519,13 +518,13 @@ impl CpuWindow {
         }
     }
 
-    /// Every [`CPU_WINDOW_NS`]: tells the margin learner how long the thread
+    /// Every [`CPU_WINDOW_NS`] (`now` is CLOCK_MONOTONIC, already read by the
+    /// caller): tells the margin learner how long the thread
     /// waited for its CPU (neither running nor asleep), so a CPU shared with
     /// busy work makes it sleep more and spin less
     /// (`SpinMargin::observe_cpu_loss`).
-    fn check(&mut self, m: &mut SpinMargin, pacer: &mut Pacer, st: &mut FlowSendStats) {
-        let now = mono_ns();
-        let window = now - self.start_ns;
+    fn check(&mut self, now: u64, m: &mut SpinMargin, pacer: &mut Pacer, st: &mut FlowSendStats) {
+        let window = now.saturating_sub(self.start_ns);
         if window < CPU_WINDOW_NS {
             return;
         }

@@ -34,9 +34,9 @@ use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};
 use crate::StopFlag;
 pub use trace::{count_packets, side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
 
-/// Lower bound of the learned spin margin of `--spin auto`.
 /// Packets of the first pass folded for the phase choice.
 const PHASE_MAX_PACKETS: usize = 1_000_000;
+/// Lower bound of the learned spin margin of `--spin auto`.
 pub const REPLAY_SPIN_FLOOR_NS: u64 = 1_000_000;
 /// Upper bound of the learned spin margin of `--spin auto`.
 pub const REPLAY_SPIN_CEIL_NS: u64 = 2_000_000;
@@ -804,6 +804,8 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
         None => None,
     };
     let paced = !matches!(cfg.output, Output::File(_));
+    // Departures on a schedule: sent (not written to a file), not at top speed.
+    let timed = paced && !matches!(cfg.timing, Timing::Topspeed);
     let mut s = Sender {
         cfg,
         tx: txs,
@@ -842,11 +844,11 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
         log,
         paced,
         kick_waits: matches!(cfg.timing, Timing::Topspeed),
-        anchor_pending: paced && !matches!(cfg.timing, Timing::Topspeed),
+        anchor_pending: timed,
         kick_cost_ns: 0,
     };
     let mut phase = None;
-    if let (Some(pc), Some(t), true) = (cfg.phase, &trace, s.anchor_pending) {
+    if let (Some(pc), Some(t), true) = (cfg.phase, &trace, timed) {
         // Where the first pass's deadlines fall (packets a split skips
         // included: close enough for a phase choice).
         let mut sched = Schedule::new(cfg.timing);
