@@ -297,15 +297,15 @@ pub fn run_flow<S: RecordSink + 'static>(
                 }
             }
         }
-        match pacer.poll(mono_ns()) {
+        let now = mono_ns();
+        match pacer.poll(now) {
             Action::Done => break,
             Action::SleepUntil(t) => {
                 // EINTR (a signal) just loops back to check the stop flag.
-                let before = mono_ns();
                 let _ = sleep_until_mono(t);
                 let woke = mono_ns();
                 st.sleeps += 1;
-                cpu_window.slept_ns += woke - before;
+                cpu_window.slept_ns += woke.saturating_sub(now);
                 if let Some(m) = margin.as_mut() {
                     m.observe(t, woke);
                     pacer.set_spin_margin(m.margin_ns());
@@ -500,12 +500,11 @@ pub fn run_flow<S: RecordSink + 'static>(
 
 /// CPU accounting of the sending thread for the contention check: the
 /// current window's start (monotonic), the thread's CPU time then, and
-/// the time it has spent in sleep calls (running total and at the start).
+/// the time it has spent in sleep calls since.
 struct CpuWindow {
     start_ns: u64,
     cpu_ns: u64,
     slept_ns: u64,
-    slept_at_start_ns: u64,
 }
 
 impl CpuWindow {
@@ -514,7 +513,6 @@ impl CpuWindow {
             start_ns: mono_ns(),
             cpu_ns: thread_cpu_ns(),
             slept_ns: 0,
-            slept_at_start_ns: 0,
         }
     }
 
@@ -530,13 +528,12 @@ impl CpuWindow {
         }
         let cpu = thread_cpu_ns();
         let ran = cpu.saturating_sub(self.cpu_ns);
-        let slept = self.slept_ns - self.slept_at_start_ns;
-        m.observe_cpu_loss(window.saturating_sub(ran + slept), window);
+        m.observe_cpu_loss(window.saturating_sub(ran + self.slept_ns), window);
         pacer.set_spin_margin(m.margin_ns());
         st.contended_windows += u64::from(m.contended());
         self.start_ns = now;
         self.cpu_ns = cpu;
-        self.slept_at_start_ns = self.slept_ns;
+        self.slept_ns = 0;
     }
 }
 
