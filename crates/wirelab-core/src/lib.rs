@@ -7,6 +7,7 @@
 pub mod forecast;
 pub mod gen;
 pub mod merge;
+pub mod pace;
 pub mod phase;
 pub mod replay;
 pub mod schedule;

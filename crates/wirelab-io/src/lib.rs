@@ -12,6 +12,9 @@
 //! - [`ring_rx`]: AF_PACKET TPACKET_V3 receive ring, read in place.
 //! - [`ifstats`]: interface counters from sysfs, thread/process CPU time.
 //! - [`direct`]: `O_DIRECT` files for capture output without the page-cache copy.
+//! - [`tx`]: the [`tx::Transmit`] trait over every batch sender, and which send
+//!   errors are transient.
+//! - [`sim`]: a simulated clock and link for driver tests (no `unsafe`, no OS).
 //!
 //! Every `unsafe` block carries a `// SAFETY:` comment.
 
@@ -24,6 +27,10 @@ pub mod packet_sock;
 pub mod ring_rx;
 pub mod ring_tx;
 pub mod rt;
+pub mod sim;
+pub mod tx;
 pub mod udp;
 
+pub use clock::{Clock, MonoClock};
+pub use tx::Transmit;
 pub use udp::{RecvBatch, RecvMeta, RxTimestamp, UdpSock};

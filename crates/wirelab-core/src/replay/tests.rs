@@ -1,5 +1,6 @@
 //! Virtual-clock tests of the schedule, the late policies and fidelity.
 use super::*;
+use crate::pace::CatchUp;
 
 /// Simulates a sender: packets with ideal times `ideal`; the sender wakes
 /// exactly on target except once, when it sleeps until `stall_until`; each
@@ -11,7 +12,7 @@ fn simulate(
     stall_until: u64,
     cost: u64,
 ) -> Vec<u64> {
-    let mut p = Pacer::new(policy);
+    let mut p = CatchUp::new(policy);
     let mut now = 0u64;
     let mut out = vec![];
     for (i, &id) in ideal.iter().enumerate() {
@@ -187,7 +188,7 @@ fn fidelity_rates() {
 /// many frames it carries; frames due at the same decision leave together.
 /// Returns the departures.
 fn simulate_batched(ideal: &[u64], kick: u64, stall_at: usize, stall: u64, rule: bool) -> Vec<u64> {
-    let mut p = Pacer::new(LatePolicy::DEFAULT);
+    let mut p = CatchUp::new(LatePolicy::DEFAULT);
     let mut now = 0u64;
     let mut out = vec![0u64; ideal.len()];
     let mut batch: Vec<usize> = vec![];

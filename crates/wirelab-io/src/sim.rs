@@ -1,0 +1,336 @@
+//! A simulated backend for driver tests: a virtual clock with scripted
+//! stalls and wake-up latency, and a transmit link with scripted costs and
+//! errors that records every departure. Deterministic: the same script
+//! gives the same run, whatever the machine is doing.
+
+use crate::clock::Clock;
+use crate::tx::Transmit;
+use std::collections::VecDeque;
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Stalls that recur: the thread loses the CPU for `len_ns` at every
+/// `phase_ns + k × period_ns` (a kernel tick, a host timer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeriodicStall {
+    pub period_ns: u64,
+    pub phase_ns: u64,
+    pub len_ns: u64,
+}
+
+#[derive(Debug, Default)]
+struct ClockState {
+    now_ns: u64,
+    cpu_ns: u64,
+    read_cost_ns: u64,
+    oversleep_ns: u64,
+    periodic: Vec<PeriodicStall>,
+    /// One-off stalls, (start, length), in order.
+    once: VecDeque<(u64, u64)>,
+    sleeps: u64,
+}
+
+impl ClockState {
+    /// The end of the stall covering `t`, if one does.
+    fn stall_end(&self, t: u64) -> Option<u64> {
+        let mut end = None;
+        for p in &self.periodic {
+            if p.period_ns == 0 || t < p.phase_ns {
+                continue;
+            }
+            let start = t - (t - p.phase_ns) % p.period_ns;
+            if t < start + p.len_ns {
+                end = end.max(Some(start + p.len_ns));
+            }
+        }
+        for &(s, l) in &self.once {
+            if s <= t && t < s + l {
+                end = end.max(Some(s + l));
+            }
+        }
+        end
+    }
+
+    /// Moves to `t` running (CPU time accrues) and then out of any stall covering it.
+    fn run_to(&mut self, t: u64) {
+        let t = t.max(self.now_ns);
+        self.cpu_ns += t - self.now_ns;
+        self.now_ns = t;
+        while let Some(end) = self.stall_end(self.now_ns) {
+            self.now_ns = end;
+        }
+        while self.once.front().is_some_and(|&(s, l)| s + l <= self.now_ns) {
+            self.once.pop_front();
+        }
+    }
+
+    /// Every stall start in `[from, to)`.
+    fn stalls_in(&self, from: u64, to: u64, out: &mut Vec<(u64, u64)>) {
+        for p in &self.periodic {
+            if p.period_ns == 0 {
+                continue;
+            }
+            let mut s = if from <= p.phase_ns {
+                p.phase_ns
+            } else {
+                from + (p.period_ns - (from - p.phase_ns) % p.period_ns) % p.period_ns
+            };
+            while s < to {
+                out.push((s, s + p.len_ns));
+                s += p.period_ns;
+            }
+        }
+        out.extend(
+            self.once
+                .iter()
+                .filter(|&&(s, _)| from <= s && s < to)
+                .map(|&(s, l)| (s, s + l)),
+        );
+        out.sort_unstable();
+    }
+}
+
+/// A virtual monotonic clock. Reading it costs `read_cost_ns`; a sleep
+/// wakes `oversleep_ns` after its target; the thread is off the CPU during
+/// scripted stalls (a spin or sleep that would end inside one ends when it
+/// does). Clones share one timeline, so a [`SimTx`] can charge its send
+/// calls to it.
+#[derive(Debug, Clone, Default)]
+pub struct SimClock {
+    state: Arc<Mutex<ClockState>>,
+}
+
+impl SimClock {
+    /// Starts at `now_ns`; reads cost 20 ns.
+    pub fn new(now_ns: u64) -> SimClock {
+        let c = SimClock::default();
+        {
+            let mut s = c.lock();
+            s.now_ns = now_ns;
+            s.read_cost_ns = 20;
+        }
+        c
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ClockState> {
+        // A test thread that panicked holding the lock has already failed.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every sleep wakes this much after its target.
+    pub fn oversleep(self, ns: u64) -> SimClock {
+        self.lock().oversleep_ns = ns;
+        self
+    }
+
+    /// Adds a recurring stall.
+    pub fn periodic_stall(self, stall: PeriodicStall) -> SimClock {
+        self.lock().periodic.push(stall);
+        self
+    }
+
+    /// Adds a one-off stall of `len_ns` at `at_ns`.
+    pub fn stall_at(&self, at_ns: u64, len_ns: u64) {
+        let mut s = self.lock();
+        let i = s.once.partition_point(|&(t, _)| t <= at_ns);
+        s.once.insert(i, (at_ns, len_ns));
+    }
+
+    /// The current time, without the cost of a read.
+    pub fn peek_ns(&self) -> u64 {
+        self.lock().now_ns
+    }
+
+    /// Time passes running for `ns` (a send call's cost).
+    pub fn advance(&self, ns: u64) {
+        let mut s = self.lock();
+        let t = s.now_ns + ns;
+        s.run_to(t);
+    }
+
+    /// Sleep calls made.
+    pub fn sleeps(&self) -> u64 {
+        self.lock().sleeps
+    }
+}
+
+impl Clock for SimClock {
+    fn now_ns(&mut self) -> u64 {
+        let mut s = self.lock();
+        let t = s.now_ns + s.read_cost_ns;
+        s.run_to(t);
+        s.now_ns
+    }
+
+    fn sleep_until(&mut self, t_ns: u64) {
+        let mut s = self.lock();
+        s.sleeps += 1;
+        let wake = t_ns.max(s.now_ns) + s.oversleep_ns;
+        // Asleep: no CPU time, and a stall before the wake-up costs nothing.
+        s.now_ns = wake;
+        while let Some(end) = s.stall_end(s.now_ns) {
+            s.now_ns = end;
+        }
+    }
+
+    fn spin_until(&mut self, t_ns: u64) -> u64 {
+        let mut s = self.lock();
+        let t = t_ns.max(s.now_ns + s.read_cost_ns);
+        s.run_to(t);
+        s.now_ns
+    }
+
+    fn thread_cpu_ns(&mut self) -> u64 {
+        self.lock().cpu_ns
+    }
+
+    fn record_stalls(
+        &mut self,
+        until_ns: u64,
+        threshold_ns: u64,
+        max: usize,
+        out: &mut Vec<(u64, u64)>,
+    ) -> usize {
+        out.clear();
+        let mut s = self.lock();
+        let from = s.now_ns;
+        let mut all = Vec::new();
+        s.stalls_in(from, until_ns, &mut all);
+        all.retain(|&(a, b)| b - a > threshold_ns);
+        s.run_to(until_ns);
+        let n = all.len();
+        all.truncate(max);
+        *out = all;
+        n
+    }
+}
+
+/// What a [`SimTx`] does on one call.
+#[derive(Debug)]
+pub enum SimResult {
+    /// Takes the first `n` packets (fewer if fewer were offered).
+    Take(usize),
+    /// Fails with this OS error number.
+    Fail(i32),
+}
+
+/// One packet that left a [`SimTx`]: the clock when its send call began,
+/// and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Departure {
+    pub at_ns: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// A simulated link: every call costs `base_ns + per_packet_ns × n` on the
+/// clock; scripted results apply to the next calls in order, after which
+/// every call takes everything.
+#[derive(Debug)]
+pub struct SimTx {
+    clock: SimClock,
+    base_ns: u64,
+    per_packet_ns: u64,
+    script: VecDeque<SimResult>,
+    /// Every packet that left, in order.
+    pub sent: Vec<Departure>,
+    /// Calls made, including failed ones.
+    pub calls: u64,
+}
+
+impl SimTx {
+    /// A link charging its calls to `clock`.
+    pub fn new(clock: &SimClock, base_ns: u64, per_packet_ns: u64) -> SimTx {
+        SimTx {
+            clock: clock.clone(),
+            base_ns,
+            per_packet_ns,
+            script: VecDeque::new(),
+            sent: Vec::new(),
+            calls: 0,
+        }
+    }
+
+    /// Scripts the next calls' results.
+    pub fn script(mut self, results: impl IntoIterator<Item = SimResult>) -> SimTx {
+        self.script.extend(results);
+        self
+    }
+}
+
+impl Transmit for SimTx {
+    fn transmit(&mut self, packets: &[&[u8]]) -> io::Result<usize> {
+        self.calls += 1;
+        let at = self.clock.peek_ns();
+        let n = match self.script.pop_front() {
+            Some(SimResult::Fail(e)) => {
+                self.clock.advance(self.base_ns);
+                return Err(io::Error::from_raw_os_error(e));
+            }
+            Some(SimResult::Take(n)) => n.min(packets.len()),
+            None => packets.len(),
+        };
+        self.clock
+            .advance(self.base_ns + self.per_packet_ns * n as u64);
+        self.sent.extend(packets[..n].iter().map(|p| Departure {
+            at_ns: at,
+            bytes: p.to_vec(),
+        }));
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stalls_delay_spins_and_wake_ups_and_are_recorded() {
+        let mut c = SimClock::new(0).oversleep(500).periodic_stall(PeriodicStall {
+            period_ns: 4_000_000,
+            phase_ns: 1_000_000,
+            len_ns: 30_000,
+        });
+        assert_eq!(c.spin_until(999_000), 999_000);
+        // A spin ending inside a stall ends when the stall does.
+        assert_eq!(c.spin_until(1_010_000), 1_030_000);
+        // A sleep wakes late by the oversleep, or at the end of a stall.
+        c.sleep_until(2_000_000);
+        assert_eq!(c.now_ns(), 2_000_520);
+        c.sleep_until(4_999_600);
+        assert_eq!(c.peek_ns(), 5_030_000);
+        let mut out = vec![];
+        // At 9, 13 and 17 ms; two kept.
+        let n = c.record_stalls(20_000_000, 2_000, 2, &mut out);
+        assert_eq!(n, 3);
+        assert_eq!(out, [(9_000_000, 9_030_000), (13_000_000, 13_030_000)]);
+        assert_eq!(c.peek_ns(), 20_000_000);
+    }
+
+    #[test]
+    fn cpu_time_excludes_sleeps() {
+        let mut c = SimClock::new(0);
+        c.spin_until(1_000);
+        c.sleep_until(10_000);
+        c.spin_until(11_000);
+        assert_eq!(c.thread_cpu_ns(), 2_000);
+        assert_eq!(c.sleeps(), 1);
+    }
+
+    #[test]
+    fn the_link_charges_the_clock_and_follows_its_script() {
+        let c = SimClock::new(100);
+        let mut tx = SimTx::new(&c, 1_000, 10).script([
+            SimResult::Fail(libc::ENOBUFS),
+            SimResult::Take(1),
+        ]);
+        let p: [&[u8]; 2] = [b"a", b"b"];
+        assert!(crate::tx::is_transient(&tx.transmit(&p).unwrap_err()));
+        assert_eq!(tx.transmit(&p).unwrap(), 1);
+        assert_eq!(tx.transmit(&p[1..]).unwrap(), 1);
+        assert_eq!(tx.calls, 3);
+        assert_eq!(tx.sent.len(), 2);
+        assert_eq!(tx.sent[0].at_ns, 1_100);
+        assert_eq!(tx.sent[1].bytes, b"b");
+        assert_eq!(c.peek_ns(), 100 + 1_000 + 1_010 + 1_010);
+    }
+}
