@@ -1,4 +1,7 @@
 //! Drivers that join the sans-IO core with real sockets and clocks.
+//! No `unsafe` here: every OS call goes through `wirelab_io`, and the
+//! drivers are generic over its traits so tests run them on
+//! `wirelab_io::sim`.
 //!
 //! - [`sender`]: paces probes on absolute deadlines, batches when behind,
 //!   measures its own lateness, and receives echo replies.
@@ -7,8 +10,12 @@
 //! - [`capture`]: TPACKET_V3 capture to pcapng/pcap with the adaptive wait of seed 001.
 //! - [`recordlog`]: buffered append-only record files.
 //! - [`phase`]: the start phase of a schedule, calibrated to miss periodic stalls.
+//! - [`pace`]: waiting on a [`wirelab_core::pace::Pacer`] and the one send retry policy,
+//!   shared by `sender` and `replay`.
+#![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod pace;
 pub mod phase;
 pub mod receiver;
 pub mod recordlog;
@@ -28,14 +35,4 @@ pub enum ProbeFormat {
     /// LUNA's 21-byte layout (`wirelab_wire::luna`), for LUNA peers: no flow
     /// id (flows are told apart by source address), no end marker.
     Luna,
-}
-
-/// Whether a failed send is worth retrying at once: the queue or socket
-/// buffer was momentarily full (ENOBUFS, EAGAIN) or a signal interrupted
-/// the call (EINTR). Shared by the sender and replay retry loops.
-pub(crate) fn transient_send_error(e: &std::io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR)
-    )
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 use wirelab_core::phase::{choose_shift, DeadlinePhases, Guard, Stall, StallMap, FOLD_PERIOD_NS};
-use wirelab_io::clock::{mono_ns, record_stalls};
+use wirelab_io::Clock;
 
 /// A gap between two clock reads longer than this is a stall (the loop
 /// reads the clock every few tens of ns).
@@ -66,16 +66,17 @@ impl std::fmt::Display for PhaseReport {
 /// (offsets from the origin) meet the fewest stalls, the shift searched
 /// within `search_ns`. Phases are taken mod [`FOLD_PERIOD_NS`], so whole
 /// folds may be added to reach that time without changing the choice.
-pub fn calibrate_origin(
+pub fn calibrate_origin<C: Clock>(
+    clock: &mut C,
     cfg: PhaseConfig,
     earliest_ns: u64,
     deadlines: &DeadlinePhases,
     search_ns: u64,
 ) -> (u64, PhaseReport) {
-    let from = mono_ns();
+    let from = clock.now_ns();
     let to = from + cfg.calibrate.as_nanos() as u64;
     let mut raw = Vec::with_capacity(4096);
-    let seen = record_stalls(to, STALL_THRESHOLD_NS, MAX_STALLS, &mut raw);
+    let seen = clock.record_stalls(to, STALL_THRESHOLD_NS, MAX_STALLS, &mut raw);
     let stalls: Vec<Stall> = raw
         .iter()
         .map(|&(start_ns, end_ns)| Stall { start_ns, end_ns })
@@ -83,7 +84,7 @@ pub fn calibrate_origin(
     // Phases count from the end of the calibration.
     let map = StallMap::new(&stalls, from, to, to, Guard::DEFAULT);
     let choice = choose_shift(&map, deadlines, search_ns);
-    let earliest = earliest_ns.max(mono_ns() + SETTLE_NS);
+    let earliest = earliest_ns.max(clock.now_ns() + SETTLE_NS);
     let base = to + choice.shift_ns;
     let origin = base + earliest.saturating_sub(base).div_ceil(FOLD_PERIOD_NS) * FOLD_PERIOD_NS;
     let report = PhaseReport {
@@ -103,33 +104,50 @@ pub fn calibrate_origin(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirelab_core::phase::within_slack;
+    use wirelab_io::sim::{PeriodicStall, SimClock};
+
+    const TICK: PeriodicStall = PeriodicStall {
+        period_ns: 4_000_000,
+        phase_ns: 1_000_000,
+        len_ns: 30_000,
+    };
 
     #[test]
-    fn the_origin_is_after_the_calibration_and_within_one_fold() {
-        let t0 = mono_ns();
+    fn given_stalls_at_4ms_ticks_the_chosen_phase_avoids_them() {
+        // A 1 kpps schedule on a CPU that loses 30 µs at every 4 ms tick:
+        // started at the tick's phase, a quarter of the deadlines meet it.
+        let mut clock = SimClock::new(0).periodic_stall(TICK);
         let cfg = PhaseConfig {
-            calibrate: Duration::from_millis(30),
+            calibrate: Duration::from_millis(200),
         };
         let d = DeadlinePhases::constant(1_000_000.0);
-        let (origin, rep) = calibrate_origin(cfg, t0, &d, 1_000_000);
-        let after = mono_ns();
-        let cal_end = t0 + 30_000_000;
-        assert!(origin >= cal_end + SETTLE_NS);
-        assert!(origin < after + SETTLE_NS + FOLD_PERIOD_NS);
-        assert_eq!(rep.calibration_ns, 30_000_000);
-        assert!(rep.shift_ns < 1_000_000);
-        assert!(
-            within_slack(rep.hits_per_s, rep.hits_per_s_unshifted),
-            "{rep:?}"
-        );
-        assert!((0.0..=1.0).contains(&rep.stalled_fraction));
-        // A later planned start is kept, to within one fold.
-        let late = mono_ns() + 50_000_000;
+        let (origin, rep) = calibrate_origin(&mut clock, cfg, 0, &d, 1_000_000);
+        assert_eq!(rep.stalls, 50);
+        assert!(rep.hits_per_s_unshifted > 0.0 || rep.hits_per_s == 0.0);
+        assert_eq!(rep.hits_per_s, 0.0, "{rep:?}");
+        // Every deadline of the chosen schedule keeps clear of the ticks.
+        for k in 0..1_000u64 {
+            let t = origin + k * 1_000_000;
+            let into = (t + TICK.period_ns - TICK.phase_ns) % TICK.period_ns;
+            assert!(
+                into >= TICK.len_ns && into < TICK.period_ns - 2_000,
+                "deadline {k} is {into} ns into a tick period"
+            );
+        }
+        // After the calibration and the settle time, within one fold.
+        assert!(origin >= 200_000_000 + SETTLE_NS);
+        assert!(origin < clock.peek_ns() + SETTLE_NS + FOLD_PERIOD_NS);
+    }
+
+    #[test]
+    fn a_later_planned_start_is_kept_to_within_one_fold() {
+        let mut clock = SimClock::new(0).periodic_stall(TICK);
         let cfg = PhaseConfig {
             calibrate: Duration::from_millis(1),
         };
-        let (origin, _) = calibrate_origin(cfg, late, &d, 1_000_000);
+        let d = DeadlinePhases::constant(1_000_000.0);
+        let late = 500_000_000;
+        let (origin, _) = calibrate_origin(&mut clock, cfg, late, &d, 1_000_000);
         assert!((late..late + FOLD_PERIOD_NS).contains(&origin));
     }
 }

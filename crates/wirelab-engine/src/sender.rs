@@ -20,12 +20,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use wirelab_core::phase::{DeadlinePhases, BIN_NS, FOLD_PERIOD_NS};
-use wirelab_core::replay::LatePolicy;
-use wirelab_core::schedule::{Action, Limits, Pacer, SpinMargin, WaitStrategy};
-use wirelab_io::clock::{
-    mono_ns, set_timer_slack, sleep_until_mono, spin_until_mono, thread_cpu_ns,
-};
+use crate::pace::{send_batch, wait_for, SEND_RETRIES};
+use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, SpinMargin, WaitStrategy};
+use wirelab_core::schedule::{Intervals, Limits};
+use wirelab_io::clock::{mono_ns, set_timer_slack};
+use wirelab_io::tx::is_transient;
 use wirelab_io::udp::{RecvBatch, RxTimestamp, UdpSock};
+use wirelab_io::{Clock, MonoClock, Transmit};
 use wirelab_wire::luna::{self, LunaProbe, LUNA_ECHO, LUNA_LEN};
 use wirelab_wire::probe::{self, EchoTimes, ProbeFlags, ProbeRepr, ECHO_LEN, HEADER_LEN};
 use wirelab_wire::record::{Record, RecordKind};
@@ -33,8 +34,8 @@ use wirelab_wire::record::{Record, RecordKind};
 /// Largest UDP payload over IPv4.
 pub const MAX_PAYLOAD: usize = 65_507;
 const MAX_BATCH: usize = 64;
-/// How often the sender checks whether its CPU is shared (`SpinMargin::observe_cpu_loss`).
-const CPU_WINDOW_NS: u64 = 200_000_000;
+/// Mixed into the flow's seed for the random padding stream.
+const PADDING_SEED: u64 = 0x005e_ed0f_9add;
 /// With a calibrated start, how long before the first deadline the priming
 /// datagram leaves.
 const PRIME_LEAD_NS: u64 = 300_000;
@@ -178,31 +179,14 @@ pub fn run_flow<S: RecordSink + 'static>(
     reply_sink: S,
     stop: &StopFlag,
 ) -> io::Result<(FlowSendStats, S)> {
-    let sock = UdpSock::connect(cfg.target, cfg.bind)?;
+    let mut sock = UdpSock::connect(cfg.target, cfg.bind)?;
     if let Some(tos) = cfg.tos {
         sock.set_tos(tos)?;
     }
     let _ = sock.set_send_buffer(4 << 20);
     set_timer_slack(1);
 
-    let luna = cfg.format == ProbeFormat::Luna;
-    let min_size = match (luna, cfg.echo) {
-        (true, _) => LUNA_LEN,
-        (false, true) => ECHO_LEN,
-        (false, false) => HEADER_LEN,
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x005e_ed0f_9add);
-    let max_batch = cfg.max_batch.clamp(1, MAX_BATCH);
-    let mut bufs: Vec<Vec<u8>> = (0..max_batch)
-        .map(|_| match cfg.padding {
-            Padding::Const(b) => vec![b; MAX_PAYLOAD],
-            Padding::Random => vec![0u8; MAX_PAYLOAD],
-        })
-        .collect();
-    let mut lens = vec![0usize; max_batch];
-
     // Echo replies are read on a second thread from a clone of the socket.
-    let replies_wanted = Arc::new(AtomicU64::new(0));
     let replies_got = Arc::new(AtomicU64::new(0));
     let reply_stop = StopFlag::new();
     let mut reply_sink = Some(reply_sink);
@@ -224,53 +208,113 @@ pub fn run_flow<S: RecordSink + 'static>(
         None
     };
 
+    let mut st = pace_probes(
+        cfg,
+        &mut MonoClock,
+        &mut sock,
+        intervals,
+        sizes,
+        log.as_mut(),
+        tx_sink,
+        stop,
+    )?;
+    if let Some(l) = log.as_mut() {
+        l.flush()?;
+    }
+
+    if let Some(t) = reply_thread {
+        // Stop early once every probe has come back.
+        let wait_until = mono_ns() + cfg.echo_wait.as_nanos() as u64;
+        while mono_ns() < wait_until
+            && replies_got.load(Ordering::Relaxed) < st.sent
+            && !t.is_finished()
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        reply_stop.stop();
+        let (count, sink) = t
+            .join()
+            .map_err(|_| io::Error::other("echo reply thread panicked"))??;
+        st.echo_replies = count;
+        reply_sink = Some(sink);
+    }
+    let reply_sink = reply_sink.ok_or_else(|| io::Error::other("echo reply sink lost"))?;
+    Ok((st, reply_sink))
+}
+
+/// The sending half of a flow over any clock and link: start phase,
+/// priming, the paced loop, the end-of-flow marker. [`run_flow`] runs it on
+/// the machine's clock and a UDP socket; tests run it on `wirelab_io::sim`.
+#[allow(clippy::too_many_arguments)]
+pub fn pace_probes<C: Clock, T: Transmit>(
+    cfg: &FlowConfig,
+    clock: &mut C,
+    tx: &mut T,
+    intervals: &mut dyn Values,
+    sizes: &mut dyn Values,
+    mut log: Option<&mut RecordWriter>,
+    tx_sink: &mut dyn RecordSink,
+    stop: &StopFlag,
+) -> io::Result<FlowSendStats> {
+    let luna = cfg.format == ProbeFormat::Luna;
+    let min_size = match (luna, cfg.echo) {
+        (true, _) => LUNA_LEN,
+        (false, true) => ECHO_LEN,
+        (false, false) => HEADER_LEN,
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ PADDING_SEED);
+    let max_batch = cfg.max_batch.clamp(1, MAX_BATCH);
+    let mut bufs: Vec<Vec<u8>> = (0..max_batch)
+        .map(|_| match cfg.padding {
+            Padding::Const(b) => vec![b; MAX_PAYLOAD],
+            Padding::Random => vec![0u8; MAX_PAYLOAD],
+        })
+        .collect();
+    let mut lens = vec![0usize; max_batch];
+
     // Prime the path before the first deadline: a zero-length datagram
     // resolves the neighbour entry and warms the send path, whose first
-    // call costs tens of µs (it made the first probes late). Receivers
-    // ignore empty datagrams. With a phase calibration it goes out shortly
-    // before the first deadline instead.
+    // call costs tens of µs. Receivers ignore empty datagrams. With a phase
+    // calibration it goes out shortly before the first deadline instead.
     let calibrate = cfg.phase.filter(|&(_, i)| i >= BIN_NS as f64);
     let prime = cfg.prime && !luna;
     if prime && calibrate.is_none() {
-        let _ = sock.send(&[]);
+        let _ = tx.transmit(&[&[]]);
     }
-    let epoch = cfg.epoch_mono_ns.unwrap_or_else(mono_ns);
+    let epoch = cfg.epoch_mono_ns.unwrap_or_else(|| clock.now_ns());
     let lead = (cfg.lead.as_nanos() as u64).max(1_000);
-    let mut start = cfg.start_mono_ns.unwrap_or(epoch + lead).max(epoch + 1);
+    let mut pacer = Pacer::new(
+        cfg.start_mono_ns.unwrap_or(epoch + lead).max(epoch + 1),
+        PaceConfig {
+            wait: cfg.wait,
+            learn: cfg.adaptive_spin.then_some(MarginBounds::SEND),
+            late: cfg.late,
+            anchor_first: cfg.anchor_first,
+        },
+    );
     let start_real = (epoch as i128 + cfg.mono_to_real) as u64;
     let mut phase = None;
     if let Some((pc, interval_ns)) = calibrate {
         let deadlines = DeadlinePhases::constant(interval_ns);
         let search = (interval_ns.round() as u64).min(FOLD_PERIOD_NS);
-        let (origin, report) = calibrate_origin(pc, start, &deadlines, search);
-        start = origin;
+        let (origin, report) = calibrate_origin(clock, pc, pacer.origin_ns(), &deadlines, search);
+        pacer.set_origin(origin);
+        // Anchoring may not move the deadlines out of the run of good phases
+        // the choice sits in the middle of.
+        pacer.limit_anchor(report.margin_ns / 2);
         if prime {
             // Just before the first deadline: after the sleep that follows
-            // the calibration, the path is cold again (the first probe left
-            // 38 µs late at 1 kpps with the datagram sent right after it).
-            let at = start.saturating_sub(PRIME_LEAD_NS);
-            let _ = sleep_until_mono(at.saturating_sub(SpinMargin::DEFAULT_INITIAL_NS));
-            spin_until_mono(at);
+            // the calibration, the path is cold again.
+            let at = origin.saturating_sub(PRIME_LEAD_NS);
+            clock.sleep_until(at.saturating_sub(SpinMargin::DEFAULT_INITIAL_NS));
+            clock.spin_until(at);
             // Through the probes' own send path, so its code is paged in.
-            let _ = sock.send_batch(&[&[]]);
+            let _ = tx.transmit(&[&[]]);
         }
         phase = Some(report);
     }
-    let mut pacer = Pacer::new(start, cfg.wait, cfg.limits, max_batch).with_late_policy(cfg.late);
-    // One send call's cost, a moving average of single-probe calls; late
-    // packets nearer than this to their catch-up target join the batch.
-    let mut send_cost_ns: u64 = 5_000;
-    pacer.set_send_cost(send_cost_ns);
-    let mut margin = match cfg.wait {
-        WaitStrategy::Hybrid { spin_ns } if cfg.adaptive_spin => Some(SpinMargin::new(
-            spin_ns,
-            SpinMargin::DEFAULT_FLOOR_NS,
-            SpinMargin::DEFAULT_CEIL_NS,
-        )),
-        _ => None,
-    };
+    let mut schedule = Intervals::new(cfg.limits, max_batch);
     let mut due: Vec<u64> = Vec::with_capacity(max_batch);
-    let mut cpu_window = CpuWindow::new();
     let mut st = FlowSendStats {
         flow: cfg.flow,
         start_unix_ns: start_real,
@@ -288,166 +332,151 @@ pub fn run_flow<S: RecordSink + 'static>(
             // The LUNA sequence number would wrap.
             break;
         }
-        while pacer.wants_interval() {
+        while schedule.wants_interval() {
             match intervals.next_value() {
-                Some(v) => pacer.push_interval(v),
+                Some(v) => schedule.push_interval(v),
                 None => {
-                    pacer.exhaust();
+                    schedule.exhaust();
                     break;
                 }
             }
         }
-        let now = mono_ns();
-        match pacer.poll(now) {
-            Action::Done => break,
-            Action::SleepUntil(t) => {
-                // EINTR (a signal) just loops back to check the stop flag.
-                let _ = sleep_until_mono(t);
-                let woke = mono_ns();
-                st.sleeps += 1;
-                cpu_window.slept_ns += woke.saturating_sub(now);
-                if let Some(m) = margin.as_mut() {
-                    m.observe(t, woke);
-                    pacer.set_spin_margin(m.margin_ns());
-                    cpu_window.check(woke, m, &mut pacer, &mut st);
-                }
+        let now = clock.now_ns();
+        schedule.clock(now.saturating_sub(pacer.origin_ns()));
+        let Some(first) = schedule.next() else { break };
+        let deadline = pacer.deadline(first, now);
+        let Some(now) = wait_for(clock, &mut pacer, deadline, now) else {
+            continue;
+        };
+        let mut count = pacer.batch(schedule.pending().take(max_batch), now);
+        if luna {
+            count = count.min((u64::from(u32::MAX) + 1 - seq) as usize);
+        }
+        schedule.take(count, &mut due);
+        let origin = pacer.origin_ns();
+        for &d in &due {
+            pacer.departed(d, now);
+        }
+        let mut n = 0;
+        for i in 0..due.len() {
+            let Some(size) = sizes.next_value() else {
+                sizes_done = true;
+                break;
+            };
+            let len = (size.max(0.0).round() as usize).clamp(min_size, MAX_PAYLOAD);
+            let mut flags = base_flags;
+            if seq + (i as u64) < cfg.warmup {
+                flags = flags.with(ProbeFlags::WARMUP);
             }
-            Action::SpinUntil(t) => {
-                // The time the spin ended is the check's clock: no extra read
-                // on the way to the send.
-                let now = spin_until_mono(t);
-                if let Some(m) = margin.as_mut() {
-                    cpu_window.check(now, m, &mut pacer, &mut st);
-                }
-            }
-            Action::Send { count } => {
-                let count = if luna {
-                    count.min((u64::from(u32::MAX) + 1 - seq) as usize)
-                } else {
-                    count
+            let b = &mut bufs[i];
+            if luna {
+                let l = LunaProbe {
+                    seq: (seq + i as u64) as u32,
+                    tx_ns: 0,
+                    flags: if cfg.echo { LUNA_ECHO } else { 0 },
                 };
-                pacer.take(count, &mut due);
-                let mut n = 0;
-                for (i, _) in due.iter().enumerate() {
-                    let Some(size) = sizes.next_value() else {
-                        sizes_done = true;
-                        break;
-                    };
-                    let len = (size.max(0.0).round() as usize).clamp(min_size, MAX_PAYLOAD);
-                    let mut flags = base_flags;
-                    if seq + (i as u64) < cfg.warmup {
-                        flags = flags.with(ProbeFlags::WARMUP);
-                    }
-                    let b = &mut bufs[i];
-                    if luna {
-                        let l = LunaProbe {
-                            seq: (seq + i as u64) as u32,
-                            tx_ns: 0,
-                            flags: if cfg.echo { LUNA_ECHO } else { 0 },
-                        };
-                        l.emit(b);
-                    } else {
-                        let p = ProbeRepr {
-                            flags,
-                            flow: cfg.flow,
-                            seq: seq + i as u64,
-                            tx_ns: 0,
-                            echo: None,
-                        };
-                        p.emit(b);
-                    }
-                    if cfg.padding == Padding::Random {
-                        rng.fill_bytes(&mut b[HEADER_LEN..len]);
-                    }
-                    lens[i] = len;
-                    n += 1;
-                }
-                if n == 0 {
-                    break;
-                }
-                let now = mono_ns();
-                let tx_real = (now as i128 + cfg.mono_to_real) as u64;
-                for b in bufs.iter_mut().take(n) {
-                    if luna {
-                        luna::stamp_tx_ns(b, tx_real);
-                    } else {
-                        probe::stamp_tx_ns(b, tx_real);
-                    }
-                }
-                let sent = send_all(&sock, &bufs, &lens[..n], &mut st)?;
-                let cost = mono_ns().saturating_sub(now);
-                // Single-probe calls only, and not the ones a stall inflated.
-                if n == 1 && cost < send_cost_ns * 4 {
-                    send_cost_ns = (send_cost_ns * 7 + cost) / 8;
-                    pacer.set_send_cost(send_cost_ns);
-                }
-                if st.sent == 0 && sent > 0 && cfg.anchor_first {
-                    // The schedule runs from the first departure (see
-                    // `Pacer::delay_start`): the first call on a cold path is
-                    // slow (15-40 µs here even after priming). After a phase
-                    // calibration only while that keeps the deadlines inside
-                    // the run of good phases the choice sits in the middle of.
-                    let lag = mono_ns().saturating_sub(due[0]);
-                    if phase.as_ref().is_none_or(|p| lag < p.margin_ns / 2) {
-                        pacer.delay_start(lag);
-                        st.anchor_lag_ns = Some(lag);
-                    }
-                }
-                st.send_calls += 1;
-                if sent > 1 {
-                    st.batched_calls += 1;
-                }
-                st.max_batch = st.max_batch.max(sent);
-                if cfg.echo {
-                    replies_wanted.fetch_add(sent as u64, Ordering::Relaxed);
-                }
-                for i in 0..sent {
-                    let s = seq + i as u64;
-                    let warm = s < cfg.warmup;
-                    let rec = Record {
-                        flow: cfg.flow,
-                        size: lens[i] as u32,
-                        seq: s,
-                        sched_ns: due[i] - epoch,
-                        tx_ns: tx_real,
-                        probe_flags: if warm {
-                            base_flags.with(ProbeFlags::WARMUP).bits()
-                        } else {
-                            base_flags.bits()
-                        },
-                        kind: RecordKind::Tx,
-                        rec_flags: if sent > 1 { Record::TX_BATCHED } else { 0 },
-                        tos: cfg.tos.unwrap_or(0),
-                        ..Default::default()
-                    };
-                    if st.sent == 0 && i == 0 {
-                        st.first_tx_offset_ns = now - epoch;
-                    }
-                    st.bytes += lens[i] as u64;
-                    if warm {
-                        st.warmup += 1;
-                    }
-                    tx_sink.record(&rec);
-                    if let Some(l) = log.as_mut() {
-                        l.write(&rec)?;
-                    }
-                }
-                st.sent += sent as u64;
-                st.last_tx_offset_ns = now - epoch;
-                st.last_sched_offset_ns = due[sent.saturating_sub(1)] - epoch;
-                seq += sent as u64;
-                if sizes_done {
-                    break;
-                }
+                l.emit(b);
+            } else {
+                let p = ProbeRepr {
+                    flags,
+                    flow: cfg.flow,
+                    seq: seq + i as u64,
+                    tx_ns: 0,
+                    echo: None,
+                };
+                p.emit(b);
             }
+            if cfg.padding == Padding::Random {
+                rng.fill_bytes(&mut b[HEADER_LEN..len]);
+            }
+            lens[i] = len;
+            n += 1;
+        }
+        if n == 0 {
+            break;
+        }
+        let now = clock.now_ns();
+        let tx_real = (now as i128 + cfg.mono_to_real) as u64;
+        for b in bufs.iter_mut().take(n) {
+            if luna {
+                luna::stamp_tx_ns(b, tx_real);
+            } else {
+                probe::stamp_tx_ns(b, tx_real);
+            }
+        }
+        let mut refs: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
+        for (r, (b, &l)) in refs.iter_mut().zip(bufs.iter().zip(&lens[..n])) {
+            *r = &b[..l];
+        }
+        let d = send_batch(tx, &refs[..n], SEND_RETRIES);
+        let returned = clock.now_ns();
+        st.send_retries += d.retries;
+        if let Some(e) = d.error {
+            st.send_errors += 1;
+            if d.sent == 0 && !is_transient(&e) {
+                return Err(e);
+            }
+        }
+        let sent = d.sent;
+        pacer.sent(n, returned.saturating_sub(now));
+        if st.sent == 0 && sent > 0 {
+            // The schedule runs from the first departure (`Pacer::first_departure`).
+            if let Some(lag) = pacer.first_departure(due[0], returned) {
+                st.anchor_lag_ns = Some(lag);
+            }
+        }
+        st.send_calls += 1;
+        if sent > 1 {
+            st.batched_calls += 1;
+        }
+        st.max_batch = st.max_batch.max(sent);
+        for i in 0..sent {
+            let s = seq + i as u64;
+            let warm = s < cfg.warmup;
+            let rec = Record {
+                flow: cfg.flow,
+                size: lens[i] as u32,
+                seq: s,
+                sched_ns: origin + due[i] - epoch,
+                tx_ns: tx_real,
+                probe_flags: if warm {
+                    base_flags.with(ProbeFlags::WARMUP).bits()
+                } else {
+                    base_flags.bits()
+                },
+                kind: RecordKind::Tx,
+                rec_flags: if sent > 1 { Record::TX_BATCHED } else { 0 },
+                tos: cfg.tos.unwrap_or(0),
+                ..Default::default()
+            };
+            if st.sent == 0 && i == 0 {
+                st.first_tx_offset_ns = now - epoch;
+            }
+            st.bytes += lens[i] as u64;
+            if warm {
+                st.warmup += 1;
+            }
+            tx_sink.record(&rec);
+            if let Some(l) = log.as_mut() {
+                l.write(&rec)?;
+            }
+        }
+        st.sent += sent as u64;
+        st.last_tx_offset_ns = now - epoch;
+        if sent > 0 {
+            st.last_sched_offset_ns = origin + due[sent - 1] - epoch;
+        }
+        seq += sent as u64;
+        if sizes_done {
+            break;
         }
     }
     st.stopped_early = stop.is_stopped();
     st.phase = phase;
-    st.spin_margin_ns = match cfg.wait {
-        WaitStrategy::Hybrid { spin_ns } => Some(margin.map_or(spin_ns, |m| m.margin_ns())),
-        _ => None,
-    };
+    st.spin_margin_ns = pacer.margin_ns();
+    let ps = pacer.stats();
+    st.sleeps = ps.sleeps;
+    st.contended_windows = ps.contended_windows;
 
     // End-of-flow marker: the final probe again with LAST, fresh tx time
     // (LUNA has no such flag).
@@ -456,7 +485,8 @@ pub fn run_flow<S: RecordSink + 'static>(
         let len = lens.first().copied().unwrap_or(min_size).max(min_size);
         for r in 0..cfg.last_repeats {
             if r > 0 {
-                std::thread::sleep(cfg.last_gap);
+                let t = clock.now_ns() + cfg.last_gap.as_nanos() as u64;
+                clock.sleep_until(t);
             }
             let p = ProbeRepr {
                 flags: base_flags
@@ -464,125 +494,16 @@ pub fn run_flow<S: RecordSink + 'static>(
                     .with(ProbeFlags::LAST),
                 flow: cfg.flow,
                 seq: last_seq,
-                tx_ns: (mono_ns() as i128 + cfg.mono_to_real) as u64,
+                tx_ns: (clock.now_ns() as i128 + cfg.mono_to_real) as u64,
                 echo: None,
             };
             p.emit(&mut bufs[0]);
-            if sock.send(&bufs[0][..len]).is_ok() {
+            if send_batch(tx, &[&bufs[0][..len]], SEND_RETRIES).sent == 1 {
                 st.last_repeats += 1;
             }
         }
     }
-    if let Some(l) = log.as_mut() {
-        l.flush()?;
-    }
-
-    if let Some(t) = reply_thread {
-        // Stop early once every probe has come back.
-        let wait_until = mono_ns() + cfg.echo_wait.as_nanos() as u64;
-        let wanted = replies_wanted.load(Ordering::Relaxed);
-        while mono_ns() < wait_until
-            && replies_got.load(Ordering::Relaxed) < wanted
-            && !t.is_finished()
-        {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        reply_stop.stop();
-        let (count, sink) = t
-            .join()
-            .map_err(|_| io::Error::other("echo reply thread panicked"))??;
-        st.echo_replies = count;
-        reply_sink = Some(sink);
-    }
-    let reply_sink = reply_sink.ok_or_else(|| io::Error::other("echo reply sink lost"))?;
-    Ok((st, reply_sink))
-}
-
-/// CPU accounting of the sending thread for the contention check: the
-/// current window's start (monotonic), the thread's CPU time then, and
-/// the time it has spent in sleep calls since.
-struct CpuWindow {
-    start_ns: u64,
-    cpu_ns: u64,
-    slept_ns: u64,
-}
-
-impl CpuWindow {
-    fn new() -> Self {
-        CpuWindow {
-            start_ns: mono_ns(),
-            cpu_ns: thread_cpu_ns(),
-            slept_ns: 0,
-        }
-    }
-
-    /// Every [`CPU_WINDOW_NS`] (`now` is CLOCK_MONOTONIC, already read by the
-    /// caller): tells the margin learner how long the thread
-    /// waited for its CPU (neither running nor asleep), so a CPU shared with
-    /// busy work makes it sleep more and spin less
-    /// (`SpinMargin::observe_cpu_loss`).
-    fn check(&mut self, now: u64, m: &mut SpinMargin, pacer: &mut Pacer, st: &mut FlowSendStats) {
-        let window = now.saturating_sub(self.start_ns);
-        if window < CPU_WINDOW_NS {
-            return;
-        }
-        let cpu = thread_cpu_ns();
-        let ran = cpu.saturating_sub(self.cpu_ns);
-        m.observe_cpu_loss(window.saturating_sub(ran + self.slept_ns), window);
-        pacer.set_spin_margin(m.margin_ns());
-        st.contended_windows += u64::from(m.contended());
-        self.start_ns = now;
-        self.cpu_ns = cpu;
-        self.slept_ns = 0;
-    }
-}
-
-/// Sends `lens.len()` buffers, retrying the rest after a partial send or a
-/// transient error (ENOBUFS/EAGAIN), so no probe is skipped. Returns how
-/// many were sent; gives up only after repeated failures.
-fn send_all(
-    sock: &UdpSock,
-    bufs: &[Vec<u8>],
-    lens: &[usize],
-    st: &mut FlowSendStats,
-) -> io::Result<usize> {
-    let mut refs: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
-    for (i, &l) in lens.iter().enumerate() {
-        refs[i] = &bufs[i][..l];
-    }
-    let n = lens.len();
-    let mut done = 0;
-    let mut failures = 0;
-    while done < n {
-        match sock.send_batch(&refs[done..n]) {
-            Ok(k) => {
-                done += k;
-                if k == 0 {
-                    failures += 1;
-                }
-            }
-            Err(e) => {
-                st.send_retries += 1;
-                failures += 1;
-                // ECONNREFUSED: an ICMP port unreachable for an earlier probe
-                // (the receiver is not up yet); the next send goes through.
-                let transient =
-                    crate::transient_send_error(&e) || e.raw_os_error() == Some(libc::ECONNREFUSED);
-                if !transient || failures > 1000 {
-                    st.send_errors += 1;
-                    if done == 0 && !transient {
-                        return Err(e);
-                    }
-                    return Ok(done);
-                }
-                std::thread::yield_now();
-            }
-        }
-        if failures > 1000 {
-            break;
-        }
-    }
-    Ok(done)
+    Ok(st)
 }
 
 /// Reads echo replies until stopped; returns the reply count and the sink.

@@ -111,6 +111,10 @@ impl Pacer {
             })),
             _ => None,
         };
+        let margin_max_ns = match cfg.wait {
+            WaitStrategy::Hybrid { spin_ns } => margin.map_or(spin_ns, |m| m.margin_ns()),
+            _ => 0,
+        };
         Pacer {
             origin_ns,
             wait: cfg.wait,
@@ -120,7 +124,10 @@ impl Pacer {
             cpu: CpuWindow::default(),
             anchor_pending: cfg.anchor_first,
             anchor_max_lag_ns: None,
-            stats: PaceStats::default(),
+            stats: PaceStats {
+                margin_max_ns,
+                ..PaceStats::default()
+            },
         }
     }
 
@@ -139,6 +146,11 @@ impl Pacer {
     /// phases the choice sits in the middle of).
     pub fn limit_anchor(&mut self, max_lag_ns: u64) {
         self.anchor_max_lag_ns = Some(max_lag_ns);
+    }
+
+    /// The late policy's target (offset) for a packet with ideal offset `ideal_ns`.
+    pub fn target(&self, ideal_ns: u64) -> u64 {
+        self.catch_up.target(ideal_ns)
     }
 
     /// The absolute time a packet with ideal offset `ideal_ns` should leave,
@@ -222,6 +234,7 @@ impl Pacer {
         if let Some(m) = self.margin.as_mut() {
             if self.cpu.sample(now_ns, cpu_ns, m) && m.contended() {
                 self.stats.contended_windows += 1;
+                self.stats.margin_max_ns = self.stats.margin_max_ns.max(m.margin_ns());
             }
         }
     }

@@ -20,26 +20,22 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use thiserror::Error;
 use wirelab_core::phase::{DeadlinePhases, FOLD_PERIOD_NS};
-use wirelab_core::replay::{
-    catch_up_deadline, Fidelity, FidelityReport, LatePolicy, LoopClock, Pacer, Schedule, Timing,
-};
-use wirelab_core::schedule::SpinMargin;
-use wirelab_io::clock::{mono_ns, mono_to_real_offset, sleep_until_mono, spin_until_mono};
+use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, WaitStrategy};
+use wirelab_core::replay::{Fidelity, FidelityReport, LoopClock, Schedule, Timing};
+use wirelab_io::clock::mono_to_real_offset;
 use wirelab_io::packet_sock::{IfInfo, PacketError, PacketSocket};
+use wirelab_io::{Clock, MonoClock, Transmit};
 use wirelab_io::ring_tx::TxRing;
 use wirelab_wire::rewrite::split::{Side, SideMap};
 use wirelab_wire::rewrite::{unique_ip, RewriteStats};
 
+use crate::pace::{send_batch, wait_for, with_retries, SEND_RETRIES};
 use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};
 use crate::StopFlag;
 pub use trace::{count_packets, side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
 
 /// Packets of the first pass folded for the phase choice.
 const PHASE_MAX_PACKETS: usize = 1_000_000;
-/// Lower bound of the learned spin margin of `--spin auto`.
-pub const REPLAY_SPIN_FLOOR_NS: u64 = 1_000_000;
-/// Upper bound of the learned spin margin of `--spin auto`.
-pub const REPLAY_SPIN_CEIL_NS: u64 = 2_000_000;
 
 /// JSON schema name of the report.
 pub const SCHEMA: &str = "wirelab.replay/1";
@@ -133,8 +129,7 @@ pub enum Spin {
     /// Sleep until this long before the deadline, then spin.
     Fixed(u64),
     /// Learn the margin from this machine's wake-up latency
-    /// ([`SpinMargin`]: 1.5 × decaying peak oversleep + 5 µs, within
-    /// 50 µs..500 µs, starting at 100 µs).
+    /// (`wirelab_core::pace::SpinMargin`, within [`MarginBounds::REPLAY`]).
     Auto,
 }
 
@@ -285,10 +280,12 @@ pub fn interface(ifname: &str) -> Result<IfInfo, ReplayError> {
     Ok(wirelab_io::packet_sock::if_info(ifname)?)
 }
 
+/// One output: the TX ring's staged slots, a batch sender (a packet
+/// socket's `sendmmsg`, or a simulated link) with its own buffers, or a file.
 enum Tx {
     Ring(TxRing),
-    Mmsg {
-        sock: PacketSocket,
+    Frames {
+        link: Box<dyn Transmit + Send>,
         bufs: Vec<Vec<u8>>,
         n: usize,
     },
@@ -303,7 +300,7 @@ impl Tx {
     fn has_queued(&self) -> bool {
         match self {
             Tx::Ring(r) => r.queued() > 0,
-            Tx::Mmsg { n, .. } => *n > 0,
+            Tx::Frames { n, .. } => *n > 0,
             Tx::File { pending, .. } => !pending.is_empty(),
         }
     }
@@ -323,7 +320,7 @@ impl Tx {
         };
         match self {
             Tx::Ring(r) => r.push(data, edit),
-            Tx::Mmsg { bufs, n, .. } => {
+            Tx::Frames { bufs, n, .. } => {
                 if *n == bufs.len() {
                     return Ok(false);
                 }
@@ -350,28 +347,20 @@ impl Tx {
         st.kicks += 1;
         match self {
             Tx::Ring(r) => {
-                let mut tries = 0;
-                loop {
-                    let res = if wait { r.kick() } else { r.kick_nowait() };
-                    match res {
-                        Ok(()) => return 0,
-                        Err(e) if crate::transient_send_error(&e) && tries < 100 => {
-                            st.retries += 1;
-                            tries += 1;
-                            std::thread::yield_now();
-                        }
-                        Err(e) => {
-                            st.failures += 1;
-                            tracing::warn!("TX ring send failed: {e}");
-                            let lost = r.queued() as u64;
-                            return lost;
-                        }
+                let (res, retries) =
+                    with_retries(SEND_RETRIES, || if wait { r.kick() } else { r.kick_nowait() });
+                st.retries += retries;
+                match res {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        st.failures += 1;
+                        tracing::warn!("TX ring send failed: {e}");
+                        r.queued() as u64
                     }
                 }
             }
-            Tx::Mmsg { sock, bufs, n } => {
+            Tx::Frames { link, bufs, n } => {
                 let mut done = 0;
-                let mut tries = 0;
                 let mut lost = 0;
                 while done < *n {
                     // A stack array, not a Vec: no allocation per send call.
@@ -380,20 +369,15 @@ impl Tx {
                     for (f, b) in frames.iter_mut().zip(&bufs[done..done + k]) {
                         *f = b.as_slice();
                     }
-                    match sock.send_batch(&frames[..k]) {
-                        Ok(k) => done += k.max(1),
-                        Err(e) if crate::transient_send_error(&e) && tries < 100 => {
-                            st.retries += 1;
-                            tries += 1;
-                            std::thread::yield_now();
-                        }
-                        Err(e) => {
-                            st.failures += 1;
-                            tracing::warn!("sendmmsg failed: {e}");
-                            // Skip the frame that failed, keep the rest.
-                            done += 1;
-                            lost += 1;
-                        }
+                    let d = send_batch(link, &frames[..k], SEND_RETRIES);
+                    st.retries += d.retries;
+                    done += d.sent;
+                    if let Some(e) = d.error {
+                        st.failures += 1;
+                        tracing::warn!("sending a frame failed: {e}");
+                        // Skip the frame that failed, keep the rest.
+                        done += 1;
+                        lost += 1;
                     }
                 }
                 *n = 0;
@@ -428,75 +412,54 @@ struct Queued {
     pass: u64,
 }
 
-struct Sender<'a> {
+struct Sender<'a, C: Clock> {
     cfg: &'a ReplayConfig,
+    clock: C,
     /// One output, or primary and secondary.
     tx: Vec<Tx>,
-    spin: SpinMargin,
-    wait: WaitReport,
     per_side: [u64; 2],
     /// Packets the split says not to send.
     skipped: u64,
     sched: Schedule,
     pacer: Pacer,
-    clock: LoopClock,
+    loops: LoopClock,
     fid: Fidelity,
     send: SendStats,
-    start: u64,
     queue: Vec<Queued>,
     sent: u64,
     stop: &'a StopFlag,
     stopped_by: &'static str,
     log: Option<BufWriter<std::fs::File>>,
     paced: bool,
+    /// Whether any packet waited for its deadline.
+    waited: bool,
     /// TX ring kicks wait for completion: only at top speed, where a kick
     /// carries a full ring and waiting keeps the send buffer from running dry.
     kick_waits: bool,
-    /// The first departure has not happened yet and will move the origin.
-    anchor_pending: bool,
-    /// Smoothed cost of one kick (ns): a late packet whose catch-up target
-    /// is closer than this joins the current batch instead of costing a
-    /// kick of its own (otherwise a sender whose kick costs more than the
-    /// spread gap never catches up).
-    kick_cost_ns: u64,
 }
 
-impl Sender<'_> {
+impl<C: Clock> Sender<'_, C> {
     fn flush(&mut self) {
         if self.queue.is_empty() {
             return;
         }
-        let t_kick = mono_ns();
-        let mut dep = t_kick.saturating_sub(self.start);
+        let t_kick = self.clock.now_ns();
+        let mut dep = t_kick.saturating_sub(self.pacer.origin_ns());
         let mut lost = [0u64; 2];
         for (i, tx) in self.tx.iter_mut().enumerate() {
             if tx.has_queued() {
                 lost[i] = tx.kick(&mut self.send, self.kick_waits);
             }
         }
-        let cost = mono_ns().saturating_sub(t_kick);
-        if self.anchor_pending {
-            // The schedule runs from the first departure: the first kick on a
-            // cold path is slow (tens of µs), and anchored to the planned
-            // start the next packets would leave late and the first gap
-            // would be short. The first packet defines the origin (no error).
-            self.anchor_pending = false;
-            if let Some(q) = self.queue.first() {
-                let lag = (t_kick + cost)
-                    .saturating_sub(self.start)
-                    .saturating_sub(q.ideal);
-                self.start += lag;
+        let returned = self.clock.now_ns();
+        // Timed replay runs from the first departure (`Pacer::first_departure`):
+        // the first packet defines the origin (no error).
+        if let Some(q) = self.queue.first() {
+            if self.pacer.first_departure(q.ideal, returned).is_some() {
                 dep = q.ideal;
-                // The late policy saw this packet against the old origin (a
-                // late first wake-up would read as lateness to catch up, or
-                // to rebase by, on top of the shift): it starts afresh here.
-                self.pacer = Pacer::new(self.cfg.late);
-                self.pacer.departed(q.ideal, q.ideal, q.ideal);
             }
         }
-        // EWMA with weight 1/8, capped so one preemption cannot make every
-        // later packet batch.
-        self.kick_cost_ns = (self.kick_cost_ns * 7 + cost.min(50_000)) / 8;
+        self.pacer.sent(self.queue.len(), returned.saturating_sub(t_kick));
         self.send.frames_lost += lost[0] + lost[1];
         // Lost frames are the last ones of their side's batch.
         let mut left = [0u64; 2];
@@ -550,10 +513,10 @@ impl Sender<'_> {
             },
             None => 0,
         };
-        let ideal = self.sched.next(self.clock.trace_ns(pass, p.t_ns), p.len);
+        let ideal = self.sched.next(self.loops.trace_ns(pass, p.t_ns), p.len);
         if let Some(d) = self.cfg.duration_ns {
             let over = if matches!(self.cfg.timing, Timing::Topspeed) || !self.paced {
-                self.paced && mono_ns().saturating_sub(self.start) > d
+                self.paced && self.clock.now_ns().saturating_sub(self.pacer.origin_ns()) > d
             } else {
                 ideal > d
             };
@@ -565,19 +528,13 @@ impl Sender<'_> {
         let target = self.pacer.target(ideal);
         let (mut staged, mut waited) = (false, false);
         if self.paced {
-            let mut now = mono_ns();
+            let mut now = self.clock.now_ns();
             // Late, and the catch-up target nearer than a kick costs: leave
             // with the batch being built.
-            let deadline = self.start
-                + catch_up_deadline(
-                    ideal,
-                    target,
-                    now.saturating_sub(self.start),
-                    self.kick_cost_ns,
-                );
+            let deadline = self.pacer.deadline(ideal, now);
             if deadline > now && !self.queue.is_empty() {
                 self.flush();
-                now = mono_ns();
+                now = self.clock.now_ns();
             }
             if deadline > now {
                 // On time: copy and rewrite the frame now, so that after the
@@ -589,36 +546,23 @@ impl Sender<'_> {
                 }
                 staged = true;
                 waited = true;
-                let margin = match self.cfg.spin {
-                    Spin::Fixed(m) => m,
-                    Spin::Auto => self.spin.margin_ns(),
-                };
-                self.wait.spin_margin_max_ns = self.wait.spin_margin_max_ns.max(margin);
-                self.wait.spin_margin_final_ns = margin;
-                if deadline - now > margin {
-                    let wake = deadline - margin;
-                    let _ = sleep_until_mono(wake);
-                    let woke = mono_ns();
-                    self.spin.observe(wake, woke);
-                    self.wait.sleeps += 1;
-                    self.wait.oversleep_max_ns =
-                        self.wait.oversleep_max_ns.max(woke.saturating_sub(wake));
-                    if woke > deadline {
-                        self.wait.sleeps_past_deadline += 1;
-                    }
+                self.waited = true;
+                // A sleep a signal cut short: wait again (the stop flag is
+                // checked before the next packet).
+                while wait_for(&mut self.clock, &mut self.pacer, deadline, now).is_none() {
+                    now = self.clock.now_ns();
                 }
-                spin_until_mono(deadline);
             }
         }
         if !staged && !self.stage(side, data, p.orig_len, pass, ideal, p.number) {
             return true;
         }
-        let now = if self.paced {
-            mono_ns().saturating_sub(self.start)
+        let left = if self.paced {
+            self.clock.now_ns()
         } else {
-            ideal
+            self.pacer.origin_ns() + ideal
         };
-        self.pacer.departed(ideal, target, now);
+        self.pacer.departed(ideal, left);
         self.queue.push(Queued {
             side,
             ideal,
@@ -698,7 +642,11 @@ fn open_output(out: &Output, batch: usize) -> Result<Opened, ReplayError> {
             let b = sock.qdisc_bypass();
             let bufs = (0..batch.max(1)).map(|_| Vec::with_capacity(max)).collect();
             (
-                Tx::Mmsg { sock, bufs, n: 0 },
+                Tx::Frames {
+                    link: Box::new(sock),
+                    bufs,
+                    n: 0,
+                },
                 ifname.clone(),
                 "sendmmsg",
                 b,
@@ -737,11 +685,28 @@ fn open_output(out: &Output, batch: usize) -> Result<Opened, ReplayError> {
 
 /// Runs a replay to the end (or until `stop`), printing nothing.
 pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayError> {
-    let (tx, out_desc, kind, bypass, mut max_frame) = open_output(&cfg.output, cfg.batch)?;
+    let mut outputs = vec![open_output(&cfg.output, cfg.batch)?];
+    if let Some(sp) = &cfg.split {
+        outputs.push(open_output(&sp.secondary, cfg.batch)?);
+    }
+    run_on(cfg, stop, MonoClock, outputs)
+}
+
+/// [`run`] on any clock, with the outputs already open (the primary, then
+/// the split's secondary).
+fn run_on<C: Clock>(
+    cfg: &ReplayConfig,
+    stop: &StopFlag,
+    mut clock: C,
+    outputs: Vec<Opened>,
+) -> Result<ReplayReport, ReplayError> {
+    let mut outputs = outputs.into_iter();
+    let (tx, out_desc, kind, bypass, mut max_frame) = outputs
+        .next()
+        .ok_or_else(|| ReplayError::Input("no output".into()))?;
     let mut txs = vec![tx];
     let mut split_desc = None;
-    if let Some(sp) = &cfg.split {
-        let (tx2, desc2, kind2, bypass2, max2) = open_output(&sp.secondary, cfg.batch)?;
+    if let Some((tx2, desc2, kind2, bypass2, max2)) = outputs.next() {
         if kind2 != kind || bypass2 != bypass {
             tracing::warn!(
                 "the two outputs differ: {kind}/{kind2}, qdisc bypass {bypass}/{bypass2}"
@@ -759,7 +724,7 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
     let mut stats = ReadStats::default();
     let in_bytes = file_bytes(&read.files);
     let streaming = in_bytes > cfg.max_preload;
-    let t0 = mono_ns();
+    let t0 = clock.now_ns();
     let (trace, span, count, first_ts) = if streaming {
         // One pass over the timestamps only, for the loop clock.
         let mut n = 0u64;
@@ -783,7 +748,7 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
             .map(|t| t.arena.len() as u64)
             .unwrap_or(in_bytes),
         packets: count,
-        load_ns: mono_ns() - t0,
+        load_ns: clock.now_ns() - t0,
         max_preload_bytes: cfg.max_preload,
     };
     for tx in &mut txs {
@@ -806,46 +771,43 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
     let paced = !matches!(cfg.output, Output::File(_));
     // Departures on a schedule: sent (not written to a file), not at top speed.
     let timed = paced && !matches!(cfg.timing, Timing::Topspeed);
+    let (wait, learn) = match cfg.spin {
+        Spin::Fixed(ns) => (WaitStrategy::Hybrid { spin_ns: ns }, None),
+        Spin::Auto => (
+            WaitStrategy::Hybrid {
+                spin_ns: MarginBounds::REPLAY.initial_ns,
+            },
+            Some(MarginBounds::REPLAY),
+        ),
+    };
+    let origin = clock.now_ns() + 20_000_000;
     let mut s = Sender {
         cfg,
+        clock,
         tx: txs,
-        // Wider than the sender's 50–500 µs: on VMs a halted vCPU wakes up to
-        // ~0.8 ms late (periodically, every 512 ms here), which shows as a gap
-        // error of the same size; gaps under 1 ms are spun through, as
-        // tcpreplay spins through all of them (docs/replay.md, "Timing").
-        spin: SpinMargin::new(
-            REPLAY_SPIN_FLOOR_NS,
-            REPLAY_SPIN_FLOOR_NS,
-            REPLAY_SPIN_CEIL_NS,
-        ),
-        wait: WaitReport {
-            spin: match cfg.spin {
-                Spin::Auto => "auto".into(),
-                Spin::Fixed(ns) => format!("{ns}ns"),
-            },
-            spin_margin_final_ns: 0,
-            spin_margin_max_ns: 0,
-            sleeps: 0,
-            sleeps_past_deadline: 0,
-            oversleep_max_ns: 0,
-        },
         per_side: [0; 2],
         skipped: 0,
         sched: Schedule::new(cfg.timing),
-        pacer: Pacer::new(cfg.late),
-        clock: LoopClock::new(span, count, cfg.loop_delay_ns),
+        pacer: Pacer::new(
+            origin,
+            PaceConfig {
+                wait,
+                learn,
+                late: cfg.late,
+                anchor_first: timed,
+            },
+        ),
+        loops: LoopClock::new(span, count, cfg.loop_delay_ns),
         fid: Fidelity::new(cfg.late_threshold_ns),
         send: SendStats::default(),
-        start: mono_ns() + 20_000_000,
         queue: Vec::with_capacity(cfg.batch.max(1)),
         sent: 0,
         stop,
         stopped_by: "done",
         log,
         paced,
+        waited: false,
         kick_waits: matches!(cfg.timing, Timing::Topspeed),
-        anchor_pending: timed,
-        kick_cost_ns: 0,
     };
     let mut phase = None;
     if let (Some(pc), Some(t), true) = (cfg.phase, &trace, timed) {
@@ -856,14 +818,20 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
             .pkts
             .iter()
             .take(PHASE_MAX_PACKETS)
-            .map(|p| sched.next(s.clock.trace_ns(0, p.t_ns), p.len));
+            .map(|p| sched.next(s.loops.trace_ns(0, p.t_ns), p.len));
         let deadlines = DeadlinePhases::new(offsets);
-        let (origin, report) = calibrate_origin(pc, s.start, &deadlines, FOLD_PERIOD_NS);
+        let (origin, report) = calibrate_origin(
+            &mut s.clock,
+            pc,
+            s.pacer.origin_ns(),
+            &deadlines,
+            FOLD_PERIOD_NS,
+        );
         // The first departure still moves the origin by how late its kick
         // returned (the first kick on a cold path takes tens of µs and
         // there is no harmless frame to warm it with): the phase moves by
         // that much, well inside the choice's margin except for dense CBR.
-        s.start = origin;
+        s.pacer.set_origin(origin);
         phase = Some(report);
     }
     let _ = mono_to_real_offset();
@@ -974,9 +942,26 @@ pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayEr
             server_packets: s.per_side[1],
             skipped_packets: s.skipped,
         }),
-        wait: s.wait,
+        wait: wait_report(cfg.spin, &s.pacer, s.waited),
         phase,
     })
+}
+
+/// How the sender waited; all zero when no packet waited (top speed, a file).
+fn wait_report(spin: Spin, pacer: &Pacer, waited: bool) -> WaitReport {
+    let st = pacer.stats();
+    let margin = |m: u64| if waited { m } else { 0 };
+    WaitReport {
+        spin: match spin {
+            Spin::Auto => "auto".into(),
+            Spin::Fixed(ns) => format!("{ns}ns"),
+        },
+        spin_margin_final_ns: margin(pacer.margin_ns().unwrap_or(0)),
+        spin_margin_max_ns: margin(st.margin_max_ns),
+        sleeps: st.sleeps,
+        sleeps_past_deadline: st.sleeps_past_deadline,
+        oversleep_max_ns: st.oversleep_max_ns,
+    }
 }
 
 fn first_timestamp(read: &ReadSpec) -> Option<u64> {
