@@ -595,3 +595,199 @@ fn reply_loop<S: RecordSink>(
     }
     Ok((count, sink))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::PhaseConfig;
+    use wirelab_io::sim::{PeriodicStall, SimClock, SimResult, SimTx};
+
+    const EPOCH: u64 = 1_000_000_000;
+
+    fn cfg(count: u64) -> FlowConfig {
+        FlowConfig {
+            target: "127.0.0.1:9".parse().unwrap(),
+            bind: None,
+            flow: 3,
+            limits: Limits {
+                count: Some(count),
+                duration_ns: None,
+            },
+            tos: None,
+            warmup: 2,
+            padding: Padding::Const(0xab),
+            wait: WaitStrategy::Hybrid {
+                spin_ns: SpinMargin::DEFAULT_INITIAL_NS,
+            },
+            adaptive_spin: true,
+            prime: false,
+            anchor_first: false,
+            echo: false,
+            echo_wait: Duration::ZERO,
+            last_repeats: 3,
+            last_gap: Duration::from_millis(2),
+            max_batch: 64,
+            lead: Duration::from_millis(5),
+            seed: 1,
+            epoch_mono_ns: Some(EPOCH),
+            start_mono_ns: None,
+            mono_to_real: 0,
+            format: ProbeFormat::Wirelab,
+            late: LatePolicy::DEFAULT,
+            phase: None,
+        }
+    }
+
+    /// Runs `cfg` at `interval_ns` on `clock` over a link whose calls cost
+    /// `cost_ns`; returns the stats, the records and the link.
+    fn run(
+        cfg: &FlowConfig,
+        clock: &mut SimClock,
+        mut link: SimTx,
+        interval_ns: f64,
+    ) -> (io::Result<FlowSendStats>, Vec<Record>, SimTx) {
+        let mut recs: Vec<Record> = vec![];
+        let st = pace_probes(
+            cfg,
+            clock,
+            &mut link,
+            &mut || Some(interval_ns),
+            &mut || Some(100.0),
+            None,
+            &mut recs,
+            &StopFlag::new(),
+        );
+        (st, recs, link)
+    }
+
+    /// Departures of the probes themselves (not the end markers).
+    fn departures(link: &SimTx) -> Vec<(u64, ProbeRepr)> {
+        link.sent
+            .iter()
+            .map(|d| (d.at_ns, ProbeRepr::parse(&d.bytes).unwrap()))
+            .filter(|(_, p)| !p.flags.contains(ProbeFlags::LAST))
+            .collect()
+    }
+
+    #[test]
+    fn probes_leave_on_their_deadlines_and_the_records_say_so() {
+        let mut clock = SimClock::new(EPOCH).oversleep(30_000);
+        let link = SimTx::new(&clock, 3_000, 100);
+        let (st, recs, link) = run(&cfg(100), &mut clock, link, 1e6);
+        let st = st.unwrap();
+        assert_eq!((st.sent, st.last_repeats, st.send_calls), (100, 3, 100));
+        assert_eq!(recs.len(), 100);
+        let dep = departures(&link);
+        assert_eq!(dep.len(), 100);
+        for (k, (r, (at, p))) in recs.iter().zip(&dep).enumerate() {
+            let k = k as u64;
+            // First deadline at the lead (5 ms), then 1 ms apart, exactly.
+            assert_eq!(r.sched_ns, 5_000_000 + k * 1_000_000, "seq {k}");
+            assert_eq!((r.seq, p.seq, p.flow, r.size), (k, k, 3, 100));
+            // Never early; late only by the clock read that stamps the probe.
+            let deadline = EPOCH + r.sched_ns;
+            assert_eq!(*at, deadline + 20, "seq {k}");
+            assert_eq!(p.tx_ns, r.tx_ns);
+            assert_eq!(p.flags.contains(ProbeFlags::WARMUP), k < 2);
+        }
+        // The end markers repeat the last sequence number, 2 ms apart.
+        let last: Vec<_> = link.sent[100..]
+            .iter()
+            .map(|d| (d.at_ns, ProbeRepr::parse(&d.bytes).unwrap()))
+            .collect();
+        assert!(last.iter().all(|(_, p)| p.seq == 99 && p.flags.contains(ProbeFlags::LAST)));
+        assert!(last.windows(2).all(|w| w[1].0 - w[0].0 >= 2_000_000));
+        // 30 µs oversleeps: the learned margin came down from 2 ms.
+        assert!(st.spin_margin_ns.unwrap() < SpinMargin::DEFAULT_INITIAL_NS);
+    }
+
+    #[test]
+    fn after_a_2ms_stall_the_backlog_leaves_at_once_and_no_gap_is_below_half() {
+        let mut clock = SimClock::new(EPOCH);
+        // 10 kpps; the thread loses its CPU for 2 ms 20 ms into the run.
+        clock.stall_at(EPOCH + 25_000_050, 2_000_000);
+        let link = SimTx::new(&clock, 3_000, 100);
+        let (st, recs, link) = run(&cfg(1_000), &mut clock, link, 100_000.0);
+        assert_eq!(st.unwrap().sent, 1_000);
+        assert_eq!(recs.len(), 1_000);
+        let dep = departures(&link);
+        // One send call took the packets the stall made due.
+        let mut calls: Vec<(u64, usize)> = vec![];
+        for (at, _) in &dep {
+            match calls.last_mut() {
+                Some((t, n)) if t == at => *n += 1,
+                _ => calls.push((*at, 1)),
+            }
+        }
+        let batch = calls.iter().position(|&(_, n)| n > 1).expect("a catch-up batch");
+        // Of the 20 probes the stall made due, those more than 1 ms late
+        // (SPREAD_BURST_AFTER_NS) leave at once; the rest are caught up
+        // with gaps shortened to no less than half.
+        assert_eq!(calls[batch].1, 11, "{:?}", &calls[batch - 1..batch + 2]);
+        assert_eq!(calls.iter().filter(|&&(_, n)| n > 1).count(), 1);
+        // Every other gap between send calls is at least half the interval.
+        for w in calls[batch..].windows(2) {
+            assert!(w[1].0 - w[0].0 >= 50_000, "{w:?}");
+        }
+        // And the run rejoined its schedule: the last probe is on time.
+        let (at, _) = dep[999];
+        assert_eq!(at, EPOCH + recs[999].sched_ns + 20);
+    }
+
+    #[test]
+    fn a_calibrated_start_misses_the_periodic_stalls() {
+        const TICK: PeriodicStall = PeriodicStall {
+            period_ns: 4_000_000,
+            phase_ns: 5_000_000,
+            len_ns: 30_000,
+        };
+        let late = |phase: bool| {
+            let mut clock = SimClock::new(EPOCH).periodic_stall(TICK);
+            // Without anchoring: a first departure that meets a tick would
+            // move the whole schedule off it too.
+            let mut c = cfg(200);
+            c.phase = phase.then_some((
+                PhaseConfig {
+                    calibrate: Duration::from_millis(200),
+                },
+                1e6,
+            ));
+            let link = SimTx::new(&clock, 3_000, 100);
+            let (st, recs, link) = run(&c, &mut clock, link, 1e6);
+            let st = st.unwrap();
+            let dep = departures(&link);
+            assert_eq!(dep.len(), 200);
+            if phase {
+                let p = st.phase.unwrap();
+                assert_eq!(p.hits_per_s, 0.0, "{p:?}");
+                assert!(p.hits_per_s_unshifted >= p.hits_per_s);
+            }
+            recs.iter()
+                .zip(&dep)
+                .filter(|(r, (at, _))| *at > EPOCH + r.sched_ns + 1_000)
+                .count()
+        };
+        // Started on the tick, every fourth probe meets it; calibrated, none.
+        assert_eq!(late(false), 50);
+        assert_eq!(late(true), 0);
+    }
+
+    #[test]
+    fn transient_errors_are_retried_and_a_hard_one_ends_the_flow() {
+        let mut clock = SimClock::new(EPOCH);
+        let link = SimTx::new(&clock, 3_000, 100).script([
+            SimResult::Fail(libc::ENOBUFS),
+            SimResult::Take(1),
+            SimResult::Fail(libc::ECONNREFUSED),
+        ]);
+        let (st, recs, link) = run(&cfg(10), &mut clock, link, 1e6);
+        let st = st.unwrap();
+        assert_eq!((st.sent, st.send_retries, st.send_errors), (10, 2, 0));
+        assert_eq!(recs.len(), 10);
+        assert_eq!(departures(&link).len(), 10);
+        let link = SimTx::new(&clock, 3_000, 100).script([SimResult::Fail(libc::EMSGSIZE)]);
+        let (st, recs, _) = run(&cfg(10), &mut clock, link, 1e6);
+        assert_eq!(st.unwrap_err().raw_os_error(), Some(libc::EMSGSIZE));
+        assert!(recs.is_empty());
+    }
+}
