@@ -92,7 +92,10 @@ pub fn send_batch<T: Transmit + ?Sized>(
 
 /// Runs `op` (a ring kick, say) until it succeeds, retrying transient
 /// errors as [`send_batch`] does; returns its result and the retries.
-pub fn with_retries<R>(max_retries: u32, mut op: impl FnMut() -> io::Result<R>) -> (io::Result<R>, u64) {
+pub fn with_retries<R>(
+    max_retries: u32,
+    mut op: impl FnMut() -> io::Result<R>,
+) -> (io::Result<R>, u64) {
     let mut retries = 0;
     loop {
         match op() {
@@ -123,10 +126,8 @@ mod tests {
         let d = send_batch(&mut tx, &p, 10);
         assert_eq!((d.sent, d.retries), (3, 2));
         assert!(d.error.is_none());
-        let mut tx = SimTx::new(&c, 1_000, 0).script([
-            SimResult::Take(1),
-            SimResult::Fail(libc::EMSGSIZE),
-        ]);
+        let mut tx =
+            SimTx::new(&c, 1_000, 0).script([SimResult::Take(1), SimResult::Fail(libc::EMSGSIZE)]);
         let d = send_batch(&mut tx, &p, 10);
         assert_eq!(d.sent, 1);
         assert_eq!(d.error.unwrap().raw_os_error(), Some(libc::EMSGSIZE));

@@ -8,6 +8,7 @@
 //! its final probe repeated with the LAST flag so the receiver knows the
 //! count without guessing.
 
+use crate::pace::{send_batch, wait_for, SEND_RETRIES};
 use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};
 use crate::recordlog::RecordWriter;
 use crate::stop::StopFlag;
@@ -19,9 +20,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use wirelab_core::phase::{DeadlinePhases, BIN_NS, FOLD_PERIOD_NS};
-use crate::pace::{send_batch, wait_for, SEND_RETRIES};
 use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, SpinMargin, WaitStrategy};
+use wirelab_core::phase::{DeadlinePhases, BIN_NS, FOLD_PERIOD_NS};
 use wirelab_core::schedule::{Intervals, Limits};
 use wirelab_io::clock::{mono_ns, set_timer_slack};
 use wirelab_io::tx::is_transient;
@@ -695,7 +695,9 @@ mod tests {
             .iter()
             .map(|d| (d.at_ns, ProbeRepr::parse(&d.bytes).unwrap()))
             .collect();
-        assert!(last.iter().all(|(_, p)| p.seq == 99 && p.flags.contains(ProbeFlags::LAST)));
+        assert!(last
+            .iter()
+            .all(|(_, p)| p.seq == 99 && p.flags.contains(ProbeFlags::LAST)));
         assert!(last.windows(2).all(|w| w[1].0 - w[0].0 >= 2_000_000));
         // 30 µs oversleeps: the learned margin came down from 2 ms.
         assert!(st.spin_margin_ns.unwrap() < SpinMargin::DEFAULT_INITIAL_NS);
@@ -719,7 +721,10 @@ mod tests {
                 _ => calls.push((*at, 1)),
             }
         }
-        let batch = calls.iter().position(|&(_, n)| n > 1).expect("a catch-up batch");
+        let batch = calls
+            .iter()
+            .position(|&(_, n)| n > 1)
+            .expect("a catch-up batch");
         // Of the 20 probes the stall made due, those more than 1 ms late
         // (SPREAD_BURST_AFTER_NS) leave at once; the rest are caught up
         // with gaps shortened to no less than half.

@@ -59,7 +59,11 @@ impl ClockState {
         while let Some(end) = self.stall_end(self.now_ns) {
             self.now_ns = end;
         }
-        while self.once.front().is_some_and(|&(s, l)| s + l <= self.now_ns) {
+        while self
+            .once
+            .front()
+            .is_some_and(|&(s, l)| s + l <= self.now_ns)
+        {
             self.once.pop_front();
         }
     }
@@ -285,11 +289,13 @@ mod tests {
 
     #[test]
     fn stalls_delay_spins_and_wake_ups_and_are_recorded() {
-        let mut c = SimClock::new(0).oversleep(500).periodic_stall(PeriodicStall {
-            period_ns: 4_000_000,
-            phase_ns: 1_000_000,
-            len_ns: 30_000,
-        });
+        let mut c = SimClock::new(0)
+            .oversleep(500)
+            .periodic_stall(PeriodicStall {
+                period_ns: 4_000_000,
+                phase_ns: 1_000_000,
+                len_ns: 30_000,
+            });
         assert_eq!(c.spin_until(999_000), 999_000);
         // A spin ending inside a stall ends when the stall does.
         assert_eq!(c.spin_until(1_010_000), 1_030_000);
@@ -319,10 +325,8 @@ mod tests {
     #[test]
     fn the_link_charges_the_clock_and_follows_its_script() {
         let c = SimClock::new(100);
-        let mut tx = SimTx::new(&c, 1_000, 10).script([
-            SimResult::Fail(libc::ENOBUFS),
-            SimResult::Take(1),
-        ]);
+        let mut tx =
+            SimTx::new(&c, 1_000, 10).script([SimResult::Fail(libc::ENOBUFS), SimResult::Take(1)]);
         let p: [&[u8]; 2] = [b"a", b"b"];
         assert!(crate::tx::is_transient(&tx.transmit(&p).unwrap_err()));
         assert_eq!(tx.transmit(&p).unwrap(), 1);

@@ -153,4 +153,3 @@ pub fn catch_up_deadline(ideal_ns: u64, target_ns: u64, now_ns: u64, kick_cost_n
         target_ns
     }
 }
-

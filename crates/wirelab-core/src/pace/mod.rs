@@ -148,11 +148,6 @@ impl Pacer {
         self.anchor_max_lag_ns = Some(max_lag_ns);
     }
 
-    /// The late policy's target (offset) for a packet with ideal offset `ideal_ns`.
-    pub fn target(&self, ideal_ns: u64) -> u64 {
-        self.catch_up.target(ideal_ns)
-    }
-
     /// The absolute time a packet with ideal offset `ideal_ns` should leave,
     /// seen at `now_ns`: the late policy's target, or now when the packet
     /// is late and the target nearer than one send call.
@@ -272,7 +267,9 @@ impl Pacer {
     /// The hybrid margin in force (None for sleep or spin).
     pub fn margin_ns(&self) -> Option<u64> {
         match self.wait {
-            WaitStrategy::Hybrid { spin_ns } => Some(self.margin.map_or(spin_ns, |m| m.margin_ns())),
+            WaitStrategy::Hybrid { spin_ns } => {
+                Some(self.margin.map_or(spin_ns, |m| m.margin_ns()))
+            }
             _ => None,
         }
     }

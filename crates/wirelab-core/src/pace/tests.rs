@@ -159,7 +159,11 @@ fn spread_catches_up_with_short_gaps_where_burst_sends_back_to_back() {
     };
     let (burst, spread) = (dep(LatePolicy::Burst), dep(SPREAD));
     assert_eq!(burst[10] - burst[9], 18_000);
-    assert_eq!(burst[11] - burst[10], 2_000, "burst: the next follows at once");
+    assert_eq!(
+        burst[11] - burst[10],
+        2_000,
+        "burst: the next follows at once"
+    );
     assert_eq!(spread[10] - spread[9], 18_000);
     for k in 11..40 {
         let gap = spread[k] - spread[k - 1];
@@ -182,14 +186,21 @@ fn after_a_2ms_stall_spread_shrinks_no_gap_below_half_before_it_bursts() {
     let (batches, sent) = sim.run(p, 100_000.0, 100);
     assert_eq!(sent.len(), 100);
     let dep: Vec<u64> = sent.iter().map(|&(_, a)| a).collect();
-    assert!(batches.iter().any(|&b| b > 1), "the backlog left in a batch");
+    assert!(
+        batches.iter().any(|&b| b > 1),
+        "the backlog left in a batch"
+    );
     let last = sent.last().unwrap();
     assert_eq!(last.0, last.1, "back on schedule, no drift");
     // After the batch, no gap is shorter than half the interval.
     let after = batches.iter().position(|&b| b > 1).unwrap();
     let first_after: usize = batches[..=after].iter().sum();
     for k in first_after + 1..100 {
-        assert!(dep[k] - dep[k - 1] >= 50_000, "gap {k}: {}", dep[k] - dep[k - 1]);
+        assert!(
+            dep[k] - dep[k - 1] >= 50_000,
+            "gap {k}: {}",
+            dep[k] - dep[k - 1]
+        );
     }
 }
 

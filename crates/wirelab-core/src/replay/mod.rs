@@ -20,8 +20,8 @@
 
 mod fidelity;
 
-pub use fidelity::{Fidelity, FidelityReport, Percentiles};
 pub use crate::pace::{catch_up_deadline, LatePolicy, SPREAD_BURST_AFTER_NS};
+pub use fidelity::{Fidelity, FidelityReport, Percentiles};
 
 /// How the ideal departure times are derived.
 #[derive(Clone, Copy, Debug, PartialEq)]

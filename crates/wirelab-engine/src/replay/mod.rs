@@ -15,24 +15,26 @@
 
 pub mod trace;
 
-use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::io::{self, BufWriter};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use thiserror::Error;
-use wirelab_core::phase::{DeadlinePhases, FOLD_PERIOD_NS};
 use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, WaitStrategy};
+use wirelab_core::phase::{DeadlinePhases, FOLD_PERIOD_NS};
 use wirelab_core::replay::{Fidelity, FidelityReport, LoopClock, Schedule, Timing};
 use wirelab_io::clock::mono_to_real_offset;
 use wirelab_io::packet_sock::{IfInfo, PacketError, PacketSocket};
-use wirelab_io::{Clock, MonoClock, Transmit};
 use wirelab_io::ring_tx::TxRing;
+use wirelab_io::{Clock, MonoClock, Transmit};
 use wirelab_wire::rewrite::split::{Side, SideMap};
 use wirelab_wire::rewrite::{unique_ip, RewriteStats};
 
 use crate::pace::{send_batch, wait_for, with_retries, SEND_RETRIES};
 use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};
+use crate::recordlog::{hostname, RecordLog, RecordMeta, RecordWriter};
 use crate::StopFlag;
 pub use trace::{count_packets, side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
+use wirelab_wire::record::{Record, RecordKind, Role};
 
 /// Packets of the first pass folded for the phase choice.
 const PHASE_MAX_PACKETS: usize = 1_000_000;
@@ -109,7 +111,8 @@ pub struct ReplayConfig {
     pub batch: usize,
     /// How long before each deadline to stop sleeping and spin.
     pub spin: Spin,
-    /// Per-packet departure log (CSV).
+    /// Per-packet departure log: a record file (`wirelab_wire::record`)
+    /// that `wirelab analyze` and `wirelab export` read (see [`DepartureLog`]).
     pub log: Option<PathBuf>,
     /// Output (the primary interface when split).
     pub output: Output,
@@ -348,7 +351,10 @@ impl Tx {
         match self {
             Tx::Ring(r) => {
                 let (res, retries) =
-                    with_retries(SEND_RETRIES, || if wait { r.kick() } else { r.kick_nowait() });
+                    with_retries(
+                        SEND_RETRIES,
+                        || if wait { r.kick() } else { r.kick_nowait() },
+                    );
                 st.retries += retries;
                 match res {
                     Ok(()) => 0,
@@ -406,10 +412,101 @@ impl Tx {
 struct Queued {
     side: usize,
     ideal: u64,
-    target: u64,
     len: u32,
     number: u64,
     pass: u64,
+}
+
+/// The departure log, a record file of role `sender`: one `Tx` record per
+/// frame sent, with `seq` the frame's number in the trace, `flow` the pass
+/// (loop) it was sent in, `size` its length, `sched_ns` its ideal time and
+/// `tx_ns` its departure: `sched_ns` is the ideal offset from the
+/// schedule's origin plus [`DepartureLog::LEAD_NS`], and `tx_ns` is the
+/// header's `start_unix_ns` plus the lead plus the departure's offset from
+/// that origin, so `tx_ns − start_unix_ns − sched_ns` is the departure
+/// error and `wirelab analyze` reports lateness and inter-departure error
+/// as it does for `send`.
+struct DepartureLog {
+    log: RecordLog,
+    w: RecordWriter,
+    start_unix_ns: u64,
+    error: Option<io::Error>,
+    path: PathBuf,
+}
+
+impl DepartureLog {
+    /// Offsets are shifted by this much, so no ideal time is 0 (which
+    /// records reserve for "unscheduled").
+    const LEAD_NS: u64 = 1_000_000;
+
+    /// `start_unix_ns`: the wall-clock time of the origin, less the lead.
+    fn create(path: &Path, cfg: &ReplayConfig, start_unix_ns: u64) -> Result<Self, ReplayError> {
+        let meta = RecordMeta {
+            wirelab_version: env!("CARGO_PKG_VERSION").into(),
+            role: "replay".into(),
+            host: hostname(),
+            clock: "CLOCK_MONOTONIC just before the send() that hands the frame to the kernel, from the schedule's origin".into(),
+            start_unix_ns,
+            config: serde_json::json!({
+                "files": cfg.read.files,
+                "timing": format!("{:?}", cfg.timing),
+                "late_policy": format!("{:?}", cfg.late),
+                "loops": cfg.loops,
+            }),
+        };
+        let log = RecordLog::create(path, Role::Sender, &meta).map_err(|e| ReplayError::Io {
+            what: format!("cannot create {}", path.display()),
+            source: e,
+        })?;
+        let w = log.writer();
+        Ok(DepartureLog {
+            log,
+            w,
+            start_unix_ns,
+            error: None,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Frame `q` left at offset `actual_ns`. A write error stops the log
+    /// and is reported at the end; the replay goes on.
+    fn departed(&mut self, q: &Queued, actual_ns: u64) {
+        if self.error.is_some() {
+            return;
+        }
+        let rec = Record {
+            flow: q.pass.min(u64::from(u32::MAX)) as u32,
+            size: q.len,
+            seq: q.number,
+            sched_ns: Self::LEAD_NS + q.ideal,
+            tx_ns: self.start_unix_ns + Self::LEAD_NS + actual_ns,
+            kind: RecordKind::Tx,
+            ..Default::default()
+        };
+        if let Err(e) = self.w.write(&rec) {
+            self.error = Some(e);
+        }
+    }
+
+    /// Everything in the file, or the first write error.
+    fn finish(self) -> Result<(), ReplayError> {
+        let DepartureLog {
+            log,
+            w,
+            error,
+            path,
+            ..
+        } = self;
+        drop(w);
+        let done = log.finish().map(drop);
+        match error.map_or(done, Err) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(ReplayError::Io {
+                what: format!("writing the departure log {}", path.display()),
+                source: e,
+            }),
+        }
+    }
 }
 
 struct Sender<'a, C: Clock> {
@@ -429,7 +526,7 @@ struct Sender<'a, C: Clock> {
     sent: u64,
     stop: &'a StopFlag,
     stopped_by: &'static str,
-    log: Option<BufWriter<std::fs::File>>,
+    log: Option<DepartureLog>,
     paced: bool,
     /// Whether any packet waited for its deadline.
     waited: bool,
@@ -459,7 +556,8 @@ impl<C: Clock> Sender<'_, C> {
                 dep = q.ideal;
             }
         }
-        self.pacer.sent(self.queue.len(), returned.saturating_sub(t_kick));
+        self.pacer
+            .sent(self.queue.len(), returned.saturating_sub(t_kick));
         self.send.frames_lost += lost[0] + lost[1];
         // Lost frames are the last ones of their side's batch.
         let mut left = [0u64; 2];
@@ -475,11 +573,7 @@ impl<C: Clock> Sender<'_, C> {
             let actual = if self.paced { dep } else { q.ideal };
             self.fid.record(q.ideal, actual, q.len);
             if let Some(l) = &mut self.log {
-                let _ = writeln!(
-                    l,
-                    "{},{},{},{},{},{}",
-                    q.number, q.pass, q.ideal, q.target, actual, q.len
-                );
+                l.departed(q, actual);
             }
         }
         self.queue.clear();
@@ -525,7 +619,6 @@ impl<C: Clock> Sender<'_, C> {
                 return false;
             }
         }
-        let target = self.pacer.target(ideal);
         let (mut staged, mut waited) = (false, false);
         if self.paced {
             let mut now = self.clock.now_ns();
@@ -566,7 +659,6 @@ impl<C: Clock> Sender<'_, C> {
         self.queue.push(Queued {
             side,
             ideal,
-            target,
             len: p.len,
             number: p.number,
             pass,
@@ -758,13 +850,8 @@ fn run_on<C: Clock>(
     }
     let log = match &cfg.log {
         Some(p) => {
-            let f = std::fs::File::create(p).map_err(|e| ReplayError::Io {
-                what: format!("cannot create {}", p.display()),
-                source: e,
-            })?;
-            let mut w = BufWriter::with_capacity(1 << 20, f);
-            let _ = writeln!(w, "number,loop,ideal_ns,target_ns,departure_ns,len");
-            Some(w)
+            let origin = (clock.now_ns() as i128 + mono_to_real_offset()) as u64;
+            Some(DepartureLog::create(p, cfg, origin)?)
         }
         None => None,
     };
@@ -834,7 +921,6 @@ fn run_on<C: Clock>(
         s.pacer.set_origin(origin);
         phase = Some(report);
     }
-    let _ = mono_to_real_offset();
     let mut pass = 0u64;
     let mut go = count > 0;
     while go && (cfg.loops == 0 || pass < cfg.loops) {
@@ -908,11 +994,8 @@ fn run_on<C: Clock>(
             })?;
         }
     }
-    if let Some(l) = &mut s.log {
-        l.flush().map_err(|e| ReplayError::Io {
-            what: "flushing the departure log".into(),
-            source: e,
-        })?;
+    if let Some(l) = s.log.take() {
+        l.finish()?;
     }
     let rewrite = stats.rewrite.into();
     Ok(ReplayReport {
@@ -971,3 +1054,6 @@ fn first_timestamp(read: &ReadSpec) -> Option<u64> {
     let p = r.next_packet().ok()??;
     Some(p.ts_ns)
 }
+
+#[cfg(test)]
+mod tests;
