@@ -130,7 +130,7 @@ mod tests {
             let t = origin + k * 1_000_000;
             let into = (t + TICK.period_ns - TICK.phase_ns) % TICK.period_ns;
             assert!(
-                into >= TICK.len_ns && into < TICK.period_ns - 2_000,
+                (TICK.len_ns..TICK.period_ns - 2_000).contains(&into),
                 "deadline {k} is {into} ns into a tick period"
             );
         }
