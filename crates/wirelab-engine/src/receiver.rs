@@ -11,15 +11,14 @@
 use crate::recordlog::RecordWriter;
 use crate::stop::StopFlag;
 use crate::ProbeFormat;
-use socket2::SockAddr;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 use wirelab_core::forecast::{ForecastParams, Forecaster, WaitMode};
-use wirelab_io::clock::{mono_ns, real_ns, sleep_until_mono};
 use wirelab_io::ifstats::{cpu_time, CpuScope};
 use wirelab_io::udp::{RecvBatch, RxTimestamp, TimestampMode, UdpSock};
+use wirelab_io::{Clock, MonoClock, Receive};
 use wirelab_wire::luna::LunaProbe;
 use wirelab_wire::probe::{make_echo_reply, EchoTimes, ProbeFlags, ProbeRepr};
 use wirelab_wire::record::{Record, RecordKind};
@@ -235,241 +234,430 @@ impl Receiver {
     pub fn run(
         &self,
         sink: &mut dyn RxSink,
-        mut log: Option<&mut RecordWriter>,
+        log: Option<&mut RecordWriter>,
         stop: &StopFlag,
         progress: &mut dyn FnMut(&RecvCounters),
         progress_every: Duration,
     ) -> io::Result<RecvOutcome> {
-        let cfg = &self.cfg;
-        let mut batch = RecvBatch::new(cfg.batch, 65_536);
-        let mut c = RecvCounters::default();
-        let mut flows: HashMap<u32, FlowEnd> = HashMap::new();
-        let mut luna_flows = SourceFlows::default();
-        let t0 = mono_ns();
-        let mut last_rx = None::<u64>;
-        let mut all_ended_at = None::<u64>;
-        let mut next_progress = t0 + progress_every.as_nanos() as u64;
-        let cpu0 = cpu_time(CpuScope::Thread).ok();
-        let (period_ns, adaptive) = match cfg.wait {
-            RecvWait::Block => (None, false),
-            RecvWait::Poll { period_ns } => (Some(period_ns.max(1_000)), false),
-            RecvWait::Adaptive { period_ns } => (Some(period_ns.max(1_000)), true),
-        };
-        let mut forecaster = period_ns
-            .filter(|_| adaptive)
-            .map(|p| Forecaster::new(ForecastParams::for_poll_period(p), t0));
-        let mut mode = match cfg.wait {
-            RecvWait::Poll { .. } => WaitMode::Poll,
-            _ => WaitMode::Block,
-        };
-        let mut next_poll = t0;
-        let mut draining = false;
-        let end_reason;
-        loop {
-            if stop.is_stopped() {
-                end_reason = "signal";
+        let mut out = receive(
+            &self.cfg,
+            &mut MonoClock,
+            &mut &self.sock,
+            sink,
+            log,
+            stop,
+            progress,
+            progress_every,
+        )?;
+        out.local_addr = self.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        out.timestamping = self.sock.timestamp_mode().as_str();
+        out.rcvbuf_bytes = self.rcvbuf;
+        Ok(out)
+    }
+}
+
+/// The receive loop over any clock and socket ([`Receiver::run`] runs it on
+/// the machine's; tests on `wirelab_io::sim`). The outcome's socket facts
+/// (local address, timestamping, buffer size) are left empty.
+#[allow(clippy::too_many_arguments)]
+pub fn receive<C: Clock, R: Receive>(
+    cfg: &RecvConfig,
+    clock: &mut C,
+    rx: &mut R,
+    sink: &mut dyn RxSink,
+    mut log: Option<&mut RecordWriter>,
+    stop: &StopFlag,
+    progress: &mut dyn FnMut(&RecvCounters),
+    progress_every: Duration,
+) -> io::Result<RecvOutcome> {
+    let mut batch = RecvBatch::new(cfg.batch, 65_536);
+    let mut c = RecvCounters::default();
+    let mut flows: HashMap<u32, FlowEnd> = HashMap::new();
+    let mut luna_flows = SourceFlows::default();
+    let t0 = clock.now_ns();
+    let mut last_rx = None::<u64>;
+    let mut all_ended_at = None::<u64>;
+    let mut next_progress = t0 + progress_every.as_nanos() as u64;
+    let cpu0 = cpu_time(CpuScope::Thread).ok();
+    let (period_ns, adaptive) = match cfg.wait {
+        RecvWait::Block => (None, false),
+        RecvWait::Poll { period_ns } => (Some(period_ns.max(1_000)), false),
+        RecvWait::Adaptive { period_ns } => (Some(period_ns.max(1_000)), true),
+    };
+    let mut forecaster = period_ns
+        .filter(|_| adaptive)
+        .map(|p| Forecaster::new(ForecastParams::for_poll_period(p), t0));
+    let mut mode = match cfg.wait {
+        RecvWait::Poll { .. } => WaitMode::Poll,
+        _ => WaitMode::Block,
+    };
+    let mut next_poll = t0;
+    let mut draining = false;
+    let end_reason;
+    loop {
+        if stop.is_stopped() {
+            end_reason = "signal";
+            break;
+        }
+        let now = clock.now_ns();
+        if let Some(d) = cfg.max_duration {
+            if now - t0 >= d.as_nanos() as u64 {
+                end_reason = "max-duration";
                 break;
             }
-            let now = mono_ns();
-            if let Some(d) = cfg.max_duration {
-                if now - t0 >= d.as_nanos() as u64 {
-                    end_reason = "max-duration";
-                    break;
-                }
+        }
+        if let (Some(t), Some(idle)) = (last_rx, cfg.idle_timeout) {
+            if now - t >= idle.as_nanos() as u64 {
+                end_reason = "idle-timeout";
+                break;
             }
-            if let (Some(t), Some(idle)) = (last_rx, cfg.idle_timeout) {
-                if now - t >= idle.as_nanos() as u64 {
-                    end_reason = "idle-timeout";
-                    break;
-                }
+        }
+        if let Some(t) = all_ended_at {
+            if !cfg.forever && now - t >= cfg.linger.as_nanos() as u64 {
+                end_reason = "flows-ended";
+                break;
             }
-            if let Some(t) = all_ended_at {
-                if !cfg.forever && now - t >= cfg.linger.as_nanos() as u64 {
-                    end_reason = "flows-ended";
-                    break;
+        }
+        if now >= next_progress {
+            progress(&c);
+            next_progress = now + progress_every.as_nanos() as u64;
+        }
+        let res = match mode {
+            WaitMode::Block => rx.receive(&mut batch, true),
+            WaitMode::Poll => {
+                // Timer-paced: wake on the period grid and take what is
+                // queued; a full batch means more is waiting, so go on
+                // draining without sleeping.
+                if !draining {
+                    let p = period_ns.unwrap_or(1_000_000);
+                    next_poll = next_poll.max(now) + p;
+                    clock.sleep_until(next_poll);
                 }
+                rx.receive(&mut batch, false)
             }
-            if now >= next_progress {
-                progress(&c);
-                next_progress = now + progress_every.as_nanos() as u64;
+        };
+        c.recv_calls += 1;
+        let n = match res {
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                0
             }
-            let res = match mode {
-                WaitMode::Block => self.sock.recv_batch(&mut batch),
-                WaitMode::Poll => {
-                    // Timer-paced: wake on the period grid and take what is
-                    // queued; a full batch means more is waiting, so go on
-                    // draining without sleeping.
-                    if !draining {
-                        let p = period_ns.unwrap_or(1_000_000);
-                        next_poll = next_poll.max(now) + p;
-                        let _ = sleep_until_mono(next_poll);
-                    }
-                    self.sock.recv_batch_nowait(&mut batch)
-                }
-            };
-            c.recv_calls += 1;
-            let n = match res {
-                Ok(n) => n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    0
-                }
-                Err(e) => return Err(e),
-            };
-            if let Some(f) = forecaster.as_mut() {
-                let m = f.on_cycle(mono_ns(), n as u64);
-                if m != mode {
-                    c.mode_switches += 1;
-                    mode = m;
-                }
+            Err(e) => return Err(e),
+        };
+        if let Some(f) = forecaster.as_mut() {
+            let m = f.on_cycle(clock.now_ns(), n as u64);
+            if m != mode {
+                c.mode_switches += 1;
+                mode = m;
             }
-            c.wait_mode = mode.as_str();
-            draining = n == batch.capacity();
-            if n == 0 {
+        }
+        c.wait_mode = mode.as_str();
+        draining = n == batch.capacity();
+        if n == 0 {
+            continue;
+        }
+        c.wakeups += 1;
+        c.wakeup_packets += n as u64;
+        let user_now = clock.wall_ns();
+        last_rx = Some(clock.now_ns());
+        c.kernel_drops = batch.kernel_drops as u64;
+        for i in 0..n {
+            let (data, meta) = batch.get(i);
+            if meta.truncated {
+                c.truncated += 1;
+            }
+            if data.is_empty() {
+                // A sender's priming datagram: not traffic.
+                c.empty += 1;
                 continue;
             }
-            c.wakeups += 1;
-            c.wakeup_packets += n as u64;
-            let user_now = real_ns();
-            last_rx = Some(mono_ns());
-            c.kernel_drops = batch.kernel_drops as u64;
-            for i in 0..n {
-                let (data, meta) = batch.get(i);
-                if meta.truncated {
-                    c.truncated += 1;
-                }
-                if data.is_empty() {
-                    // A sender's priming datagram: not traffic.
-                    c.empty += 1;
-                    continue;
-                }
-                let p = match cfg.format {
-                    ProbeFormat::Wirelab => match ProbeRepr::parse(data) {
-                        Ok(p) if !p.flags.is_echo_reply() => p,
+            let p = match cfg.format {
+                ProbeFormat::Wirelab => match ProbeRepr::parse(data) {
+                    Ok(p) if !p.flags.is_echo_reply() => p,
+                    _ => {
+                        c.malformed += 1;
+                        continue;
+                    }
+                },
+                ProbeFormat::Luna => {
+                    let parsed = LunaProbe::parse(data).ok();
+                    match (parsed, batch.source(i).and_then(|a| luna_flows.flow_of(a))) {
+                        (Some(l), Some(flow)) => ProbeRepr {
+                            flags: if l.is_echo_request() {
+                                ProbeFlags(ProbeFlags::ECHO_REQUEST)
+                            } else {
+                                ProbeFlags::empty()
+                            },
+                            flow,
+                            seq: u64::from(l.seq),
+                            tx_ns: l.tx_ns,
+                            echo: None,
+                        },
                         _ => {
                             c.malformed += 1;
                             continue;
                         }
+                    }
+                }
+            };
+            let len = data.len();
+            let (rx_ns, rec_flags) = match meta.ts {
+                RxTimestamp::Software(t) => (t, Record::RX_KERNEL_TS),
+                RxTimestamp::Hardware(t) => {
+                    c.hw_timestamps += 1;
+                    (t, Record::RX_HW_TS)
+                }
+                RxTimestamp::None => {
+                    c.user_timestamps += 1;
+                    (user_now, 0)
+                }
+            };
+            c.packets += 1;
+            c.bytes += len as u64;
+            let mut rec = Record {
+                flow: p.flow,
+                size: len as u32,
+                seq: p.seq,
+                tx_ns: p.tx_ns,
+                rx_ns,
+                probe_flags: p.flags.bits(),
+                kind: RecordKind::Rx,
+                rec_flags,
+                ..Default::default()
+            };
+            if cfg.echo && p.flags.is_echo_request() {
+                let src = batch.source(i);
+                let tx = clock.wall_ns();
+                let times = EchoTimes { rx_ns, tx_ns: tx };
+                rec.refl_rx_ns = rx_ns;
+                rec.refl_tx_ns = tx;
+                let slot = batch.slot_mut(i);
+                let reply_len = match cfg.format {
+                    ProbeFormat::Wirelab => make_echo_reply(slot, len, times),
+                    // A LUNA server mirrors the packet as received.
+                    ProbeFormat::Luna => Some(len),
+                };
+                match (reply_len, src) {
+                    (Some(rlen), Some(src)) => match rx.reply(&slot[..rlen], src) {
+                        Ok(_) => c.echo_replies += 1,
+                        Err(_) => c.echo_send_errors += 1,
                     },
-                    ProbeFormat::Luna => {
-                        let parsed = LunaProbe::parse(data).ok();
-                        match (parsed, batch.source(i).and_then(|a| luna_flows.flow_of(a))) {
-                            (Some(l), Some(flow)) => ProbeRepr {
-                                flags: if l.is_echo_request() {
-                                    ProbeFlags(ProbeFlags::ECHO_REQUEST)
-                                } else {
-                                    ProbeFlags::empty()
-                                },
-                                flow,
-                                seq: u64::from(l.seq),
-                                tx_ns: l.tx_ns,
-                                echo: None,
-                            },
-                            _ => {
-                                c.malformed += 1;
-                                continue;
-                            }
-                        }
-                    }
-                };
-                let len = data.len();
-                let (rx_ns, rec_flags) = match meta.ts {
-                    RxTimestamp::Software(t) => (t, Record::RX_KERNEL_TS),
-                    RxTimestamp::Hardware(t) => {
-                        c.hw_timestamps += 1;
-                        (t, Record::RX_HW_TS)
-                    }
-                    RxTimestamp::None => {
-                        c.user_timestamps += 1;
-                        (user_now, 0)
-                    }
-                };
-                c.packets += 1;
-                c.bytes += len as u64;
-                let mut rec = Record {
-                    flow: p.flow,
-                    size: len as u32,
-                    seq: p.seq,
-                    tx_ns: p.tx_ns,
-                    rx_ns,
-                    probe_flags: p.flags.bits(),
-                    kind: RecordKind::Rx,
-                    rec_flags,
-                    ..Default::default()
-                };
-                if cfg.echo && p.flags.is_echo_request() {
-                    let src = batch.source(i);
-                    let tx = real_ns();
-                    let times = EchoTimes { rx_ns, tx_ns: tx };
-                    rec.refl_rx_ns = rx_ns;
-                    rec.refl_tx_ns = tx;
-                    let slot = batch.slot_mut(i);
-                    let reply_len = match cfg.format {
-                        ProbeFormat::Wirelab => make_echo_reply(slot, len, times),
-                        // A LUNA server mirrors the packet as received.
-                        ProbeFormat::Luna => Some(len),
-                    };
-                    match (reply_len, src) {
-                        (Some(rlen), Some(src)) => {
-                            match self.sock.send_to(&slot[..rlen], &SockAddr::from(src)) {
-                                Ok(_) => c.echo_replies += 1,
-                                Err(_) => c.echo_send_errors += 1,
-                            }
-                        }
-                        _ => c.echo_send_errors += 1,
-                    }
-                }
-                sink.packet(&rec);
-                if let Some(l) = log.as_deref_mut() {
-                    l.write(&rec)?;
-                }
-                // Bound the flow table against hostile senders.
-                if flows.len() < 1 << 16 || flows.contains_key(&p.flow) {
-                    let f = flows.entry(p.flow).or_default();
-                    if p.flags.is_last() && !f.ended {
-                        f.ended = true;
-                        c.flows_ended += 1;
-                    }
+                    _ => c.echo_send_errors += 1,
                 }
             }
-            c.flows = flows.len();
-            if c.flows > 0 && c.flows_ended == c.flows {
-                all_ended_at.get_or_insert(mono_ns());
-            } else {
-                all_ended_at = None;
+            sink.packet(&rec);
+            if let Some(l) = log.as_deref_mut() {
+                l.write(&rec)?;
+            }
+            // Bound the flow table against hostile senders.
+            if flows.len() < 1 << 16 || flows.contains_key(&p.flow) {
+                let f = flows.entry(p.flow).or_default();
+                if p.flags.is_last() && !f.ended {
+                    f.ended = true;
+                    c.flows_ended += 1;
+                }
             }
         }
-        progress(&c);
-        let dur = mono_ns() - t0;
-        let cpu = match (cpu0, cpu_time(CpuScope::Thread).ok()) {
-            (Some(a), Some(b)) => a.delta(&b),
-            _ => Default::default(),
+        c.flows = flows.len();
+        if c.flows > 0 && c.flows_ended == c.flows {
+            all_ended_at.get_or_insert(clock.now_ns());
+        } else {
+            all_ended_at = None;
+        }
+    }
+    progress(&c);
+    let dur = clock.now_ns() - t0;
+    let cpu = match (cpu0, cpu_time(CpuScope::Thread).ok()) {
+        (Some(a), Some(b)) => a.delta(&b),
+        _ => Default::default(),
+    };
+    Ok(RecvOutcome {
+        wait: cfg.wait.as_str(),
+        poll_period_ns: period_ns,
+        wakeups_per_s: c.wakeups as f64 / (dur as f64 / 1e9).max(1e-9),
+        packets_per_wakeup: if c.wakeups > 0 {
+            c.wakeup_packets as f64 / c.wakeups as f64
+        } else {
+            0.0
+        },
+        cpu_user_ns: cpu.user_ns,
+        cpu_system_ns: cpu.system_ns,
+        counters: c,
+        local_addr: String::new(),
+        timestamping: "",
+        rcvbuf_bytes: 0,
+        duration_ns: dur,
+        end_reason,
+        format: cfg.format,
+        flow_sources: luna_flows.list(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirelab_io::sim::{SimClock, SimRx};
+
+    const T0: u64 = 1_000_000_000;
+
+    fn probe(flow: u32, seq: u64, flags: u8, size: usize) -> Vec<u8> {
+        let mut b = vec![0u8; size];
+        let p = ProbeRepr {
+            flags: ProbeFlags(flags),
+            flow,
+            seq,
+            tx_ns: SimClock::WALL_OFFSET_NS + T0 + seq * 1_000,
+            echo: None,
         };
-        Ok(RecvOutcome {
-            wait: cfg.wait.as_str(),
-            poll_period_ns: period_ns,
-            wakeups_per_s: c.wakeups as f64 / (dur as f64 / 1e9).max(1e-9),
-            packets_per_wakeup: if c.wakeups > 0 {
-                c.wakeup_packets as f64 / c.wakeups as f64
-            } else {
-                0.0
+        p.emit(&mut b).unwrap();
+        b
+    }
+
+    fn src(port: u16) -> SocketAddr {
+        SocketAddr::from(([192, 0, 2, 1], port))
+    }
+
+    /// Runs `cfg` over `rx` on `clock`; returns the outcome and the records.
+    fn run(cfg: &RecvConfig, clock: &mut SimClock, rx: &mut SimRx) -> (RecvOutcome, Vec<Record>) {
+        let mut recs = vec![];
+        let out = receive(
+            cfg,
+            clock,
+            rx,
+            &mut |r: &Record| recs.push(*r),
+            None,
+            &StopFlag::new(),
+            &mut |_| {},
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        (out, recs)
+    }
+
+    #[test]
+    fn counts_and_records_are_exact() {
+        let mut clock = SimClock::new(T0);
+        let mut rx = SimRx::new(&clock, 50_000_000);
+        let mut t = T0 + 1_000_000;
+        let mut push = |rx: &mut SimRx, d: &[u8], port| {
+            rx.arrive(t, d, src(port));
+            t += 10_000;
+        };
+        push(&mut rx, &[], 1); // a sender's priming datagram
+        for seq in 0..100 {
+            // Flow 1 with seq 60 after 61 and a duplicate of 50; flow 2 in order.
+            let s1 = match seq {
+                60 => 61,
+                61 => 60,
+                s => s,
+            };
+            push(&mut rx, &probe(1, s1, 0, 100), 1);
+            if seq == 50 {
+                push(&mut rx, &probe(1, 50, 0, 100), 1);
+            }
+            push(&mut rx, &probe(2, seq, 0, 64), 2);
+        }
+        push(&mut rx, b"junk!", 3);
+        for _ in 0..3 {
+            push(&mut rx, &probe(1, 99, ProbeFlags::LAST, 100), 1);
+            push(&mut rx, &probe(2, 99, ProbeFlags::LAST, 64), 2);
+        }
+        let last_arrival = t - 10_000;
+        let (out, recs) = run(&RecvConfig::default(), &mut clock, &mut rx);
+        let c = &out.counters;
+        assert_eq!((c.packets, c.empty, c.malformed), (207, 1, 1));
+        assert_eq!((c.flows, c.flows_ended), (2, 2));
+        assert_eq!(c.bytes, 101 * 100 + 100 * 64 + 3 * (100 + 64));
+        assert_eq!(c.user_timestamps, 0);
+        assert_eq!(out.end_reason, "flows-ended");
+        // The linger (300 ms) runs from the last end marker.
+        assert!(out.duration_ns >= last_arrival - T0 + 300_000_000);
+        // Records in arrival order, stamped with the kernel's receive time.
+        assert_eq!(recs.len(), 207);
+        let f1: Vec<u64> = recs.iter().filter(|r| r.flow == 1).map(|r| r.seq).collect();
+        assert_eq!(&f1[60..64], [59, 61, 60, 62], "after the duplicate of 50");
+        assert_eq!(f1.iter().filter(|&&s| s == 50).count(), 2);
+        for r in &recs {
+            assert_eq!(r.kind, RecordKind::Rx);
+            assert_eq!(r.rec_flags, Record::RX_KERNEL_TS);
+            assert!(r.rx_ns > SimClock::WALL_OFFSET_NS + T0);
+        }
+        assert_eq!(recs[0].rx_ns, SimClock::WALL_OFFSET_NS + T0 + 1_010_000);
+    }
+
+    #[test]
+    fn a_flood_switches_to_polling_and_sparse_traffic_back_to_blocking() {
+        let mut clock = SimClock::new(T0);
+        let mut rx = SimRx::new(&clock, 50_000_000);
+        // 20 ms of one probe every 2 µs, then one every 20 ms for 400 ms.
+        let mut t = T0 + 1_000_000;
+        let mut seq = 0;
+        for _ in 0..10_000 {
+            rx.arrive(t, &probe(1, seq, 0, 64), src(1));
+            t += 2_000;
+            seq += 1;
+        }
+        for _ in 0..20 {
+            t += 20_000_000;
+            rx.arrive(t, &probe(1, seq, 0, 64), src(1));
+            seq += 1;
+        }
+        rx.arrive(t, &probe(1, seq - 1, ProbeFlags::LAST, 64), src(1));
+        let cfg = RecvConfig {
+            wait: RecvWait::Adaptive {
+                period_ns: 1_000_000,
             },
-            cpu_user_ns: cpu.user_ns,
-            cpu_system_ns: cpu.system_ns,
-            counters: c,
-            local_addr: self.local_addr().map(|a| a.to_string()).unwrap_or_default(),
-            timestamping: self.sock.timestamp_mode().as_str(),
-            rcvbuf_bytes: self.rcvbuf,
-            duration_ns: dur,
-            end_reason,
-            format: cfg.format,
-            flow_sources: luna_flows.list(),
-        })
+            ..RecvConfig::default()
+        };
+        let (out, recs) = run(&cfg, &mut clock, &mut rx);
+        let c = &out.counters;
+        assert_eq!(c.packets, 10_021);
+        assert_eq!(recs.len(), 10_021);
+        assert!(recs.windows(2).all(|w| w[0].seq <= w[1].seq));
+        // Into polling for the flood (full batches per wake-up), and back.
+        assert!(c.mode_switches >= 2, "{c:?}");
+        assert_eq!(c.wait_mode, "block");
+        assert!(out.packets_per_wakeup > 10.0, "{}", out.packets_per_wakeup);
+    }
+
+    #[test]
+    fn echo_requests_are_reflected_with_the_reflector_times() {
+        let mut clock = SimClock::new(T0);
+        let mut rx = SimRx::new(&clock, 50_000_000);
+        for seq in 0..10 {
+            rx.arrive(
+                T0 + 1_000_000 + seq * 1_000_000,
+                &probe(4, seq, ProbeFlags::ECHO_REQUEST, 64),
+                src(9),
+            );
+        }
+        rx.arrive(T0 + 20_000_000, &probe(4, 9, ProbeFlags::LAST, 64), src(9));
+        let cfg = RecvConfig {
+            echo: true,
+            ..RecvConfig::default()
+        };
+        let (out, recs) = run(&cfg, &mut clock, &mut rx);
+        assert_eq!(
+            (out.counters.echo_replies, out.counters.echo_send_errors),
+            (10, 0)
+        );
+        assert_eq!(rx.replies.len(), 10);
+        for (k, (_, data, to)) in rx.replies.iter().enumerate() {
+            assert_eq!(*to, src(9));
+            let p = ProbeRepr::parse(data).unwrap();
+            assert!(p.flags.is_echo_reply());
+            assert_eq!(p.seq, k as u64);
+            let e = p.echo.unwrap();
+            assert_eq!(e.rx_ns, recs[k].rx_ns);
+            assert_eq!((recs[k].refl_rx_ns, recs[k].refl_tx_ns), (e.rx_ns, e.tx_ns));
+            assert!(e.tx_ns >= e.rx_ns);
+        }
     }
 }

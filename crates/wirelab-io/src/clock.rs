@@ -59,6 +59,8 @@ pub trait Clock {
     fn spin_until(&mut self, t_ns: u64) -> u64;
     /// CPU time the calling thread has used.
     fn thread_cpu_ns(&mut self) -> u64;
+    /// Wall-clock ns since the Unix epoch (what goes into probes and records).
+    fn wall_ns(&mut self) -> u64;
     /// Spins until `until_ns`, recording when the thread lost the CPU
     /// (see [`record_stalls`]).
     fn record_stalls(
@@ -90,6 +92,10 @@ impl Clock for MonoClock {
 
     fn thread_cpu_ns(&mut self) -> u64 {
         thread_cpu_ns()
+    }
+
+    fn wall_ns(&mut self) -> u64 {
+        real_ns()
     }
 
     fn record_stalls(

@@ -33,4 +33,4 @@ pub mod udp;
 
 pub use clock::{Clock, MonoClock};
 pub use tx::Transmit;
-pub use udp::{RecvBatch, RecvMeta, RxTimestamp, UdpSock};
+pub use udp::{Receive, RecvBatch, RecvMeta, RxTimestamp, UdpSock};

@@ -5,8 +5,10 @@
 
 use crate::clock::Clock;
 use crate::tx::Transmit;
+use crate::udp::{Receive, RecvBatch, RxTimestamp};
 use std::collections::VecDeque;
 use std::io;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Stalls that recur: the thread loses the CPU for `len_ns` at every
@@ -105,6 +107,9 @@ pub struct SimClock {
 }
 
 impl SimClock {
+    /// Wall-clock time is the monotonic time plus this (2020-01-01).
+    pub const WALL_OFFSET_NS: u64 = 1_577_836_800_000_000_000;
+
     /// Starts at `now_ns`; reads cost 20 ns.
     pub fn new(now_ns: u64) -> SimClock {
         let c = SimClock::default();
@@ -186,6 +191,10 @@ impl Clock for SimClock {
 
     fn thread_cpu_ns(&mut self) -> u64 {
         self.lock().cpu_ns
+    }
+
+    fn wall_ns(&mut self) -> u64 {
+        SimClock::WALL_OFFSET_NS + self.now_ns()
     }
 
     fn record_stalls(
@@ -283,6 +292,73 @@ impl Transmit for SimTx {
     }
 }
 
+/// A simulated receiving socket: datagrams arrive at scripted times (on
+/// the [`SimClock`]) with kernel software timestamps; a blocking receive
+/// waits for the next arrival, up to `timeout_ns`, like a socket with a
+/// read timeout; replies are kept.
+#[derive(Debug)]
+pub struct SimRx {
+    clock: SimClock,
+    timeout_ns: u64,
+    /// Arrivals not yet received: (monotonic time, payload, source).
+    arrivals: VecDeque<(u64, Vec<u8>, SocketAddr)>,
+    /// Replies sent: (clock, payload, destination).
+    pub replies: Vec<(u64, Vec<u8>, SocketAddr)>,
+    /// Receive calls, and how many found nothing.
+    pub calls: u64,
+    pub empty_calls: u64,
+}
+
+impl SimRx {
+    /// A socket on `clock` whose blocking receives give up after `timeout_ns`.
+    pub fn new(clock: &SimClock, timeout_ns: u64) -> SimRx {
+        SimRx {
+            clock: clock.clone(),
+            timeout_ns,
+            arrivals: VecDeque::new(),
+            replies: Vec::new(),
+            calls: 0,
+            empty_calls: 0,
+        }
+    }
+
+    /// A datagram from `src` arrives at `at_ns` (arrivals must be pushed in order).
+    pub fn arrive(&mut self, at_ns: u64, data: &[u8], src: SocketAddr) {
+        self.arrivals.push_back((at_ns, data.to_vec(), src));
+    }
+}
+
+impl Receive for SimRx {
+    fn receive(&mut self, batch: &mut RecvBatch, wait: bool) -> io::Result<usize> {
+        self.calls += 1;
+        let mut now = self.clock.peek_ns();
+        if wait && self.arrivals.front().is_none_or(|a| a.0 > now) {
+            let until = now + self.timeout_ns;
+            let next = self.arrivals.front().map_or(until, |a| a.0.min(until));
+            let mut c = self.clock.clone();
+            c.sleep_until(next);
+            now = self.clock.peek_ns();
+        }
+        let ready = self.arrivals.iter().take_while(|a| a.0 <= now).count();
+        if ready == 0 {
+            self.empty_calls += 1;
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let mut msgs = self.arrivals.iter().take(ready).map(|(t, d, src)| {
+            let ts = RxTimestamp::Software(SimClock::WALL_OFFSET_NS + t);
+            (d.as_slice(), ts, *src)
+        });
+        let n = batch.fill(&mut msgs);
+        self.arrivals.drain(..n);
+        Ok(n)
+    }
+
+    fn reply(&mut self, data: &[u8], to: SocketAddr) -> io::Result<usize> {
+        self.replies.push((self.clock.peek_ns(), data.to_vec(), to));
+        Ok(data.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,6 +386,38 @@ mod tests {
         assert_eq!(n, 3);
         assert_eq!(out, [(9_000_000, 9_030_000), (13_000_000, 13_030_000)]);
         assert_eq!(c.peek_ns(), 20_000_000);
+    }
+
+    #[test]
+    fn a_simulated_socket_delivers_arrivals_in_batches_and_times_out() {
+        let c = SimClock::new(0);
+        let src: SocketAddr = "192.0.2.1:5000".parse().unwrap();
+        let mut rx = SimRx::new(&c, 50_000_000);
+        for k in 0..5u8 {
+            rx.arrive(1_000, &[k; 3], src);
+        }
+        rx.arrive(10_000_000, b"late", src);
+        let mut b = RecvBatch::new(4, 2);
+        assert!(rx.receive(&mut b, false).is_err(), "nothing yet");
+        assert_eq!(rx.receive(&mut b, true).unwrap(), 4);
+        assert_eq!(c.peek_ns(), 1_000, "woke at the first arrival");
+        let (d, m) = b.get(0);
+        assert_eq!(
+            (d, m.truncated, m.ts),
+            (
+                &[0u8, 0][..],
+                true,
+                RxTimestamp::Software(SimClock::WALL_OFFSET_NS + 1_000)
+            )
+        );
+        assert_eq!(b.source(3), Some(src));
+        assert_eq!(rx.receive(&mut b, true).unwrap(), 1);
+        assert_eq!(rx.receive(&mut b, true).unwrap(), 1);
+        assert_eq!(c.peek_ns(), 10_000_000);
+        assert!(rx.receive(&mut b, true).is_err());
+        assert_eq!(c.peek_ns(), 60_000_000, "a blocking call times out");
+        rx.reply(b"r", src).unwrap();
+        assert_eq!(rx.replies.len(), 1);
     }
 
     #[test]

@@ -289,6 +289,31 @@ impl UdpSock {
     }
 }
 
+/// What a receive loop needs from a socket: a batch receive, blocking
+/// (bounded by the socket's read timeout) or not, and a reply to a
+/// source. [`UdpSock`] (through `&UdpSock`) and `crate::sim::SimRx`.
+pub trait Receive {
+    /// Receives into `batch`; `wait`: block for the first message.
+    /// `WouldBlock`/`TimedOut` when nothing came.
+    fn receive(&mut self, batch: &mut RecvBatch, wait: bool) -> io::Result<usize>;
+    /// Sends `data` to `to` (an echo reply).
+    fn reply(&mut self, data: &[u8], to: SocketAddr) -> io::Result<usize>;
+}
+
+impl Receive for &UdpSock {
+    fn receive(&mut self, batch: &mut RecvBatch, wait: bool) -> io::Result<usize> {
+        if wait {
+            self.recv_batch(batch)
+        } else {
+            self.recv_batch_nowait(batch)
+        }
+    }
+
+    fn reply(&mut self, data: &[u8], to: SocketAddr) -> io::Result<usize> {
+        self.send_to(data, &SockAddr::from(to))
+    }
+}
+
 const CMSG_SPACE: usize = 256;
 
 /// Buffers for one recvmmsg call, allocated once.
@@ -387,6 +412,45 @@ impl RecvBatch {
             }
             _ => None,
         }
+    }
+
+    /// Fills the batch as a receive call would have, from `msgs` (payload,
+    /// timestamp, source), for a simulated socket: payloads longer than a
+    /// slot are cut and flagged truncated; messages beyond the capacity are
+    /// left in the iterator. Returns how many were taken.
+    pub fn fill<'a>(
+        &mut self,
+        msgs: &mut impl Iterator<Item = (&'a [u8], RxTimestamp, SocketAddr)>,
+    ) -> usize {
+        let mut n = 0;
+        while n < self.cap {
+            let Some((data, ts, src)) = msgs.next() else {
+                break;
+            };
+            let len = data.len().min(self.buf_len);
+            let start = n * self.buf_len;
+            self.bufs[start..start + len].copy_from_slice(&data[..len]);
+            self.meta[n] = RecvMeta {
+                len,
+                ts,
+                truncated: len < data.len(),
+            };
+            let sa = SockAddr::from(src);
+            let sa_len = (sa.len() as usize).min(size_of::<libc::sockaddr_storage>());
+            // SAFETY: `sa` holds `sa.len()` valid bytes of a sockaddr of its
+            // family, no more than a sockaddr_storage, which is what
+            // `names[n]` is; the two do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    sa.as_ptr() as *const u8,
+                    &mut self.names[n] as *mut libc::sockaddr_storage as *mut u8,
+                    sa_len,
+                );
+            }
+            n += 1;
+        }
+        self.filled = n;
+        n
     }
 
     fn prepare(&mut self) {
