@@ -1,6 +1,7 @@
 //! The sans-IO heart of `wirelab replay`: when each packet is due
 //! ([`Timing`], [`LoopClock`]), what to do when the sender is late
-//! ([`LatePolicy`], [`Pacer`]) and how well it did ([`Fidelity`]).
+//! ([`LatePolicy`], [`Pacer`]); how well it did is measured in
+//! `wirelab_analysis::fidelity`.
 //!
 //! All times are ns relative to the replay's start on the monotonic clock;
 //! the driver adds its start instant. Nothing here reads a clock.
@@ -35,9 +36,7 @@
 //!   more bad gaps out of one late wake-up where catching up at once makes
 //!   one, which at 1 kpps put the p99 at 55 µs instead of 9.
 
-mod fidelity;
-
-pub use fidelity::{Fidelity, FidelityReport, Percentiles};
+use wirelab_wire::ethernet::wire_bytes;
 
 /// How the ideal departure times are derived.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,12 +65,6 @@ pub enum Timing {
     },
     /// As fast as possible: everything is due at once.
     Topspeed,
-}
-
-/// Bytes a frame of `len` L2 bytes (without FCS) occupies on Ethernet:
-/// padded to 60, plus FCS 4, preamble and SFD 8, inter-frame gap 12.
-pub fn wire_bytes(len: u32) -> u64 {
-    u64::from(len.max(60)) + 24
 }
 
 /// Trace time across loops: loop *k* starts `k · period` after loop 0.

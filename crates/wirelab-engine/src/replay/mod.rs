@@ -19,10 +19,9 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use thiserror::Error;
+use wirelab_analysis::{Fidelity, FidelityReport};
 use wirelab_core::phase::{DeadlinePhases, FOLD_PERIOD_NS};
-use wirelab_core::replay::{
-    catch_up_deadline, Fidelity, FidelityReport, LatePolicy, LoopClock, Pacer, Schedule, Timing,
-};
+use wirelab_core::replay::{catch_up_deadline, LatePolicy, LoopClock, Pacer, Schedule, Timing};
 use wirelab_core::schedule::SpinMargin;
 use wirelab_io::clock::{mono_ns, mono_to_real_offset, sleep_until_mono, spin_until_mono};
 use wirelab_io::packet_sock::{IfInfo, PacketError, PacketSocket};
