@@ -48,7 +48,7 @@
 //!
 //! # Writing
 //!
-//! [`PcapngWriter`] writes a section header (`shb_userappl` "wirelab <version>"), interface
+//! [`PcapngWriter`] writes a section header (`shb_userappl` `"wirelab <version>"`), interface
 //! description blocks (`if_name`, `if_tsresol` 9 by default), enhanced packet blocks and
 //! interface statistics blocks (`isb_ifrecv`, `isb_ifdrop`, `isb_osdrop`, ...).
 //! [`PcapWriter`] writes classic pcap with microsecond or nanosecond magic.

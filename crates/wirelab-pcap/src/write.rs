@@ -12,7 +12,7 @@ use crate::read::{
 };
 use crate::ts::TsResolution;
 
-/// `shb_userappl` written by default: "wirelab <crate version>".
+/// `shb_userappl` written by default: `"wirelab <crate version>"`.
 pub const DEFAULT_USERAPPL: &str = concat!("wirelab ", env!("CARGO_PKG_VERSION"));
 
 /// Options of the section header block.

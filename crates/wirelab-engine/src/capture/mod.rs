@@ -20,7 +20,7 @@
 //!
 //! When the stop flag is set (SIGINT/SIGTERM, `--duration`), the wall-clock time is noted,
 //! and the loop keeps reading until the kernel has retired the partly filled block (two
-//! retire timeouts plus 20 ms), writing only packets stamped before the stop. Then every
+//! retire timeouts plus 20 ms: [`wirelab_core::capture::in_flight_bound_ns`]), writing only packets stamped before the stop. Then every
 //! file gets its final statistics block and is flushed. `--count` stops at exactly that many
 //! packets (across all threads).
 //!
@@ -45,6 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
 use wirelab_analysis::{DeliveryLatency, Percentiles};
+use wirelab_core::capture;
 use wirelab_core::forecast::{ForecastParams, Forecaster, WaitMode};
 use wirelab_io::bpf::{BpfError, BpfProgram};
 use wirelab_io::clock::{mono_ns, real_ns, sleep_until_mono};
@@ -411,10 +412,7 @@ impl Capture {
         let mut cfg = cfg;
         if cfg.cpus.is_empty() && cfg.avoid_rps_cpus {
             let rps = wirelab_io::ifstats::rps_cpus(&cfg.ifname);
-            let free: Vec<usize> = (0..wirelab_io::rt::online_cpus())
-                .filter(|c| !rps.contains(c))
-                .collect();
-            if !rps.is_empty() && !free.is_empty() {
+            if let Some(free) = capture::cpus_off_rps(wirelab_io::rt::online_cpus(), &rps) {
                 notes.push(format!(
                     "capture threads pinned to CPU {free:?}, off the CPUs that do {}'s \
                      receive processing (RPS {rps:?}); --cpu LIST or --no-avoid-rps to change",
@@ -508,7 +506,7 @@ impl Capture {
                 wait: cfg.wait,
                 poll_period_ns: cfg.poll_period_ns.max(1_000),
                 count: cfg.count,
-                drain_ns: (u64::from(retire_ms.max(8)) * 2 + 20) * 1_000_000,
+                drain_ns: capture::in_flight_bound_ns(retire_ms),
                 cpu: (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]),
                 ifname: cfg.ifname.clone(),
                 if_before,
@@ -879,10 +877,7 @@ impl Worker {
             }
             match mode {
                 WaitMode::Block => {
-                    let mut limit = 50_000_000;
-                    if let Some(d) = self.deadline {
-                        limit = d.saturating_sub(now).clamp(1_000_000, limit);
-                    }
+                    let limit = capture::block_wait_ns(now, self.deadline);
                     if let Err(e) = self.ring.wait(Duration::from_nanos(limit)) {
                         err = Some(e.into());
                         break;
@@ -890,11 +885,7 @@ impl Worker {
                     next_poll = mono_ns() + period;
                 }
                 WaitMode::Poll => {
-                    // An absolute grid; slots missed while processing are skipped.
-                    next_poll += period;
-                    if next_poll <= now {
-                        next_poll = now + period;
-                    }
+                    next_poll = capture::next_poll_ns(next_poll, now, period);
                     let _ = sleep_until_mono(next_poll);
                 }
             }

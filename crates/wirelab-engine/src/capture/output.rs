@@ -40,6 +40,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use wirelab_core::capture::next_rotation_ns;
 use wirelab_io::direct::{clear_direct, open_direct, DIRECT_ALIGN};
 use wirelab_pcap::{
     InterfaceOptions, PcapPrecision, PcapWriter, PcapngWriter, RecordEncoder, SectionOptions,
@@ -305,14 +306,6 @@ pub struct Output {
     batch: AlignedBuf,
 }
 
-fn next_boundary(now_ns: u64, every: u64, align: bool) -> u64 {
-    if align {
-        (now_ns / every + 1) * every
-    } else {
-        now_ns + every
-    }
-}
-
 impl Output {
     /// Opens the first file (or stdout) at wall-clock `now_ns`.
     pub fn create(cfg: OutputConfig, now_ns: u64) -> io::Result<Output> {
@@ -321,7 +314,7 @@ impl Output {
                 .rotation
                 .every_ns
                 .filter(|_| cfg.path.is_some())
-                .map(|e| next_boundary(now_ns, e.max(1), cfg.rotation.align)),
+                .map(|e| next_rotation_ns(now_ns, e, cfg.rotation.align)),
             w: None,
             dest: None,
             index: 0,
@@ -520,8 +513,7 @@ impl Output {
             if now_ns >= cut {
                 self.close_current(now_ns)?;
                 self.open_next()?;
-                self.next_cut_ns =
-                    Some(next_boundary(now_ns, every.max(1), self.cfg.rotation.align));
+                self.next_cut_ns = Some(next_rotation_ns(now_ns, every, self.cfg.rotation.align));
             }
         }
         if self.cfg.flush_each_cycle && self.dirty {
