@@ -16,17 +16,24 @@
 //! * [`analyze`] — joins sender and receiver record sets per flow and
 //!   `(flow, seq)` into a [`Summary`] (JSON schema `wirelab.analysis/1`,
 //!   see [`report`]).
+//! * [`Fidelity`] — replay fidelity over departures: departure and
+//!   inter-departure error, drift, late runs, achieved rates.
+//! * [`DeliveryLatency`] — capture's kernel-stamp-to-handled latency.
+//! * [`Percentiles`] — the one summary of a non-negative ns distribution.
 //! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy.
 //! * [`render_text`], [`export_csv`], [`export_jsonl`] — output.
 #![forbid(unsafe_code)]
 
 pub mod buckets;
+pub mod delivery;
 pub mod error;
 pub mod export;
+pub mod fidelity;
 pub mod flow;
 pub mod join;
 pub mod ks;
 pub mod latency;
+pub mod percentiles;
 pub mod reorder;
 pub mod report;
 pub mod rtt;
@@ -35,12 +42,15 @@ pub mod seqwin;
 pub mod text;
 pub mod window;
 
+pub use delivery::DeliveryLatency;
 pub use error::AnalysisError;
 pub use export::{export_csv, export_jsonl};
+pub use fidelity::{Fidelity, FidelityReport};
 pub use flow::{Arrival, FlowConfig, FlowStats};
 pub use join::{analyze, departure_interval_samples, size_samples, AnalysisConfig, RecordSets};
 pub use ks::{ks_distance, ks_two_sample};
 pub use latency::{DelayStats, SignedHistogram};
+pub use percentiles::Percentiles;
 pub use report::{FlowReport, SentSource, Summary, Totals, OWD_CLOCK_NOTE, SCHEMA};
 pub use rtt::RttStats;
 pub use sender::{SenderInfo, SenderStats};

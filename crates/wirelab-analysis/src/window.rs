@@ -11,13 +11,16 @@
 //! partly covered first or last window shows a lower rate.
 
 use serde::Serialize;
+use wirelab_wire::ethernet::Framing;
 
 /// Most windows kept per flow.
 pub const MAX_WINDOWS: usize = 1 << 20;
 /// Longest run of empty windows filled in between two packets.
 pub const MAX_GAP_FILL: u64 = 10_000;
 
-/// How UDP payload bytes map to L2 frame and wire bytes.
+/// How UDP payload bytes map to L2 frame and wire bytes: the headers in
+/// front of the payload, then the Ethernet framing of
+/// [`wirelab_wire::ethernet`] (the model replay counts with too).
 ///
 /// L2 bytes = `max(payload + l2_overhead_bytes, min_l2_frame_bytes)`; the
 /// default overhead 42 = Ethernet header 14 + IPv4 20 + UDP 8 (use 62 for
@@ -34,20 +37,29 @@ impl Default for RateModel {
     fn default() -> Self {
         RateModel {
             l2_overhead_bytes: 42,
-            min_l2_frame_bytes: 60,
-            wire_extra_bytes: 24,
+            min_l2_frame_bytes: Framing::ETHERNET.min_frame_bytes,
+            wire_extra_bytes: Framing::ETHERNET.wire_extra_bytes,
         }
     }
 }
 
 impl RateModel {
+    /// The framing part of the model.
+    pub fn framing(&self) -> Framing {
+        Framing {
+            min_frame_bytes: self.min_l2_frame_bytes,
+            wire_extra_bytes: self.wire_extra_bytes,
+        }
+    }
     /// L2 frame bytes (without FCS) for a UDP payload of `payload` bytes.
     pub fn l2_bytes(&self, payload: u32) -> u64 {
-        (payload as u64 + self.l2_overhead_bytes as u64).max(self.min_l2_frame_bytes as u64)
+        self.framing()
+            .frame_bytes(u64::from(payload) + u64::from(self.l2_overhead_bytes))
     }
     /// Bytes a frame occupies on the wire, incl. preamble, FCS and gap.
     pub fn wire_bytes(&self, payload: u32) -> u64 {
-        self.l2_bytes(payload) + self.wire_extra_bytes as u64
+        self.framing()
+            .wire_bytes(u64::from(payload) + u64::from(self.l2_overhead_bytes))
     }
 }
 
@@ -198,6 +210,9 @@ mod tests {
         assert_eq!(m.wire_bytes(1000), 1066);
         assert_eq!(m.l2_bytes(10), 60);
         assert_eq!(m.wire_bytes(10), 84);
+        // The same framing as replay's wire-rate model.
+        assert_eq!(m.wire_bytes(10), wirelab_wire::ethernet::wire_bytes(52));
+        assert_eq!(m.wire_bytes(1000), wirelab_wire::ethernet::wire_bytes(1042));
     }
 
     #[test]

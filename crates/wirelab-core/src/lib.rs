@@ -4,6 +4,7 @@
 //! OS calls here, so every decision is tested deterministically.
 #![forbid(unsafe_code)]
 
+pub mod capture;
 pub mod forecast;
 pub mod gen;
 pub mod merge;

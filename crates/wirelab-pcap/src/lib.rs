@@ -48,18 +48,22 @@
 //!
 //! # Writing
 //!
-//! [`PcapngWriter`] writes a section header (`shb_userappl` "wirelab <version>"), interface
+//! [`PcapngWriter`] writes a section header (`shb_userappl` `"wirelab <version>"`), interface
 //! description blocks (`if_name`, `if_tsresol` 9 by default), enhanced packet blocks and
 //! interface statistics blocks (`isb_ifrecv`, `isb_ifdrop`, `isb_osdrop`, ...).
 //! [`PcapWriter`] writes classic pcap with microsecond or nanosecond magic.
+//! [`RecordEncoder`] encodes the same packet records (pcap records, EPBs without options)
+//! into a caller's buffer, one or a batch at a time, for writers that do their own I/O.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod encode;
 mod error;
 mod read;
 mod ts;
 mod write;
 
+pub use encode::{RecordEncoder, RecordRef};
 pub use error::{ErrorKind, PcapError};
 pub use read::{
     ByteOrder, Format, Interface, InterfaceStats, OptionIter, Options, OwnedPacket, Packet,

@@ -5,13 +5,14 @@
 
 use std::io::{self, Write};
 
+use crate::encode::{epb_header, pcap_record_header, RecordEncoder, EPB_HEADER_BYTES};
 use crate::read::StatsCounters;
 use crate::read::{
-    pad4, BT_EPB, BT_IDB, BT_ISB, BT_SHB, BYTE_ORDER_MAGIC, PCAP_MAGIC_MICRO, PCAP_MAGIC_NANO,
+    pad4, BT_IDB, BT_ISB, BT_SHB, BYTE_ORDER_MAGIC, PCAP_MAGIC_MICRO, PCAP_MAGIC_NANO,
 };
 use crate::ts::TsResolution;
 
-/// `shb_userappl` written by default: "wirelab <crate version>".
+/// `shb_userappl` written by default: `"wirelab <crate version>"`.
 pub const DEFAULT_USERAPPL: &str = concat!("wirelab ", env!("CARGO_PKG_VERSION"));
 
 /// Options of the section header block.
@@ -215,22 +216,21 @@ impl<W: Write> PcapngWriter<W> {
         if any {
             put32(t, 0);
         }
-        let total = 28 + data.len() + t.len() + 4;
+        let total = EPB_HEADER_BYTES + data.len() + t.len() + 4;
         let total = u32::try_from(total).map_err(|_| invalid("block longer than 4 GiB"))?;
         put32(t, total);
 
-        let h = &mut self.head;
-        h.clear();
-        put32(h, BT_EPB);
-        put32(h, total);
-        put32(h, iface);
-        put32(h, (units >> 32) as u32);
-        put32(h, units as u32);
-        put32(h, caplen);
-        put32(h, orig_len);
-        self.w.write_all(&self.head)?;
+        self.w
+            .write_all(&epb_header(total, iface, units, caplen, orig_len))?;
         self.w.write_all(data)?;
         self.w.write_all(&self.tail)
+    }
+
+    /// An encoder of enhanced packet blocks (without options) for interface `iface`, for
+    /// writers that batch records into their own buffer after this writer's header blocks.
+    pub fn record_encoder(&self, iface: u32) -> io::Result<RecordEncoder> {
+        let ifc = self.iface(iface)?;
+        RecordEncoder::pcapng(iface, ifc.tsresol, ifc.snaplen)
     }
 
     /// Write an interface statistics block for `iface` at `ts_ns` with the given counters
@@ -359,25 +359,20 @@ impl<W: Write> PcapWriter<W> {
     /// (32-bit seconds); `data` longer than the snaplen is truncated (snaplen 0: never);
     /// `orig_len` is raised to `data.len()` if smaller.
     pub fn write_packet(&mut self, ts_ns: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
-        let sec = u32::try_from(ts_ns / 1_000_000_000)
-            .map_err(|_| invalid("timestamp after 2106 does not fit classic pcap"))?;
-        let ns = (ts_ns % 1_000_000_000) as u32;
-        let frac = match self.precision {
-            PcapPrecision::Micro => ns / 1000,
-            PcapPrecision::Nano => ns,
-        };
         let mut data = data;
         if self.snaplen != 0 && data.len() > self.snaplen as usize {
             data = &data[..self.snaplen as usize];
         }
         let caplen = u32::try_from(data.len()).map_err(|_| invalid("packet longer than 4 GiB"))?;
-        let mut h = [0u8; 16];
-        h[..4].copy_from_slice(&sec.to_le_bytes());
-        h[4..8].copy_from_slice(&frac.to_le_bytes());
-        h[8..12].copy_from_slice(&caplen.to_le_bytes());
-        h[12..].copy_from_slice(&orig_len.max(caplen).to_le_bytes());
+        let h = pcap_record_header(self.precision, ts_ns, caplen, orig_len.max(caplen))?;
         self.w.write_all(&h)?;
         self.w.write_all(data)
+    }
+
+    /// An encoder of this file's records, for writers that batch records into their own
+    /// buffer after this writer's file header.
+    pub fn record_encoder(&self) -> RecordEncoder {
+        RecordEncoder::pcap(self.precision, self.snaplen)
     }
 
     /// Flush the sink.
@@ -397,7 +392,7 @@ impl<W: Write> PcapWriter<W> {
     }
 }
 
-fn invalid(msg: &'static str) -> io::Error {
+pub(crate) fn invalid(msg: &'static str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
 }
 

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use wirelab_pcap::{
     InterfaceOptions, PacketOptions, PcapPrecision, PcapReader, PcapWriter, PcapngWriter,
-    StatsCounters, TsResolution, DEFAULT_USERAPPL, LINKTYPE_ETHERNET,
+    RecordRef, StatsCounters, TsResolution, DEFAULT_USERAPPL, LINKTYPE_ETHERNET,
 };
 
 fn have(tool: &str) -> bool {
@@ -312,4 +312,54 @@ fn obsolete_packet_block_and_binary_resolution_agree_with_tshark() {
     assert_eq!(parse_epoch(&rows[0][0]), p.ts_ns, "tshark {:?}", rows[0]);
     assert_eq!(p.ts_ns, 1_700_000_000_741_745_948); // 777777 * 1e9 / 2^20, truncated
     assert_eq!(rows[0][1], "60");
+}
+
+/// Records from the batch encoder (as `wirelab capture` writes them) after each writer's
+/// header: tshark sees every packet with its timestamp and length.
+#[test]
+fn batch_encoded_records_read_the_same_in_wireshark() {
+    if !have("tshark") {
+        return;
+    }
+    let pk = packets();
+    let recs = || {
+        pk.iter().map(|(ts, d)| RecordRef {
+            ts_ns: *ts,
+            orig_len: d.len() as u32,
+            data: d,
+        })
+    };
+    for (name, micro) in [("b.pcapng", false), ("bns.pcap", false), ("bus.pcap", true)] {
+        let tmp = TempFile::new(name);
+        let bytes = if name.ends_with("pcapng") {
+            let mut w = PcapngWriter::new(Vec::new()).unwrap();
+            let id = w.add_interface("eth0", LINKTYPE_ETHERNET, 0).unwrap();
+            let e = w.record_encoder(id).unwrap();
+            let mut b = w.into_inner().unwrap();
+            e.encode_batch(&mut b, recs()).unwrap();
+            b
+        } else {
+            let prec = if micro {
+                PcapPrecision::Micro
+            } else {
+                PcapPrecision::Nano
+            };
+            let w = PcapWriter::new(Vec::new(), 1, 0, prec).unwrap();
+            let e = w.record_encoder();
+            let mut b = w.into_inner().unwrap();
+            e.encode_batch(&mut b, recs()).unwrap();
+            b
+        };
+        fs::write(&tmp.0, &bytes).unwrap();
+        let rows = tshark_rows(tmp.path(), &["frame.time_epoch", "frame.len"]);
+        assert_eq!(rows.len(), pk.len(), "{name}");
+        for (r, (ts, d)) in rows.iter().zip(&pk) {
+            let ts = if micro { ts / 1000 * 1000 } else { *ts };
+            assert_eq!(
+                (parse_epoch(&r[0]), r[1].parse::<usize>().unwrap()),
+                (ts, d.len()),
+                "{name}"
+            );
+        }
+    }
 }

@@ -5,6 +5,7 @@
 //! none of them panics.
 #![forbid(unsafe_code)]
 
+pub mod ethernet;
 pub mod luna;
 pub mod probe;
 pub mod record;

@@ -1,5 +1,6 @@
 //! The sans-IO heart of `wirelab replay`: when each packet is due
-//! ([`Timing`], [`LoopClock`]) and how well it did ([`Fidelity`]).
+//! ([`Timing`], [`LoopClock`]); how well it did is measured in
+//! `wirelab_analysis::fidelity`.
 //!
 //! All times are ns relative to the replay's start on the monotonic clock;
 //! the driver adds its start instant. Nothing here reads a clock.
@@ -18,10 +19,8 @@
 //! What to do when the sender is late is the shared pacing core's
 //! ([`crate::pace`]), re-exported here for replay's callers.
 
-mod fidelity;
-
 pub use crate::pace::{catch_up_deadline, LatePolicy, SPREAD_BURST_AFTER_NS};
-pub use fidelity::{Fidelity, FidelityReport, Percentiles};
+use wirelab_wire::ethernet::wire_bytes;
 
 /// How the ideal departure times are derived.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -50,12 +49,6 @@ pub enum Timing {
     },
     /// As fast as possible: everything is due at once.
     Topspeed,
-}
-
-/// Bytes a frame of `len` L2 bytes (without FCS) occupies on Ethernet:
-/// padded to 60, plus FCS 4, preamble and SFD 8, inter-frame gap 12.
-pub fn wire_bytes(len: u32) -> u64 {
-    u64::from(len.max(60)) + 24
 }
 
 /// Trace time across loops: loop *k* starts `k · period` after loop 0.

@@ -1,4 +1,4 @@
-//! Virtual-clock tests of the schedule, the late policies and fidelity.
+//! Virtual-clock tests of the schedule and the late policies.
 use super::*;
 use crate::pace::CatchUp;
 
@@ -60,14 +60,15 @@ fn spread_shrinks_gaps_by_at_most_2us_and_rejoins() {
         assert!(act[i] - act[i - 1] >= 50_000, "gap {i} collapsed");
     }
     assert_eq!(act[99], ideal[99], "no drift after catching up");
-    let mut f = Fidelity::new(10_000);
-    for (i, a) in ideal.iter().zip(&act) {
-        f.record(*i, *a, 100);
-    }
-    let r = f.report();
-    assert_eq!(r.duration_error_ns, 0);
-    assert_eq!(r.late_runs, 1);
-    assert!(r.late_run_max >= 5);
+    assert_eq!(act[99] - act[0], ideal[99] - ideal[0], "no duration error");
+    let late: Vec<bool> = ideal
+        .iter()
+        .zip(&act)
+        .map(|(i, a)| a - i > 10_000)
+        .collect();
+    let runs = late.windows(2).filter(|w| w[1] && !w[0]).count() + usize::from(late[0]);
+    assert_eq!(runs, 1, "one run of late packets");
+    assert!(late.iter().filter(|&&l| l).count() >= 5);
 }
 
 #[test]
@@ -168,20 +169,6 @@ fn loops_are_continuous() {
     assert_eq!(c.trace_ns(2, 5), 2005);
     assert_eq!(LoopClock::new(900, 10, Some(50)).period_ns, 950);
     assert_eq!(LoopClock::new(0, 1, None).period_ns, 1_000_000);
-}
-
-#[test]
-fn fidelity_rates() {
-    let mut f = Fidelity::new(10_000);
-    for i in 0..11u64 {
-        f.record(i * 1_000_000, i * 1_000_000 + 500, 1000);
-    }
-    let r = f.report();
-    assert!((r.pps - 1000.0).abs() < 1e-6);
-    assert!((r.mbps_l2 - 8.8).abs() < 1e-6);
-    assert_eq!(r.duration_error_ns, 0);
-    assert_eq!(r.late_packets, 0);
-    assert!(r.departure_error.p50_ns >= 499 && r.departure_error.p50_ns <= 501);
 }
 
 /// A sender on a virtual clock whose send call costs `kick` ns however

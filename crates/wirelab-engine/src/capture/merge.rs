@@ -26,6 +26,7 @@ use serde::Serialize;
 use std::io;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
+use wirelab_core::capture;
 use wirelab_core::merge::Merge;
 use wirelab_io::clock::real_ns;
 use wirelab_pcap::StatsCounters;
@@ -138,7 +139,7 @@ impl MergeTx {
             self.send_cur()?;
         }
         // Not the last packet's stamp: one ring fed by several CPUs is not in stamp order.
-        let wm = scan_start.saturating_sub(self.bound_ns);
+        let wm = capture::idle_watermark_ns(scan_start, self.bound_ns);
         self.tx
             .send(Msg::Watermark(self.idx, wm))
             .map_err(|_| gone())?;
@@ -205,7 +206,7 @@ pub fn start(
     retire_ms: u32,
     stop: StopFlag,
 ) -> io::Result<(Vec<MergeTx>, MergeWriter)> {
-    let bound_ns = (u64::from(retire_ms.max(8)) * 2 + 20) * 1_000_000;
+    let bound_ns = capture::in_flight_bound_ns(retire_ms);
     let (tx, rx) = channel();
     let mut txs = Vec::with_capacity(threads);
     let mut frees = Vec::with_capacity(threads);

@@ -20,7 +20,7 @@
 //!
 //! When the stop flag is set (SIGINT/SIGTERM, `--duration`), the wall-clock time is noted,
 //! and the loop keeps reading until the kernel has retired the partly filled block (two
-//! retire timeouts plus 20 ms), writing only packets stamped before the stop. Then every
+//! retire timeouts plus 20 ms: [`wirelab_core::capture::in_flight_bound_ns`]), writing only packets stamped before the stop. Then every
 //! file gets its final statistics block and is flushed. `--count` stops at exactly that many
 //! packets (across all threads).
 //!
@@ -35,7 +35,6 @@ pub mod merge;
 pub mod output;
 
 use crate::StopFlag;
-use hdrhistogram::Histogram;
 use merge::{MergeSummary, MergeTx};
 use output::{FileSummary, Output, OutputConfig};
 use serde::Serialize;
@@ -45,6 +44,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
+use wirelab_analysis::{DeliveryLatency, Percentiles};
+use wirelab_core::capture;
 use wirelab_core::forecast::{ForecastParams, Forecaster, WaitMode};
 use wirelab_io::bpf::{BpfError, BpfProgram};
 use wirelab_io::clock::{mono_ns, real_ns, sleep_until_mono};
@@ -172,45 +173,6 @@ pub struct LiveSnapshot {
     pub mode: WaitMode,
 }
 
-/// Latency summary (ns).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct LatencySummary {
-    /// Samples.
-    pub count: u64,
-    /// Minimum.
-    pub min_ns: u64,
-    /// Median.
-    pub p50_ns: u64,
-    /// 90th percentile.
-    pub p90_ns: u64,
-    /// 99th percentile.
-    pub p99_ns: u64,
-    /// 99.9th percentile.
-    pub p999_ns: u64,
-    /// Maximum.
-    pub max_ns: u64,
-    /// Mean.
-    pub mean_ns: f64,
-}
-
-impl LatencySummary {
-    fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Self::default();
-        }
-        LatencySummary {
-            count: h.len(),
-            min_ns: h.min(),
-            p50_ns: h.value_at_quantile(0.5),
-            p90_ns: h.value_at_quantile(0.9),
-            p99_ns: h.value_at_quantile(0.99),
-            p999_ns: h.value_at_quantile(0.999),
-            max_ns: h.max(),
-            mean_ns: h.mean(),
-        }
-    }
-}
-
 /// Per-thread results.
 #[derive(Debug, Clone, Serialize)]
 pub struct ThreadReport {
@@ -247,7 +209,7 @@ pub struct ThreadReport {
     #[serde(skip)]
     pool_batches: u64,
     #[serde(skip)]
-    hist: Option<Histogram<u64>>,
+    latency: Option<DeliveryLatency>,
 }
 
 /// The final summary (`wirelab.capture/1`).
@@ -297,7 +259,7 @@ pub struct CaptureReport {
     pub cpu: CpuSummary,
     /// Delivery latency: kernel timestamp → handled by the capture thread (sampled: the
     /// first packet of each block and every 16th packet; `count` is the sample count).
-    pub delivery_latency: LatencySummary,
+    pub delivery_latency: Percentiles,
     /// Why the capture ended: "signal", "count", "duration", "error: ...".
     pub stop_reason: String,
     /// Notes (fallbacks taken).
@@ -450,10 +412,7 @@ impl Capture {
         let mut cfg = cfg;
         if cfg.cpus.is_empty() && cfg.avoid_rps_cpus {
             let rps = wirelab_io::ifstats::rps_cpus(&cfg.ifname);
-            let free: Vec<usize> = (0..wirelab_io::rt::online_cpus())
-                .filter(|c| !rps.contains(c))
-                .collect();
-            if !rps.is_empty() && !free.is_empty() {
+            if let Some(free) = capture::cpus_off_rps(wirelab_io::rt::online_cpus(), &rps) {
                 notes.push(format!(
                     "capture threads pinned to CPU {free:?}, off the CPUs that do {}'s \
                      receive processing (RPS {rps:?}); --cpu LIST or --no-avoid-rps to change",
@@ -547,7 +506,7 @@ impl Capture {
                 wait: cfg.wait,
                 poll_period_ns: cfg.poll_period_ns.max(1_000),
                 count: cfg.count,
-                drain_ns: (u64::from(retire_ms.max(8)) * 2 + 20) * 1_000_000,
+                drain_ns: capture::in_flight_bound_ns(retire_ms),
                 cpu: (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]),
                 ifname: cfg.ifname.clone(),
                 if_before,
@@ -612,12 +571,9 @@ impl Capture {
             "signal"
         });
         let d = if_before.delta(&if_after);
-        let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
-            .map_err(|e| io::Error::other(e.to_string()))?;
-        for t in &threads {
-            if let Some(h) = &t.hist {
-                let _ = hist.add(h);
-            }
+        let mut latency = DeliveryLatency::new();
+        for l in threads.iter().filter_map(|t| t.latency.as_ref()) {
+            latency.merge(l);
         }
         if let Some(c) = cfg.count {
             if live.taken.load(Ordering::Relaxed) >= c {
@@ -680,7 +636,7 @@ impl Capture {
                 ns_per_packet: proc_cpu.total_ns() as f64 / packets.max(1) as f64,
                 utilization: proc_cpu.total_ns() as f64 / (end_mono - start_mono).max(1) as f64,
             },
-            delivery_latency: LatencySummary::of(&hist),
+            delivery_latency: latency.summary(),
             stop_reason,
             notes,
             threads,
@@ -775,8 +731,7 @@ impl Worker {
             wirelab_io::rt::pin_to_cpu(c).map_err(|e| io::Error::other(e.to_string()))?;
         }
         let cpu0 = cpu_time(CpuScope::Thread)?;
-        let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
-            .map_err(|e| io::Error::other(e.to_string()))?;
+        let mut latency = DeliveryLatency::new();
         let period = self.poll_period_ns;
         // The kernel's notification unit is the retired block, so blocks are the events
         // whose period is forecast: poll once blocks retire faster than the poll period.
@@ -828,10 +783,8 @@ impl Worker {
                         err = Some(e.into());
                         break;
                     }
-                    // Sampled: the first packet of every block (its oldest, so the
-                    // block's worst latency) and every 16th after it.
-                    if n_in_block & 15 == 0 {
-                        let _ = hist.record(now_real.saturating_sub(p.ts_ns).max(1));
+                    if DeliveryLatency::sampled(n_in_block) {
+                        latency.record(p.ts_ns, now_real);
                     }
                     n_in_block += 1;
                     n += 1;
@@ -924,10 +877,7 @@ impl Worker {
             }
             match mode {
                 WaitMode::Block => {
-                    let mut limit = 50_000_000;
-                    if let Some(d) = self.deadline {
-                        limit = d.saturating_sub(now).clamp(1_000_000, limit);
-                    }
+                    let limit = capture::block_wait_ns(now, self.deadline);
                     if let Err(e) = self.ring.wait(Duration::from_nanos(limit)) {
                         err = Some(e.into());
                         break;
@@ -935,11 +885,7 @@ impl Worker {
                     next_poll = mono_ns() + period;
                 }
                 WaitMode::Poll => {
-                    // An absolute grid; slots missed while processing are skipped.
-                    next_poll += period;
-                    if next_poll <= now {
-                        next_poll = now + period;
-                    }
+                    next_poll = capture::next_poll_ns(next_poll, now, period);
                     let _ = sleep_until_mono(next_poll);
                 }
             }
@@ -990,7 +936,7 @@ impl Worker {
             after_stop,
             pool_waits,
             pool_batches,
-            hist: Some(hist),
+            latency: Some(latency),
         })
     }
 }

@@ -21,9 +21,10 @@
 //!
 //! # Batching and direct I/O
 //!
-//! Every byte of a file (header blocks, packet records, statistics blocks) is encoded into
-//! one preallocated batch buffer ([`BATCH_BYTES`]) with no per-packet call through a
-//! writer stack, so the file order is always the call order. A file gets the batch in
+//! Every byte of a file (header blocks, packet records, statistics blocks) is encoded by
+//! `wirelab-pcap` into one preallocated batch buffer ([`BATCH_BYTES`]): packet records with
+//! its [`RecordEncoder`] (no per-packet call through a writer stack, no allocation), the
+//! other blocks with its writers, so the file order is always the call order. A file gets the batch in
 //! one `write(2)` whenever it holds [`BATCH_BYTES`]; stdout gets it at every
 //! [`Output::tick`] (once per processing cycle) so a pipe reader sees packets as they
 //! come.
@@ -39,9 +40,11 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use wirelab_core::capture::next_rotation_ns;
 use wirelab_io::direct::{clear_direct, open_direct, DIRECT_ALIGN};
 use wirelab_pcap::{
-    InterfaceOptions, PcapPrecision, PcapWriter, PcapngWriter, SectionOptions, StatsCounters,
+    InterfaceOptions, PcapPrecision, PcapWriter, PcapngWriter, RecordEncoder, SectionOptions,
+    StatsCounters,
 };
 
 /// Size of the record batch: one `write(2)` per this many bytes at most.
@@ -250,12 +253,13 @@ impl AlignedBuf {
     }
 }
 
-/// The block encoder of the current file: headers and statistics blocks are encoded into
-/// its vector and moved to the batch, so every byte reaches the file through one path.
-enum Writer {
-    Ng(PcapngWriter<Vec<u8>>),
-    /// Classic pcap after its file header: records are plain bytes.
-    Classic,
+/// The encoders of the current file. Every byte reaches the file through the batch.
+struct Writer {
+    /// pcapng's block writer: header and statistics blocks are encoded into its vector
+    /// and moved to the batch. `None` for classic pcap (its file header is written once).
+    ng: Option<PcapngWriter<Vec<u8>>>,
+    /// Packet records, appended straight to the batch.
+    records: RecordEncoder,
 }
 
 /// The numbered name of file `index` (1-based) for `path`.
@@ -300,16 +304,6 @@ pub struct Output {
     dirty: bool,
     /// Encoded bytes not yet written.
     batch: AlignedBuf,
-    /// Snap length the records are cut to (0: none).
-    snap: usize,
-}
-
-fn next_boundary(now_ns: u64, every: u64, align: bool) -> u64 {
-    if align {
-        (now_ns / every + 1) * every
-    } else {
-        now_ns + every
-    }
 }
 
 impl Output {
@@ -320,7 +314,7 @@ impl Output {
                 .rotation
                 .every_ns
                 .filter(|_| cfg.path.is_some())
-                .map(|e| next_boundary(now_ns, e.max(1), cfg.rotation.align)),
+                .map(|e| next_rotation_ns(now_ns, e, cfg.rotation.align)),
             w: None,
             dest: None,
             index: 0,
@@ -334,7 +328,6 @@ impl Output {
             cur_bytes: 0,
             dirty: false,
             batch: AlignedBuf::with_capacity(BATCH_BYTES + 2 * 65_536),
-            snap: cfg.snaplen as usize,
             cfg,
         };
         o.open_next()?;
@@ -343,7 +336,7 @@ impl Output {
 
     /// Moves the bytes the block encoder produced into the batch.
     fn take_encoded(&mut self) {
-        if let Some(Writer::Ng(w)) = &mut self.w {
+        if let Some(w) = self.w.as_mut().and_then(|w| w.ng.as_mut()) {
             let v = w.get_mut();
             self.cur_bytes += v.len() as u64;
             self.batch.vec().extend_from_slice(v);
@@ -384,21 +377,25 @@ impl Output {
                 let mut idb =
                     InterfaceOptions::new(&self.cfg.ifname, self.cfg.linktype, self.cfg.snaplen);
                 idb.description = self.cfg.description.as_deref();
-                w.add_interface_with(&idb)?;
-                self.w = Some(Writer::Ng(w));
+                let id = w.add_interface_with(&idb)?;
+                self.w = Some(Writer {
+                    records: w.record_encoder(id)?,
+                    ng: Some(w),
+                });
                 self.take_encoded();
             }
             FileFormat::Pcap(prec) => {
-                let head = PcapWriter::new(
+                let w = PcapWriter::new(
                     Vec::new(),
                     u32::from(self.cfg.linktype),
                     self.cfg.snaplen,
                     prec,
-                )?
-                .into_inner()?;
+                )?;
+                let records = w.record_encoder();
+                let head = w.into_inner()?;
                 self.cur_bytes += head.len() as u64;
                 self.batch.vec().extend_from_slice(&head);
-                self.w = Some(Writer::Classic);
+                self.w = Some(Writer { ng: None, records });
             }
         }
         self.files.push(FileSummary {
@@ -445,7 +442,7 @@ impl Output {
     }
 
     fn close_current(&mut self, now_ns: u64) -> io::Result<()> {
-        if let Some(Writer::Ng(w)) = &mut self.w {
+        if let Some(w) = self.w.as_mut().and_then(|w| w.ng.as_mut()) {
             let c = StatsCounters {
                 end_ns: Some(now_ns),
                 ..self.counters
@@ -473,41 +470,19 @@ impl Output {
     /// Appends one packet record (cut to the snap length) to the current file; rotates by
     /// size.
     pub fn write(&mut self, ts_ns: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
-        if self.w.is_none() {
+        let Some(w) = &self.w else {
             return Err(io::Error::other("capture output already closed"));
-        }
-        let data = if self.snap != 0 && data.len() > self.snap {
-            &data[..self.snap]
-        } else {
-            data
         };
-        let caplen = data.len() as u32;
-        let orig_len = orig_len.max(caplen);
         let before = self.batch.len();
-        match self.cfg.format {
-            FileFormat::Pcapng => encode_epb(self.batch.vec(), ts_ns, orig_len, data),
-            FileFormat::Pcap(prec) => {
-                let sec = u32::try_from(ts_ns / 1_000_000_000).map_err(|_| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "timestamp after 2106 does not fit classic pcap: use --format pcapng",
-                    )
-                })?;
-                let ns = (ts_ns % 1_000_000_000) as u32;
-                let frac = match prec {
-                    PcapPrecision::Micro => ns / 1000,
-                    PcapPrecision::Nano => ns,
-                };
-                let mut h = [0u8; 16];
-                h[..4].copy_from_slice(&sec.to_le_bytes());
-                h[4..8].copy_from_slice(&frac.to_le_bytes());
-                h[8..12].copy_from_slice(&caplen.to_le_bytes());
-                h[12..].copy_from_slice(&orig_len.to_le_bytes());
-                let v = self.batch.vec();
-                v.extend_from_slice(&h);
-                v.extend_from_slice(data);
-            }
-        }
+        w.records
+            .encode(self.batch.vec(), ts_ns, orig_len, data)
+            .map_err(|e| match self.cfg.format {
+                // The one record classic pcap cannot hold: a timestamp after 2106.
+                FileFormat::Pcap(_) => {
+                    io::Error::new(e.kind(), format!("{e}: use --format pcapng"))
+                }
+                FileFormat::Pcapng => e,
+            })?;
         self.cur_bytes += (self.batch.len() - before) as u64;
         self.cur_packets += 1;
         self.dirty = true;
@@ -538,8 +513,7 @@ impl Output {
             if now_ns >= cut {
                 self.close_current(now_ns)?;
                 self.open_next()?;
-                self.next_cut_ns =
-                    Some(next_boundary(now_ns, every.max(1), self.cfg.rotation.align));
+                self.next_cut_ns = Some(next_rotation_ns(now_ns, every, self.cfg.rotation.align));
             }
         }
         if self.cfg.flush_each_cycle && self.dirty {
@@ -566,27 +540,6 @@ impl Output {
         self.close_current(now_ns)?;
         Ok(self.files)
     }
-}
-
-/// Appends one pcapng enhanced packet block for interface 0 with `if_tsresol` 9
-/// (timestamp units are ns), no options, little-endian like the section header.
-#[inline]
-pub fn encode_epb(buf: &mut Vec<u8>, ts_ns: u64, orig_len: u32, data: &[u8]) {
-    let pad = (4 - data.len() % 4) % 4;
-    let total = (28 + data.len() + pad + 4) as u32;
-    let mut h = [0u8; 28];
-    h[..4].copy_from_slice(&6u32.to_le_bytes());
-    h[4..8].copy_from_slice(&total.to_le_bytes());
-    // h[8..12]: interface 0
-    h[12..16].copy_from_slice(&((ts_ns >> 32) as u32).to_le_bytes());
-    h[16..20].copy_from_slice(&(ts_ns as u32).to_le_bytes());
-    h[20..24].copy_from_slice(&(data.len() as u32).to_le_bytes());
-    h[24..28].copy_from_slice(&orig_len.to_le_bytes());
-    buf.reserve(total as usize);
-    buf.extend_from_slice(&h);
-    buf.extend_from_slice(data);
-    buf.extend_from_slice(&[0u8; 3][..pad]);
-    buf.extend_from_slice(&total.to_le_bytes());
 }
 
 fn os_name() -> Option<String> {
@@ -618,21 +571,6 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
-    }
-
-    #[test]
-    fn batched_epb_matches_the_generic_writer() {
-        let mut fast = Vec::new();
-        let mut w = PcapngWriter::new(Vec::new()).unwrap();
-        w.add_interface("x", 1, 0).unwrap();
-        let start = w.get_ref().len();
-        for (i, len) in [0usize, 1, 2, 3, 4, 60, 61, 1514].into_iter().enumerate() {
-            let data: Vec<u8> = (0..len).map(|b| b as u8).collect();
-            let ts = 1_700_000_000_123_456_789 + i as u64;
-            encode_epb(&mut fast, ts, len as u32 + 7, &data);
-            w.write_packet(0, ts, len as u32 + 7, &data).unwrap();
-        }
-        assert_eq!(fast, w.get_ref()[start..]);
     }
 
     #[test]
@@ -735,6 +673,33 @@ mod tests {
             (st.ifrecv, st.ifdrop, st.start_ns, st.end_ns),
             (Some(2), Some(0), Some(1_000), Some(2_000))
         );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn pcap_micro_records_cut_to_snaplen_and_past_2106_refused() {
+        let d = tmpdir("us");
+        let mut c = cfg(
+            &d,
+            FileFormat::Pcap(PcapPrecision::Micro),
+            Rotation::default(),
+        );
+        c.snaplen = 64;
+        let mut o = Output::create(c, 0).unwrap();
+        o.write(1_700_000_000_123_456_789, 100, &[3u8; 100])
+            .unwrap();
+        let e = o.write(u64::MAX, 60, &[0u8; 60]).unwrap_err();
+        assert!(e.to_string().contains("use --format pcapng"), "{e}");
+        let files = o.finish(1, &StatsCounters::default()).unwrap();
+        assert_eq!((files[0].packets, files[0].bytes), (1, 24 + 16 + 64));
+        let bytes = std::fs::read(d.join("out.pcapng")).unwrap();
+        let mut r = PcapReader::new(&bytes[..]).unwrap();
+        let p = r.next_packet().unwrap().unwrap();
+        assert_eq!(
+            (p.ts_ns, p.orig_len, p.data),
+            (1_700_000_000_123_456_000, 100, &[3u8; 64][..])
+        );
+        assert!(r.next_packet().unwrap().is_none());
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -1,38 +1,16 @@
 //! Replay fidelity: how far each departure was from its ideal time, how
 //! far each gap was from the original gap, drift over the whole replay,
 //! runs of late packets, achieved rates.
+//!
+//! A metric over departures: the replay driver calls [`Fidelity::record`]
+//! once per packet that left, with its ideal and actual departure time (ns
+//! on one clock, any origin) and its L2 length; wire bytes count with
+//! [`wirelab_wire::ethernet::wire_bytes`], the model replay's schedule uses.
 
-use super::wire_bytes;
+use crate::percentiles::{histogram, serialize_compact, Percentiles};
 use hdrhistogram::Histogram;
 use serde::Serialize;
-
-/// Percentiles of a distribution in ns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Percentiles {
-    /// Median.
-    pub p50_ns: u64,
-    /// 99th percentile.
-    pub p99_ns: u64,
-    /// 99.9th percentile.
-    pub p999_ns: u64,
-    /// Largest value.
-    pub max_ns: u64,
-    /// Mean.
-    pub mean_ns: f64,
-}
-
-fn pct(h: &Histogram<u64>) -> Percentiles {
-    if h.is_empty() {
-        return Percentiles::default();
-    }
-    Percentiles {
-        p50_ns: h.value_at_quantile(0.5),
-        p99_ns: h.value_at_quantile(0.99),
-        p999_ns: h.value_at_quantile(0.999),
-        max_ns: h.max(),
-        mean_ns: h.mean(),
-    }
-}
+use wirelab_wire::ethernet::wire_bytes;
 
 /// The summary, serialised as part of `wirelab.replay/1`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -52,8 +30,10 @@ pub struct FidelityReport {
     /// Duration error in parts per million of the scheduled duration.
     pub drift_ppm: f64,
     /// Departure error (actual − ideal) ≥ 0.
+    #[serde(serialize_with = "serialize_compact")]
     pub departure_error: Percentiles,
     /// |actual gap − ideal gap| between consecutive packets.
+    #[serde(serialize_with = "serialize_compact")]
     pub interdeparture_error: Percentiles,
     /// Mean of the signed gap error (positive: gaps stretched).
     pub interdeparture_error_mean_signed_ns: f64,
@@ -92,16 +72,12 @@ pub struct Fidelity {
     late_run_max: u64,
 }
 
-fn hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static bounds are valid")
-}
-
 impl Fidelity {
     /// New, with `late_threshold_ns` defining a late packet.
     pub fn new(late_threshold_ns: u64) -> Fidelity {
         Fidelity {
-            dep: hist(),
-            gap: hist(),
+            dep: histogram(),
+            gap: histogram(),
             gap_signed_sum: 0.0,
             late_threshold_ns,
             packets: 0,
@@ -163,8 +139,8 @@ impl Fidelity {
             } else {
                 0.0
             },
-            departure_error: pct(&self.dep),
-            interdeparture_error: pct(&self.gap),
+            departure_error: Percentiles::of(&self.dep),
+            interdeparture_error: Percentiles::of(&self.gap),
             interdeparture_error_mean_signed_ns: if self.packets > 1 {
                 self.gap_signed_sum / (self.packets - 1) as f64
             } else {
@@ -179,5 +155,99 @@ impl Fidelity {
             mbps_l2: rate(self.bytes_l2 as f64 * 8.0) / 1e6,
             mbps_wire: rate(self.bytes_wire as f64 * 8.0) / 1e6,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_errors() {
+        let mut f = Fidelity::new(10_000);
+        for i in 0..11u64 {
+            f.record(i * 1_000_000, i * 1_000_000 + 500, 1000);
+        }
+        let r = f.report();
+        assert!((r.pps - 1000.0).abs() < 1e-6);
+        assert!((r.mbps_l2 - 8.8).abs() < 1e-6);
+        assert!((r.mbps_wire - 8.0 * 1024.0 * 11.0 / 10.0 / 1000.0).abs() < 1e-6);
+        assert_eq!((r.bytes_l2, r.bytes_wire), (11_000, 11 * 1024));
+        assert_eq!(r.duration_error_ns, 0);
+        assert_eq!(r.late_packets, 0);
+        assert_eq!(r.departure_error.count, 11);
+        assert!(r.departure_error.p50_ns >= 499 && r.departure_error.p50_ns <= 501);
+        assert_eq!(
+            r.interdeparture_error.max_ns, 1,
+            "gaps exact (recorded as 1)"
+        );
+    }
+
+    #[test]
+    fn late_runs_and_drift() {
+        // Ideal every 1000 ns; packets 3-5 and 8 leave 20 µs late, the last
+        // one 100 ns after its ideal.
+        let late = [3u64, 4, 5, 8];
+        let mut f = Fidelity::new(10_000);
+        for i in 0..10u64 {
+            let lag = if late.contains(&i) { 20_000 } else { 0 };
+            let lag = if i == 9 { 100 } else { lag };
+            f.record(i * 1000, i * 1000 + lag, 60);
+        }
+        let r = f.report();
+        assert_eq!((r.late_packets, r.late_runs, r.late_run_max), (4, 2, 3));
+        assert_eq!((r.duration_ns, r.scheduled_duration_ns), (9100, 9000));
+        assert_eq!(r.duration_error_ns, 100);
+        assert!((r.drift_ppm - 100.0 / 9000.0 * 1e6).abs() < 1e-6);
+        assert_eq!(r.bytes_wire, 10 * 84);
+    }
+
+    #[test]
+    fn json_keys_of_replay_1() {
+        let mut f = Fidelity::new(10_000);
+        f.record(0, 5, 60);
+        f.record(1000, 1010, 60);
+        let s = serde_json::to_string(&f.report()).unwrap();
+        let top = [
+            "packets",
+            "bytes_l2",
+            "bytes_wire",
+            "duration_ns",
+            "scheduled_duration_ns",
+            "duration_error_ns",
+            "drift_ppm",
+            "departure_error",
+            "interdeparture_error",
+            "interdeparture_error_mean_signed_ns",
+            "late_threshold_ns",
+            "late_packets",
+            "late_runs",
+            "late_run_max",
+            "pps",
+            "mbps_l2",
+            "mbps_wire",
+        ];
+        let at: Vec<usize> = top
+            .iter()
+            .map(|k| {
+                s.find(&format!(r#"{{"{k}":"#))
+                    .or(s.find(&format!(r#","{k}":"#)))
+                    .unwrap()
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{s}");
+        assert!(s.contains(
+            r#""departure_error":{"p50_ns":5,"p99_ns":10,"p999_ns":10,"max_ns":10,"mean_ns":7.5},"#
+        ), "{s}");
+    }
+
+    #[test]
+    fn empty_and_single() {
+        assert_eq!(Fidelity::new(0).report().pps, 0.0);
+        let mut f = Fidelity::new(0);
+        f.record(5, 3, 0);
+        let r = f.report();
+        assert_eq!((r.packets, r.duration_ns, r.late_packets), (1, 0, 0));
+        assert_eq!(r.interdeparture_error_mean_signed_ns, 0.0);
     }
 }

@@ -1,0 +1,76 @@
+//! Ethernet framing facts: how many bytes a frame occupies on the wire.
+//!
+//! The one wire-rate model of wirelab: replay's `--mbps --wire` schedule,
+//! replay fidelity and the analysis rate model all count with it. An L2
+//! frame (destination MAC to payload, without FCS) is padded to
+//! [`MIN_FRAME_BYTES`]; on the wire it also carries the FCS, the preamble
+//! with SFD and the inter-frame gap ([`WIRE_EXTRA_BYTES`] in all).
+
+/// Smallest L2 frame without FCS (64 with it); shorter frames are padded.
+pub const MIN_FRAME_BYTES: u32 = 60;
+/// Frame check sequence.
+pub const FCS_BYTES: u32 = 4;
+/// Preamble (7) and start frame delimiter (1).
+pub const PREAMBLE_SFD_BYTES: u32 = 8;
+/// Minimum inter-frame gap.
+pub const IFG_BYTES: u32 = 12;
+/// Bytes on the wire beyond the padded L2 frame: FCS, preamble and SFD, gap.
+pub const WIRE_EXTRA_BYTES: u32 = FCS_BYTES + PREAMBLE_SFD_BYTES + IFG_BYTES;
+
+/// How L2 frames map to wire bytes: the minimum frame and the per-frame
+/// extra. [`Framing::ETHERNET`] is standard Ethernet; other values serve
+/// what-if models (a link without padding, a different gap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Framing {
+    /// Smallest L2 frame (without FCS); shorter frames count as this long.
+    pub min_frame_bytes: u32,
+    /// Bytes per frame on the wire beyond the padded L2 frame.
+    pub wire_extra_bytes: u32,
+}
+
+impl Framing {
+    /// Standard Ethernet: frames padded to 60 bytes, 24 extra on the wire.
+    pub const ETHERNET: Framing = Framing {
+        min_frame_bytes: MIN_FRAME_BYTES,
+        wire_extra_bytes: WIRE_EXTRA_BYTES,
+    };
+
+    /// The padded L2 frame for `l2_len` bytes (without FCS).
+    pub fn frame_bytes(&self, l2_len: u64) -> u64 {
+        l2_len.max(u64::from(self.min_frame_bytes))
+    }
+
+    /// Bytes a frame of `l2_len` L2 bytes (without FCS) occupies on the wire.
+    pub fn wire_bytes(&self, l2_len: u64) -> u64 {
+        self.frame_bytes(l2_len)
+            .saturating_add(u64::from(self.wire_extra_bytes))
+    }
+}
+
+/// Bytes a frame of `len` L2 bytes (without FCS) occupies on standard
+/// Ethernet: padded to 60, plus FCS 4, preamble and SFD 8, inter-frame gap 12.
+pub fn wire_bytes(len: u32) -> u64 {
+    Framing::ETHERNET.wire_bytes(u64::from(len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ethernet_wire_bytes() {
+        assert_eq!(WIRE_EXTRA_BYTES, 24);
+        assert_eq!(wire_bytes(0), 84);
+        assert_eq!(wire_bytes(60), 84);
+        assert_eq!(wire_bytes(61), 85);
+        assert_eq!(wire_bytes(1514), 1538);
+        assert_eq!(wire_bytes(u32::MAX), u64::from(u32::MAX) + 24);
+        let f = Framing {
+            min_frame_bytes: 0,
+            wire_extra_bytes: 0,
+        };
+        assert_eq!(f.wire_bytes(10), 10);
+        assert_eq!(Framing::ETHERNET.frame_bytes(10), 60);
+        assert_eq!(Framing::ETHERNET.wire_bytes(u64::MAX), u64::MAX);
+    }
+}
