@@ -16,7 +16,10 @@
 //! * [`analyze`] — joins sender and receiver record sets per flow and
 //!   `(flow, seq)` into a [`Summary`] (JSON schema `wirelab.analysis/1`,
 //!   see [`report`]).
-//! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy.
+//! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy;
+//!   [`Requested`] and [`analyze_run`] join it to a run.
+//! * [`LiveFlows`], [`SendAccum`] — streaming statistics of running jobs.
+//! * [`schema`] — the typed JSON reports `wirelab.send/1`, `wirelab.recv/1`.
 //! * [`render_text`], [`export_csv`], [`export_jsonl`] — output.
 #![forbid(unsafe_code)]
 
@@ -27,9 +30,12 @@ pub mod flow;
 pub mod join;
 pub mod ks;
 pub mod latency;
+pub mod live;
 pub mod reorder;
 pub mod report;
+pub mod requested;
 pub mod rtt;
+pub mod schema;
 pub mod sender;
 pub mod seqwin;
 pub mod text;
@@ -40,8 +46,10 @@ pub use export::{export_csv, export_jsonl};
 pub use flow::{Arrival, FlowConfig, FlowStats};
 pub use join::{analyze, departure_interval_samples, size_samples, AnalysisConfig, RecordSets};
 pub use ks::{ks_distance, ks_two_sample};
+pub use live::{LiveFlows, Reservoir, SendAccum};
 pub use latency::{DelayStats, SignedHistogram};
 pub use report::{FlowReport, SentSource, Summary, Totals, OWD_CLOCK_NOTE, SCHEMA};
+pub use requested::{analyze_run, fill_ks, Cdf, Requested, RunRecords};
 pub use rtt::RttStats;
 pub use sender::{SenderInfo, SenderStats};
 pub use text::render_text;

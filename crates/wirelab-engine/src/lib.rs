@@ -6,9 +6,11 @@
 //!   flow live, reflects echo requests, writes records.
 //! - [`capture`]: TPACKET_V3 capture to pcapng/pcap with the adaptive wait of seed 001.
 //! - [`recordlog`]: buffered append-only record files.
+//! - [`job`]: what each subcommand runs, from configuration to report.
 //! - [`phase`]: the start phase of a schedule, calibrated to miss periodic stalls.
 
 pub mod capture;
+pub mod job;
 pub mod phase;
 pub mod receiver;
 pub mod recordlog;

@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use wirelab_core::replay::LatePolicy;
+use wirelab_core::units;
 
 pub const DEFAULT_PORT: u16 = 5757;
 
@@ -197,11 +198,12 @@ pub struct SendArgs {
     #[arg(short, long, value_name = "SPEC", conflicts_with_all = ["rate", "bitrate"])]
     pub interval: Option<String>,
     /// Constant packet rate, e.g. 10kpps, 1Mpps, 500
-    #[arg(short, long, value_name = "RATE", conflicts_with = "bitrate")]
-    pub rate: Option<String>,
+    #[arg(short, long, value_name = "RATE", conflicts_with = "bitrate",
+          value_parser = units::parse_rate_pps)]
+    pub rate: Option<f64>,
     /// Constant bit rate of UDP payload, e.g. 50Mbit, 1Gbit (uses the mean size)
-    #[arg(short, long, value_name = "BITRATE")]
-    pub bitrate: Option<String>,
+    #[arg(short, long, value_name = "BITRATE", value_parser = units::parse_bitrate_bps)]
+    pub bitrate: Option<f64>,
     /// UDP payload size as a spec, e.g. 100, uniform:64,1400 (min 24; 40 with --echo)
     #[arg(short, long, value_name = "SPEC", default_value = "64")]
     pub size: String,
@@ -209,8 +211,8 @@ pub struct SendArgs {
     #[arg(short = 'n', long)]
     pub count: Option<u64>,
     /// Stop after this long, e.g. 5s, 500ms (default 10s when no --count)
-    #[arg(short, long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(short, long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub duration: Option<u64>,
     /// DSCP code point (0-63), set in the TOS/traffic-class byte
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63), conflicts_with = "tos")]
     pub dscp: Option<u8>,
@@ -266,8 +268,8 @@ pub struct SendArgs {
     #[command(flatten)]
     pub phase: PhaseArgs,
     /// With --echo: how long to wait for outstanding replies at the end
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub echo_wait: String,
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub echo_wait: u64,
     /// Seed of every random choice (intervals, sizes, padding); same seed, same run
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -320,23 +322,23 @@ pub struct RecvArgs {
     #[arg(long, value_enum, default_value_t = RecvWaitArg::Adaptive)]
     pub wait: RecvWaitArg,
     /// Poll period of --wait poll and adaptive
-    #[arg(long, default_value = "200us", value_name = "DURATION")]
-    pub poll_period: String,
+    #[arg(long, default_value = "200us", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub poll_period: u64,
     /// After every flow has ended, wait this long for late packets
-    #[arg(long, default_value = "300ms", value_name = "DURATION")]
-    pub linger: String,
+    #[arg(long, default_value = "300ms", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub linger: u64,
     /// End when nothing has arrived for this long (after the first packet)
-    #[arg(long, value_name = "DURATION")]
-    pub idle_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub idle_timeout: Option<u64>,
     /// End after this long in any case
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub timeout: Option<u64>,
     /// Keep running after flows end (only a signal or --timeout ends it)
     #[arg(long)]
     pub forever: bool,
     /// Window for throughput over time in the summary
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub window: String,
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub window: u64,
     /// Pin the receiving thread to this CPU
     #[arg(long)]
     pub cpu: Option<usize>,

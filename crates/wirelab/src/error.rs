@@ -28,12 +28,27 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Usage(msg.into()))
 }
 
+/// Classifies a refused real-time setting: a permission failure is a
+/// missing privilege, a value the machine cannot take a usage error naming
+/// its flag.
+pub fn rt_error(e: wirelab_io::rt::RtError) -> anyhow::Error {
+    use wirelab_io::rt::RtError;
+    let denied = |s: &std::io::Error| s.kind() == std::io::ErrorKind::PermissionDenied;
+    match &e {
+        RtError::Priority { source, .. } | RtError::Pin { source, .. } if denied(source) => {
+            anyhow::Error::new(Privilege(e.to_string()))
+        }
+        RtError::Mlock { .. } => anyhow::Error::new(Privilege(e.to_string())),
+        RtError::Pin { .. } => usage(format!("--cpu: {e}")),
+        RtError::PriorityRange { .. } => usage(format!("--rt-priority: {e}")),
+        RtError::Priority { .. } => anyhow::Error::new(e),
+    }
+}
+
 pub fn exit_code(e: &anyhow::Error) -> i32 {
     if e.downcast_ref::<Usage>().is_some() {
         2
-    } else if e.downcast_ref::<Privilege>().is_some()
-        || e.downcast_ref::<wirelab_io::rt::RtError>().is_some()
-    {
+    } else if e.downcast_ref::<Privilege>().is_some() {
         3
     } else {
         1

@@ -12,7 +12,6 @@ use wirelab_engine::capture::{
     Capture, CaptureConfig, CaptureError, CaptureReport, FileFormat, LiveSnapshot, Rotation,
     WaitPolicy,
 };
-use wirelab_engine::StopFlag;
 use wirelab_io::ring_rx::{Direction, FanoutMode, RingConfig, RingError};
 use wirelab_pcap::PcapPrecision;
 
@@ -113,10 +112,7 @@ pub fn run(a: CaptureArgs) -> Result<()> {
         .map(|s| values::duration_ns("--stats-interval", s).map(Duration::from_nanos))
         .transpose()?
         .filter(|d| !d.is_zero());
-    let stop = StopFlag::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.as_arc())?;
-    }
+    let stop = wirelab_engine::job::stop_on_signals()?;
     let cap = Capture::open(cfg.clone()).map_err(map_err)?;
     if !a.quiet {
         for n in cap.notes() {

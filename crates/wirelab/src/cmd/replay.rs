@@ -1,7 +1,7 @@
 //! `wirelab replay`.
 
 use crate::cli::{FixLenArg, RateLayerArg, ReplayArgs, ReplayTxArg, VlanArg};
-use crate::error::usage;
+use crate::error::{rt_error, usage};
 use crate::values;
 use anyhow::{Context, Result};
 use wirelab_core::replay::Timing;
@@ -9,7 +9,8 @@ use wirelab_core::units;
 use wirelab_engine::replay::{
     self, Output, Ranges, ReadSpec, ReplayConfig, ReplayError, ReplayReport, Selection, Spin, Split,
 };
-use wirelab_engine::StopFlag;
+use wirelab_engine::job::replay::{ReplayJob, ReplayJobError};
+use wirelab_engine::job::rt::RtSetup;
 use wirelab_io::bpf::BpfProgram;
 use wirelab_wire::rewrite::split::{parse_cidrs, PortSet, SideMap, SplitMode};
 use wirelab_wire::rewrite::{parse_mac, FixLen, IpMap, PortMap, RewriteSpec, Ttl, Vlan};
@@ -360,60 +361,29 @@ pub fn run(a: ReplayArgs) -> Result<()> {
     if a.loops == 0 && a.duration.is_none() && a.limit.is_none() && !a.quiet {
         eprintln!("wirelab replay: looping until interrupted (Ctrl-C)");
     }
-    let stop = StopFlag::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.as_arc())?;
-    }
-    if a.mlock {
-        wirelab_io::rt::lock_memory()?;
-    }
-    // The replay runs on this thread: apply RT settings here.
-    wirelab_io::clock::set_timer_slack(1);
-    if let Some(c) = a.cpu {
-        wirelab_io::rt::pin_to_cpu(c)?;
-    }
-    if let Some(p) = a.rt_priority {
-        wirelab_io::rt::set_fifo_priority(p)?;
-    }
-    // Live progress on stderr when it is a terminal: a spinner with the
-    // frames sent and the rate, refreshed by a helper thread (the replay
-    // thread only stores a counter after each kick).
-    let mut cfg = cfg;
-    let pb = crate::progress::spinner(a.quiet);
-    let ticker = pb.clone().map(|pb| {
-        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        cfg.progress = Some(sent.clone());
-        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let d2 = done.clone();
-        let h = std::thread::spawn(move || {
-            let t0 = std::time::Instant::now();
-            while !d2.load(std::sync::atomic::Ordering::Relaxed) {
-                let n = sent.load(std::sync::atomic::Ordering::Relaxed);
-                let secs = t0.elapsed().as_secs_f64().max(1e-3);
-                pb.set_message(format!(
-                    "replay: {n} frame(s) sent, {:.0} pps",
-                    n as f64 / secs
-                ));
-                std::thread::sleep(std::time::Duration::from_millis(250));
-            }
-        });
-        (done, h)
+    let job = ReplayJob::new(
+        cfg,
+        RtSetup {
+            cpu: a.cpu,
+            fifo_priority: a.rt_priority,
+            mlock: a.mlock,
+        },
+    );
+    let sent = job.progress();
+    let ticker = crate::progress::ticker(a.quiet, move |secs| {
+        let n = sent.get();
+        format!("replay: {n} frame(s) sent, {:.0} pps", n as f64 / secs)
     });
-    let res = replay::run(&cfg, &stop);
-    if let Some((done, h)) = ticker {
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        let _ = h.join();
-    }
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+    let res = job.run();
+    drop(ticker);
     let rep = res.map_err(|e| match e {
-        ReplayError::Packet(wirelab_io::packet_sock::PacketError::Permission { .. }) => {
-            anyhow::Error::new(crate::error::Privilege(e.to_string()))
-        }
-        ReplayError::Packet(wirelab_io::packet_sock::PacketError::NoInterface { .. }) => {
-            usage(e.to_string())
-        }
+        ReplayJobError::Rt(e) => rt_error(e),
+        ReplayJobError::Replay(
+            e @ ReplayError::Packet(wirelab_io::packet_sock::PacketError::Permission { .. }),
+        ) => anyhow::Error::new(crate::error::Privilege(e.to_string())),
+        ReplayJobError::Replay(
+            e @ ReplayError::Packet(wirelab_io::packet_sock::PacketError::NoInterface { .. }),
+        ) => usage(e.to_string()),
         other => anyhow::Error::new(other),
     })?;
     if a.json {
