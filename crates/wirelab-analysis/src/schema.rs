@@ -196,7 +196,14 @@ mod tests {
             .collect();
         assert_eq!(
             top,
-            ["config", "flows", "record_log", "schema", "target", "totals"]
+            [
+                "config",
+                "flows",
+                "record_log",
+                "schema",
+                "target",
+                "totals"
+            ]
         );
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
         assert_eq!(v["flows"][0]["engine"]["bytes"], 64);

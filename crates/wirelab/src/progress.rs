@@ -31,10 +31,7 @@ pub struct Ticker {
     pb: ProgressBar,
 }
 
-pub fn ticker(
-    quiet: bool,
-    message: impl Fn(f64) -> String + Send + 'static,
-) -> Option<Ticker> {
+pub fn ticker(quiet: bool, message: impl Fn(f64) -> String + Send + 'static) -> Option<Ticker> {
     let pb = spinner(quiet)?;
     let done = Arc::new(AtomicBool::new(false));
     let (d, p) = (done.clone(), pb.clone());

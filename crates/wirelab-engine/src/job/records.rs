@@ -36,7 +36,10 @@ pub fn requested_from_config(config: &serde_json::Value) -> Requested {
             .and_then(|v| v.as_str())
             .and_then(|s| GenSpec::parse(s, u).ok())
     };
-    let (interval, size) = (get("interval", SpecUnit::Time), get("size", SpecUnit::Bytes));
+    let (interval, size) = (
+        get("interval", SpecUnit::Time),
+        get("size", SpecUnit::Bytes),
+    );
     spec::requested(interval.as_ref(), size.as_ref())
 }
 

@@ -82,8 +82,8 @@ impl RecvJob {
         self.rt.lock_memory()?;
         self.rt.apply_to_thread(0)?;
         let addr = self.recv.bind;
-        let rx = Receiver::bind(self.recv.clone())
-            .map_err(|source| RecvError::Bind { addr, source })?;
+        let rx =
+            Receiver::bind(self.recv.clone()).map_err(|source| RecvError::Bind { addr, source })?;
         let local = rx.local_addr()?;
         // Held until the end: dropping it restores the NIC's stamping setting.
         let hw = match &self.hw_timestamps {
@@ -114,18 +114,25 @@ impl RecvJob {
                 };
                 let meta = RecordMeta {
                     wirelab_version: env!("CARGO_PKG_VERSION").into(),
-                    role: if self.recv.echo { "reflector" } else { "receiver" }.into(),
+                    role: if self.recv.echo {
+                        "reflector"
+                    } else {
+                        "receiver"
+                    }
+                    .into(),
                     host: hostname(),
                     clock: clock.clone(),
                     start_unix_ns: real_ns(),
                     config: serde_json::to_value(&config).unwrap_or_default(),
                 };
-                Some(RecordLog::create(p, Role::Receiver, &meta).map_err(|source| {
-                    RecvError::RecordCreate {
-                        path: p.clone(),
-                        source,
-                    }
-                })?)
+                Some(
+                    RecordLog::create(p, Role::Receiver, &meta).map_err(|source| {
+                        RecvError::RecordCreate {
+                            path: p.clone(),
+                            source,
+                        }
+                    })?,
+                )
             }
             None => None,
         };

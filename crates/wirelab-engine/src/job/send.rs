@@ -209,33 +209,35 @@ impl SendJob {
                 acc: SendAccum::new(info),
                 sent: sent.clone(),
             };
-            threads.push(std::thread::spawn(move || -> Result<FlowOutcome, SendError> {
-                rt.apply_to_thread(i)?;
-                let mut next_ival = || ivals.next();
-                let mut next_size = || sizes.next();
-                let (stats, rtt) = run_flow(
-                    &cfg,
-                    &mut next_ival,
-                    &mut next_size,
-                    tx_log,
-                    reply_log,
-                    &mut sink,
-                    RttSink(RttStats::default()),
-                    &stop,
-                )
-                .map_err(|source| SendError::Flow {
-                    flow: cfg.flow,
-                    target: cfg.target,
-                    source,
-                })?;
-                Ok(FlowOutcome {
-                    stats,
-                    tx: sink.acc,
-                    rtt: rtt.0,
-                    clamped_intervals: ivals.clamped(),
-                    clamped_sizes: sizes.clamped(),
-                })
-            }));
+            threads.push(std::thread::spawn(
+                move || -> Result<FlowOutcome, SendError> {
+                    rt.apply_to_thread(i)?;
+                    let mut next_ival = || ivals.next();
+                    let mut next_size = || sizes.next();
+                    let (stats, rtt) = run_flow(
+                        &cfg,
+                        &mut next_ival,
+                        &mut next_size,
+                        tx_log,
+                        reply_log,
+                        &mut sink,
+                        RttSink(RttStats::default()),
+                        &stop,
+                    )
+                    .map_err(|source| SendError::Flow {
+                        flow: cfg.flow,
+                        target: cfg.target,
+                        source,
+                    })?;
+                    Ok(FlowOutcome {
+                        stats,
+                        tx: sink.acc,
+                        rtt: rtt.0,
+                        clamped_intervals: ivals.clamped(),
+                        clamped_sizes: sizes.clamped(),
+                    })
+                },
+            ));
         }
         Ok(SendRun {
             job: self,

@@ -11,8 +11,7 @@ fn ns(v: Option<impl Into<f64>>) -> String {
 }
 
 fn ks(v: Option<f64>) -> String {
-    v.map(|d| format!("{d:.4}"))
-        .unwrap_or_else(|| "n/a".into())
+    v.map(|d| format!("{d:.4}")).unwrap_or_else(|| "n/a".into())
 }
 
 /// `wirelab send`'s summary: one block per flow.

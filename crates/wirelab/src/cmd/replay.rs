@@ -6,11 +6,11 @@ use crate::values;
 use anyhow::{Context, Result};
 use wirelab_core::replay::Timing;
 use wirelab_core::units;
+use wirelab_engine::job::replay::{ReplayJob, ReplayJobError};
+use wirelab_engine::job::rt::RtSetup;
 use wirelab_engine::replay::{
     self, Output, Ranges, ReadSpec, ReplayConfig, ReplayError, ReplayReport, Selection, Spin, Split,
 };
-use wirelab_engine::job::replay::{ReplayJob, ReplayJobError};
-use wirelab_engine::job::rt::RtSetup;
 use wirelab_io::bpf::BpfProgram;
 use wirelab_wire::rewrite::split::{parse_cidrs, PortSet, SideMap, SplitMode};
 use wirelab_wire::rewrite::{parse_mac, FixLen, IpMap, PortMap, RewriteSpec, Ttl, Vlan};

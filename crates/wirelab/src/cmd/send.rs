@@ -18,8 +18,12 @@ const REBASE_THRESHOLD_NS: u64 = 10_000;
 
 pub fn run(a: SendArgs) -> Result<()> {
     let size_spec = values::parse_spec("--size", &a.size, SpecUnit::Bytes)?;
-    let ival_spec =
-        values::interval_spec(a.interval.as_deref(), a.rate, a.bitrate, spec::mean_of(&size_spec))?;
+    let ival_spec = values::interval_spec(
+        a.interval.as_deref(),
+        a.rate,
+        a.bitrate,
+        spec::mean_of(&size_spec),
+    )?;
     let duration_ns = match (a.duration, a.count) {
         (Some(d), _) => Some(d),
         (None, Some(_)) => None,
