@@ -1,7 +1,9 @@
-//! Human summaries of the send and recv reports (the `--json`-less output).
+//! Human summaries of the job reports (the output without `--json`).
 
 use super::recv::RecvJobReport;
 use super::send::SendJobReport;
+use crate::capture::CaptureReport;
+use crate::replay::ReplayReport;
 use std::io::{self, Write};
 use wirelab_analysis::render_text;
 use wirelab_core::units::format_ns;
@@ -121,4 +123,200 @@ pub fn write_recv(r: &RecvJobReport, out: &mut dyn Write) -> io::Result<()> {
         wirelab_analysis::AnalysisError::Io(e) => e,
         e => io::Error::other(e),
     })
+}
+
+/// `wirelab replay`'s summary.
+pub fn write_replay(r: &ReplayReport, out: &mut dyn Write) -> io::Result<()> {
+    let f = &r.fidelity;
+    writeln!(
+        out,
+        "replay: {} packet(s) to {} via {}{} ({} loop(s), stopped: {})",
+        f.packets,
+        r.output,
+        r.tx,
+        if r.qdisc_bypass {
+            " (qdisc bypass)"
+        } else {
+            ""
+        },
+        r.loops,
+        r.stopped_by
+    )?;
+    writeln!(
+        out,
+        "  trace: {} packet(s) per pass, {} bytes held in {} (budget {} bytes), read {} / selected {} / filtered {} / oversize {}",
+        r.load.packets, r.load.bytes, r.load.mode, r.load.max_preload_bytes, r.read.read, r.read.selected, r.read.filtered, r.read.oversize
+    )?;
+    if r.rewrite.changed > 0 || r.rewrite.dropped > 0 {
+        writeln!(
+            out,
+            "  rewrite: {} changed, {} dropped, {} truncated, {} checksum recomputes, {} not recomputable",
+            r.rewrite.changed, r.rewrite.dropped, r.rewrite.truncated, r.rewrite.csum_recomputed, r.rewrite.csum_unfixable
+        )?;
+    }
+    if r.tx != "file" {
+        let d = &f.departure_error;
+        let g = &f.interdeparture_error;
+        writeln!(
+            out,
+            "  departure error (actual - scheduled): p50 {} p99 {} p99.9 {} max {}",
+            format_ns(d.p50_ns as f64),
+            format_ns(d.p99_ns as f64),
+            format_ns(d.p999_ns as f64),
+            format_ns(d.max_ns as f64)
+        )?;
+        writeln!(
+            out,
+            "  inter-departure error |gap - original|: p50 {} p99 {} p99.9 {} max {} (mean signed {})",
+            format_ns(g.p50_ns as f64), format_ns(g.p99_ns as f64), format_ns(g.p999_ns as f64), format_ns(g.max_ns as f64), format_ns(f.interdeparture_error_mean_signed_ns)
+        )?;
+        writeln!(
+            out,
+            "  duration {} vs scheduled {}: error {} ({:.1} ppm)",
+            format_ns(f.duration_ns as f64),
+            format_ns(f.scheduled_duration_ns as f64),
+            format_ns(f.duration_error_ns as f64),
+            f.drift_ppm
+        )?;
+        writeln!(
+            out,
+            "  late (> {}): {} packet(s) in {} run(s), longest {}",
+            format_ns(f.late_threshold_ns as f64),
+            f.late_packets,
+            f.late_runs,
+            f.late_run_max
+        )?;
+        writeln!(
+            out,
+            "  achieved: {:.0} pps, {:.3} Mbit/s L2, {:.3} Mbit/s wire",
+            f.pps, f.mbps_l2, f.mbps_wire
+        )?;
+        writeln!(
+            out,
+            "  send: {} call(s), {} failure(s), {} retr(ies), {} frame(s) lost",
+            r.send.kicks, r.send.failures, r.send.retries, r.send.frames_lost
+        )?;
+        if let Some(sp) = &r.split {
+            writeln!(
+                out,
+                "  split ({}): {} client packet(s) on {}, {} server packet(s) on {}{}",
+                sp.mode,
+                sp.client_packets,
+                sp.primary,
+                sp.server_packets,
+                sp.secondary,
+                if sp.skipped_packets > 0 {
+                    format!(
+                        ", {} not sent (\"don't send\" in the cache)",
+                        sp.skipped_packets
+                    )
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        writeln!(
+            out,
+            "  wait: spin margin {} (final {}, max {}), {} sleep(s), {} woke past the deadline, worst oversleep {}",
+            r.wait.spin,
+            format_ns(r.wait.spin_margin_final_ns as f64),
+            format_ns(r.wait.spin_margin_max_ns as f64),
+            r.wait.sleeps,
+            r.wait.sleeps_past_deadline,
+            format_ns(r.wait.oversleep_max_ns as f64)
+        )?;
+        if let Some(p) = &r.phase {
+            writeln!(out, "  {p}")?;
+        }
+        writeln!(out, "  departure = {}", r.departure)?;
+    }
+    Ok(())
+}
+
+fn ns_u64(ns: u64) -> String {
+    format_ns(ns as f64)
+}
+
+/// `wirelab capture`'s summary.
+pub fn capture(r: &CaptureReport) -> String {
+    let merged = r.merge.iter().flat_map(|m| m.files.iter());
+    let files: Vec<&str> = r
+        .threads
+        .iter()
+        .flat_map(|t| t.files.iter())
+        .chain(merged)
+        .filter(|f| !f.deleted)
+        .map(|f| f.path.as_str())
+        .collect();
+    let files = if files.len() > 3 {
+        format!(
+            "{} … {} ({} files)",
+            files[0],
+            files[files.len() - 1],
+            files.len()
+        )
+    } else {
+        files.join(", ")
+    };
+    let l = &r.loss;
+    let d = &r.delivery_latency;
+    let mut s = format!(
+        "wirelab capture: {} packets ({:.1} kB) on {} in {:.2} s → {} [{}; stopped by {}]\n",
+        r.packets,
+        r.bytes as f64 / 1e3,
+        r.interface,
+        r.duration_s,
+        files,
+        r.format,
+        r.stop_reason
+    );
+    s += &format!(
+        "  loss: interface rx_dropped {} rx_missed {}; ring drops {} (queue freezes {}); writer {}\n",
+        l.if_rx_dropped, l.if_rx_missed_errors, l.ring_drops, l.ring_freeze_q_cnt, l.writer_drops
+    );
+    s += &format!(
+        "  wait {}: {} wake-ups ({:.0}/s), {:.1} packets/wake-up, {} mode switches, {:.0}% of cycles polling\n",
+        serde_json::to_value(r.wait)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        r.wakeups,
+        r.wakeups_per_s,
+        r.packets_per_wakeup,
+        r.mode_switches,
+        r.poll_fraction * 100.0
+    );
+    s += &format!(
+        "  cpu: {:.3} s user + {:.3} s system ({:.1}% of a core, {:.0} ns/packet)\n",
+        r.cpu.process_user_s,
+        r.cpu.process_system_s,
+        r.cpu.utilization * 100.0,
+        r.cpu.ns_per_packet
+    );
+    if d.count > 0 {
+        s += &format!(
+            "  delivery latency (kernel stamp → handled): min {} p50 {} p90 {} p99 {} max {}\n",
+            ns_u64(d.min_ns),
+            ns_u64(d.p50_ns),
+            ns_u64(d.p90_ns),
+            ns_u64(d.p99_ns),
+            ns_u64(d.max_ns)
+        );
+    }
+    if let Some(m) = &r.merge {
+        s += &format!(
+            "  merge of {} threads: {} batches, at most {} packets held back, longest delay {} (idle bound {}), {} pool waits, {} late\n",
+            r.threads.len(),
+            m.batches,
+            m.held_max,
+            ns_u64(m.max_delay_ns),
+            ns_u64(m.idle_bound_ns),
+            m.pool_waits,
+            m.late
+        );
+    }
+    for n in &r.notes {
+        s += &format!("  note: {n}\n");
+    }
+    s
 }
