@@ -87,3 +87,51 @@ pub fn analyze_run(
     }
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow_with_departures() -> FlowReport {
+        let mut f = FlowReport::empty(1);
+        let mut s = crate::SenderStats::new(
+            SenderInfo {
+                start_unix_ns: 0,
+                interval_ns: Some(10),
+                late_threshold_ns: None,
+            },
+            crate::RateModel::default(),
+        );
+        for seq in 0..4u64 {
+            s.observe(
+                seq,
+                seq * 10 + 1,
+                seq * 10 + 1,
+                64,
+                wirelab_wire::ProbeFlags(0),
+            );
+        }
+        f.sender = Some(s.finish());
+        f
+    }
+
+    #[test]
+    fn ks_is_filled_only_where_a_cdf_was_requested() {
+        let mut f = flow_with_departures();
+        let req = Requested {
+            mean_interval_ns: Some(10),
+            interval_cdf: Some(Box::new(|x: f64| (x / 20.0).clamp(0.0, 1.0))),
+            size_cdf: None,
+        };
+        // Uniform on 0..20: samples 5 and 15 are a distance of 0.25 away.
+        fill_ks(&mut f, &req, &mut [5.0, 15.0], &mut [64.0]);
+        let s = f.sender.as_ref().unwrap();
+        assert_eq!(s.departure.as_ref().unwrap().ks_distance, Some(0.25));
+        assert_eq!(s.sizes.as_ref().unwrap().ks_distance, None);
+        // No samples: no distance.
+        let mut f = flow_with_departures();
+        fill_ks(&mut f, &req, &mut [], &mut []);
+        let s = f.sender.as_ref().unwrap();
+        assert_eq!(s.departure.as_ref().unwrap().ks_distance, None);
+    }
+}

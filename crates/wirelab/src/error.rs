@@ -67,3 +67,31 @@ pub fn is_root() -> bool {
         })
         .unwrap_or(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+    use wirelab_io::rt::RtError;
+
+    #[test]
+    fn a_refused_permission_is_3_and_a_value_the_machine_cannot_take_is_2() {
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let bad_cpu = rt_error(RtError::Pin {
+            cpu: 999,
+            ncpu: 2,
+            source: io::Error::from_raw_os_error(22),
+        });
+        assert_eq!(exit_code(&bad_cpu), 2);
+        assert!(bad_cpu.to_string().starts_with("--cpu: "), "{bad_cpu}");
+        let prio = rt_error(RtError::PriorityRange { prio: 100 });
+        assert_eq!(exit_code(&prio), 2);
+        assert!(prio.to_string().starts_with("--rt-priority: "), "{prio}");
+        let no_cap = rt_error(RtError::Priority {
+            prio: 10,
+            source: denied(),
+        });
+        assert_eq!(exit_code(&no_cap), 3);
+        assert_eq!(exit_code(&rt_error(RtError::Mlock { source: denied() })), 3);
+    }
+}

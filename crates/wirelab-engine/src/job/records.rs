@@ -90,3 +90,19 @@ pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
         partial,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requested_comes_from_the_recorded_specs_and_ignores_garbage() {
+        let cfg = serde_json::json!({"interval": "exp:2ms", "size": "const:64"});
+        let r = requested_from_config(&cfg);
+        assert_eq!(r.mean_interval_ns, Some(2_000_000));
+        assert!(r.interval_cdf.is_some());
+        assert!(r.size_cdf.is_none(), "a constant has no continuous CDF");
+        let r = requested_from_config(&serde_json::json!({"interval": 5, "size": "exp:?"}));
+        assert!(r.mean_interval_ns.is_none() && r.interval_cdf.is_none() && r.size_cdf.is_none());
+    }
+}
