@@ -20,7 +20,10 @@
 //!   inter-departure error, drift, late runs, achieved rates.
 //! * [`DeliveryLatency`] — capture's kernel-stamp-to-handled latency.
 //! * [`Percentiles`] — the one summary of a non-negative ns distribution.
-//! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy.
+//! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy;
+//!   [`Requested`] and [`analyze_run`] join it to a run.
+//! * [`LiveFlows`], [`SendAccum`] — streaming statistics of running jobs.
+//! * [`schema`] — the typed JSON reports `wirelab.send/1`, `wirelab.recv/1`.
 //! * [`render_text`], [`export_csv`], [`export_jsonl`] — output.
 #![forbid(unsafe_code)]
 
@@ -34,9 +37,12 @@ pub mod join;
 pub mod ks;
 pub mod latency;
 pub mod percentiles;
+pub mod live;
 pub mod reorder;
 pub mod report;
+pub mod requested;
 pub mod rtt;
+pub mod schema;
 pub mod sender;
 pub mod seqwin;
 pub mod text;
@@ -51,7 +57,9 @@ pub use join::{analyze, departure_interval_samples, size_samples, AnalysisConfig
 pub use ks::{ks_distance, ks_two_sample};
 pub use latency::{DelayStats, SignedHistogram};
 pub use percentiles::Percentiles;
+pub use live::{LiveFlows, Reservoir, SendAccum};
 pub use report::{FlowReport, SentSource, Summary, Totals, OWD_CLOCK_NOTE, SCHEMA};
+pub use requested::{analyze_run, fill_ks, Cdf, Requested, RunRecords};
 pub use rtt::RttStats;
 pub use sender::{SenderInfo, SenderStats};
 pub use text::render_text;

@@ -9,6 +9,7 @@
 //!   flow live, reflects echo requests, writes records.
 //! - [`capture`]: TPACKET_V3 capture to pcapng/pcap with the adaptive wait of seed 001.
 //! - [`recordlog`]: buffered append-only record files.
+//! - [`job`]: what each subcommand runs, from configuration to report.
 //! - [`phase`]: the start phase of a schedule, calibrated to miss periodic stalls.
 //! - [`pace`]: waiting on a [`wirelab_core::pace::Pacer`] and the one send retry policy,
 //!   shared by `sender` and `replay`.
@@ -16,6 +17,7 @@
 
 pub mod capture;
 pub mod pace;
+pub mod job;
 pub mod phase;
 pub mod receiver;
 pub mod recordlog;

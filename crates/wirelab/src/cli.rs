@@ -3,6 +3,8 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use wirelab_core::replay::LatePolicy;
+use wirelab_core::units;
+use wirelab_wire::rewrite::{parse_mac, IpMap, PortMap, Ttl};
 
 pub const DEFAULT_PORT: u16 = 5757;
 
@@ -76,10 +78,7 @@ impl CatchUpArgs {
             },
             LateArg::Spread => LatePolicy::Spread {
                 factor: self.spread_factor,
-                max_shrink_ns: crate::values::duration_ns(
-                    "--spread-max-shrink",
-                    &self.spread_max_shrink,
-                )?,
+                max_shrink_ns: self.spread_max_shrink,
                 horizon: self.spread_horizon,
             },
         })
@@ -106,14 +105,14 @@ pub struct PhaseArgs {
     #[arg(long, value_enum, default_value_t = PhaseArg::Auto)]
     pub phase: PhaseArg,
     /// How long --phase auto watches for stalls (40ms to 10s)
-    #[arg(long, default_value = "200ms", value_name = "DURATION")]
-    pub phase_calibration: String,
+    #[arg(long, default_value = "200ms", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub phase_calibration: u64,
 }
 
 impl PhaseArgs {
     /// The calibration to run, or None with --phase off.
     pub fn config(&self) -> Result<Option<wirelab_engine::phase::PhaseConfig>, anyhow::Error> {
-        let ns = crate::values::duration_ns("--phase-calibration", &self.phase_calibration)?;
+        let ns = self.phase_calibration;
         if !(40_000_000..=10_000_000_000).contains(&ns) {
             return Err(crate::error::usage(
                 "--phase-calibration must be between 40ms (two 20ms folds) and 10s",
@@ -197,11 +196,12 @@ pub struct SendArgs {
     #[arg(short, long, value_name = "SPEC", conflicts_with_all = ["rate", "bitrate"])]
     pub interval: Option<String>,
     /// Constant packet rate, e.g. 10kpps, 1Mpps, 500
-    #[arg(short, long, value_name = "RATE", conflicts_with = "bitrate")]
-    pub rate: Option<String>,
+    #[arg(short, long, value_name = "RATE", conflicts_with = "bitrate",
+          value_parser = units::parse_rate_pps)]
+    pub rate: Option<f64>,
     /// Constant bit rate of UDP payload, e.g. 50Mbit, 1Gbit (uses the mean size)
-    #[arg(short, long, value_name = "BITRATE")]
-    pub bitrate: Option<String>,
+    #[arg(short, long, value_name = "BITRATE", value_parser = units::parse_bitrate_bps)]
+    pub bitrate: Option<f64>,
     /// UDP payload size as a spec, e.g. 100, uniform:64,1400 (min 24; 40 with --echo)
     #[arg(short, long, value_name = "SPEC", default_value = "64")]
     pub size: String,
@@ -209,8 +209,8 @@ pub struct SendArgs {
     #[arg(short = 'n', long)]
     pub count: Option<u64>,
     /// Stop after this long, e.g. 5s, 500ms (default 10s when no --count)
-    #[arg(short, long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(short, long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub duration: Option<u64>,
     /// DSCP code point (0-63), set in the TOS/traffic-class byte
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63), conflicts_with = "tos")]
     pub dscp: Option<u8>,
@@ -266,8 +266,8 @@ pub struct SendArgs {
     #[command(flatten)]
     pub phase: PhaseArgs,
     /// With --echo: how long to wait for outstanding replies at the end
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub echo_wait: String,
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub echo_wait: u64,
     /// Seed of every random choice (intervals, sizes, padding); same seed, same run
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -320,23 +320,23 @@ pub struct RecvArgs {
     #[arg(long, value_enum, default_value_t = RecvWaitArg::Adaptive)]
     pub wait: RecvWaitArg,
     /// Poll period of --wait poll and adaptive
-    #[arg(long, default_value = "200us", value_name = "DURATION")]
-    pub poll_period: String,
+    #[arg(long, default_value = "200us", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub poll_period: u64,
     /// After every flow has ended, wait this long for late packets
-    #[arg(long, default_value = "300ms", value_name = "DURATION")]
-    pub linger: String,
+    #[arg(long, default_value = "300ms", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub linger: u64,
     /// End when nothing has arrived for this long (after the first packet)
-    #[arg(long, value_name = "DURATION")]
-    pub idle_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub idle_timeout: Option<u64>,
     /// End after this long in any case
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub timeout: Option<u64>,
     /// Keep running after flows end (only a signal or --timeout ends it)
     #[arg(long)]
     pub forever: bool,
     /// Window for throughput over time in the summary
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub window: String,
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub window: u64,
     /// Pin the receiving thread to this CPU
     #[arg(long)]
     pub cpu: Option<usize>,
@@ -496,8 +496,8 @@ pub struct CaptureArgs {
     #[arg(short = 'c', long)]
     pub count: Option<u64>,
     /// Stop after this long (e.g. 10s, 5min)
-    #[arg(short, long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(short, long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub duration: Option<u64>,
     /// Bytes kept of each packet
     #[arg(short, long, default_value_t = 262_144)]
     pub snaplen: u32,
@@ -514,14 +514,14 @@ pub struct CaptureArgs {
     #[arg(long, value_enum, default_value_t = TsPrecArg::Ns)]
     pub tsprec: TsPrecArg,
     /// Ring block size (multiple of 4 KiB)
-    #[arg(long, default_value = "1MiB", value_name = "SIZE")]
-    pub block_size: String,
+    #[arg(long, default_value = "1MiB", value_name = "SIZE", value_parser = units::parse_bytes)]
+    pub block_size: u64,
     /// Ring block count (halved automatically while the kernel lacks memory)
     #[arg(long, default_value_t = 64)]
     pub block_count: u32,
     /// Block retire timeout: longest a partly filled block waits (ms resolution; 0 = kernel)
-    #[arg(long, default_value = "10ms", value_name = "DURATION")]
-    pub retire: String,
+    #[arg(long, default_value = "10ms", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub retire: u64,
     /// How to wait for packets
     #[arg(long, value_enum, default_value_t = CaptureWaitArg::Adaptive)]
     pub wait: CaptureWaitArg,
@@ -529,11 +529,11 @@ pub struct CaptureArgs {
     #[arg(long, default_value_t = 1000, value_name = "US")]
     pub poll_period: u64,
     /// Start a new file once one reaches this size (e.g. 100MB)
-    #[arg(long, value_name = "SIZE")]
-    pub rotate_size: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = units::parse_bytes)]
+    pub rotate_size: Option<u64>,
     /// Start a new file every DURATION
-    #[arg(long, value_name = "DURATION")]
-    pub rotate_every: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub rotate_every: Option<u64>,
     /// Cut --rotate-every files at multiples of DURATION since the epoch (wall clock)
     #[arg(long, requires = "rotate_every")]
     pub rotate_align: bool,
@@ -558,8 +558,8 @@ pub struct CaptureArgs {
     #[arg(long)]
     pub buffered_io: bool,
     /// Print a live statistics line on stderr this often (e.g. 1s)
-    #[arg(long, value_name = "DURATION")]
-    pub stats_interval: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub stats_interval: Option<u64>,
     /// Print the summary as JSON (schema wirelab.capture/1)
     #[arg(long)]
     pub json: bool,
@@ -607,8 +607,8 @@ pub struct CatchUpArgs {
     pub spread_factor: f64,
     /// Most a gap is shortened while catching up (--late spread): each catch-up gap is off
     /// by at most this much; larger values catch up faster
-    #[arg(long, default_value = "2us", value_name = "DURATION")]
-    pub spread_max_shrink: String,
+    #[arg(long, default_value = "2us", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub spread_max_shrink: u64,
     /// --late spread: lateness up to N x --spread-max-shrink is worked off gently, that
     /// much per gap; larger lateness is caught up at once, as far as --spread-factor allows
     #[arg(long, default_value_t = 8, value_name = "N",
@@ -667,8 +667,9 @@ pub struct ReplayArgs {
     #[arg(short = 'x', long, value_name = "X", conflicts_with_all = ["pps", "mbps", "topspeed"])]
     pub multiplier: Option<f64>,
     /// Fixed packet rate (e.g. 1000, 100kpps)
-    #[arg(short = 'p', long, value_name = "RATE", conflicts_with_all = ["mbps", "topspeed"])]
-    pub pps: Option<String>,
+    #[arg(short = 'p', long, value_name = "RATE", conflicts_with_all = ["mbps", "topspeed"],
+          value_parser = units::parse_rate_pps)]
+    pub pps: Option<f64>,
     /// Fixed bit rate in Mbit/s (see --rate-layer)
     #[arg(short = 'M', long, value_name = "MBPS", conflicts_with = "topspeed")]
     pub mbps: Option<f64>,
@@ -685,11 +686,11 @@ pub struct ReplayArgs {
     #[arg(short = 'l', long = "loop", default_value_t = 1, value_name = "N")]
     pub loops: u64,
     /// Gap between passes (default: the trace's mean gap, so timestamps continue)
-    #[arg(long, value_name = "DURATION")]
-    pub loop_delay: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub loop_delay: Option<u64>,
     /// Stop after this much time
-    #[arg(long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub duration: Option<u64>,
     /// Stop after this many packets
     #[arg(short = 'L', long, value_name = "N")]
     pub limit: Option<u64>,
@@ -699,8 +700,8 @@ pub struct ReplayArgs {
     #[command(flatten)]
     pub phase: PhaseArgs,
     /// Lateness that counts as late (report; threshold of --late rebase)
-    #[arg(long, default_value = "10us", value_name = "DURATION")]
-    pub late_threshold: String,
+    #[arg(long, default_value = "10us", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    pub late_threshold: u64,
     /// Sleep until this long before each deadline, then spin; "auto" learns the margin
     /// from how late this machine's sleeps wake up (1ms..2ms: gaps shorter than that are
     /// spun through)
@@ -719,8 +720,8 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub batch: usize,
     /// Preload budget; larger inputs are streamed with read-ahead
-    #[arg(long, default_value = "1GiB", value_name = "BYTES")]
-    pub max_preload: String,
+    #[arg(long, default_value = "1GiB", value_name = "BYTES", value_parser = units::parse_bytes)]
+    pub max_preload: u64,
     /// SCHED_FIFO priority (1-99)
     #[arg(long, value_name = "PRIO")]
     pub rt_priority: Option<i32>,
@@ -730,7 +731,7 @@ pub struct ReplayArgs {
     /// Lock memory (mlockall)
     #[arg(long)]
     pub mlock: bool,
-    /// Write every departure to this CSV file
+    /// Write every departure to this record file (read it with `wirelab analyze` or `wirelab export`)
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// Send only these packets: numbers (7,11,20-23,174- or P:LIST) or a BPF filter (F:EXPR or plain text)
@@ -793,8 +794,8 @@ pub struct ReplaySplitArgs {
 #[derive(Args, Debug)]
 pub struct ReplayRewriteArgs {
     /// Destination MAC (aa:bb:cc:dd:ee:ff)
-    #[arg(long, value_name = "MAC")]
-    pub enet_dmac: Option<String>,
+    #[arg(long, value_name = "MAC", value_parser = parse_mac)]
+    pub enet_dmac: Option<[u8; 6]>,
     /// Source MAC, or `if` for the sending interface's MAC
     #[arg(long, value_name = "MAC")]
     pub enet_smac: Option<String>,
@@ -814,20 +815,20 @@ pub struct ReplayRewriteArgs {
     #[arg(long, value_name = "PROTO")]
     pub enet_vlan_proto: Option<String>,
     /// Map source addresses FROM:TO by CIDR (repeatable; [v6]/64:[v6]/64 for IPv6)
-    #[arg(long, value_name = "MAP")]
-    pub srcipmap: Vec<String>,
+    #[arg(long, value_name = "MAP", value_parser = IpMap::parse)]
+    pub srcipmap: Vec<IpMap>,
     /// Map destination addresses FROM:TO by CIDR (repeatable)
-    #[arg(long, value_name = "MAP")]
-    pub dstipmap: Vec<String>,
+    #[arg(long, value_name = "MAP", value_parser = IpMap::parse)]
+    pub dstipmap: Vec<IpMap>,
     /// Map source and destination addresses FROM:TO (repeatable)
-    #[arg(long, value_name = "MAP")]
-    pub pnat: Vec<String>,
+    #[arg(long, value_name = "MAP", value_parser = IpMap::parse)]
+    pub pnat: Vec<IpMap>,
     /// Map TCP/UDP ports PORT[-PORT]:NEW (repeatable)
-    #[arg(long, value_name = "MAP")]
-    pub portmap: Vec<String>,
+    #[arg(long, value_name = "MAP", value_parser = PortMap::parse)]
+    pub portmap: Vec<PortMap>,
     /// TTL / hop limit: N, +N or -N
-    #[arg(long, value_name = "TTL")]
-    pub ttl: Option<String>,
+    #[arg(long, value_name = "TTL", value_parser = Ttl::parse)]
+    pub ttl: Option<Ttl>,
     /// MTU for --mtu-trunc (L3 bytes)
     #[arg(long, default_value_t = 1500, value_name = "BYTES")]
     pub mtu: usize,

@@ -28,12 +28,27 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Usage(msg.into()))
 }
 
+/// Classifies a refused real-time setting: a permission failure is a
+/// missing privilege, a value the machine cannot take a usage error naming
+/// its flag.
+pub fn rt_error(e: wirelab_io::rt::RtError) -> anyhow::Error {
+    use wirelab_io::rt::RtError;
+    let denied = |s: &std::io::Error| s.kind() == std::io::ErrorKind::PermissionDenied;
+    match &e {
+        RtError::Priority { source, .. } | RtError::Pin { source, .. } if denied(source) => {
+            anyhow::Error::new(Privilege(e.to_string()))
+        }
+        RtError::Mlock { .. } => anyhow::Error::new(Privilege(e.to_string())),
+        RtError::Pin { .. } => usage(format!("--cpu: {e}")),
+        RtError::PriorityRange { .. } => usage(format!("--rt-priority: {e}")),
+        RtError::Priority { .. } => anyhow::Error::new(e),
+    }
+}
+
 pub fn exit_code(e: &anyhow::Error) -> i32 {
     if e.downcast_ref::<Usage>().is_some() {
         2
-    } else if e.downcast_ref::<Privilege>().is_some()
-        || e.downcast_ref::<wirelab_io::rt::RtError>().is_some()
-    {
+    } else if e.downcast_ref::<Privilege>().is_some() {
         3
     } else {
         1
@@ -51,4 +66,32 @@ pub fn is_root() -> bool {
                 .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
         })
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+    use wirelab_io::rt::RtError;
+
+    #[test]
+    fn a_refused_permission_is_3_and_a_value_the_machine_cannot_take_is_2() {
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let bad_cpu = rt_error(RtError::Pin {
+            cpu: 999,
+            ncpu: 2,
+            source: io::Error::from_raw_os_error(22),
+        });
+        assert_eq!(exit_code(&bad_cpu), 2);
+        assert!(bad_cpu.to_string().starts_with("--cpu: "), "{bad_cpu}");
+        let prio = rt_error(RtError::PriorityRange { prio: 100 });
+        assert_eq!(exit_code(&prio), 2);
+        assert!(prio.to_string().starts_with("--rt-priority: "), "{prio}");
+        let no_cap = rt_error(RtError::Priority {
+            prio: 10,
+            source: denied(),
+        });
+        assert_eq!(exit_code(&no_cap), 3);
+        assert_eq!(exit_code(&rt_error(RtError::Mlock { source: denied() })), 3);
+    }
 }

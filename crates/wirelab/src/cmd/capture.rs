@@ -4,32 +4,24 @@ use crate::cli::{
     CaptureArgs, CaptureFormatArg, CaptureWaitArg, DirectionArg, FanoutArg, TsPrecArg,
 };
 use crate::error::{usage, Privilege};
-use crate::values;
 use anyhow::Result;
 use std::io::Write;
 use std::time::Duration;
 use wirelab_engine::capture::{
-    Capture, CaptureConfig, CaptureError, CaptureReport, FileFormat, LiveSnapshot, Rotation,
-    WaitPolicy,
+    Capture, CaptureConfig, CaptureError, FileFormat, LiveSnapshot, Rotation, WaitPolicy,
 };
-use wirelab_engine::StopFlag;
+use wirelab_engine::job::text;
 use wirelab_io::ring_rx::{Direction, FanoutMode, RingConfig, RingError};
 use wirelab_pcap::PcapPrecision;
 
 fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
-    let dur = |flag: &str, v: &Option<String>| -> Result<Option<u64>> {
-        v.as_deref()
-            .map(|s| values::duration_ns(flag, s))
-            .transpose()
-    };
-    let block_size = values::bytes("--block-size", &a.block_size)?;
-    let block_size = u32::try_from(block_size).map_err(|_| {
+    let block_size = u32::try_from(a.block_size).map_err(|_| {
         usage(format!(
             "--block-size {} is larger than 4 GiB",
             a.block_size
         ))
     })?;
-    let retire_ns = values::duration_ns("--retire", &a.retire)?;
+    let retire_ns = a.retire;
     if retire_ns != 0 && retire_ns < 1_000_000 {
         return Err(usage(
             "--retire has millisecond resolution: use 0 (kernel default) or at least 1ms",
@@ -62,7 +54,7 @@ fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
         },
         poll_period_ns: a.poll_period * 1_000,
         count: a.count,
-        duration_ns: dur("--duration", &a.duration)?,
+        duration_ns: a.duration,
         threads: a.threads as usize,
         fanout: match a.fanout {
             FanoutArg::Hash => FanoutMode::Hash,
@@ -77,12 +69,8 @@ fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
             (CaptureFormatArg::Pcap, TsPrecArg::Ns) => FileFormat::Pcap(PcapPrecision::Nano),
         },
         rotation: Rotation {
-            max_bytes: a
-                .rotate_size
-                .as_deref()
-                .map(|s| values::bytes("--rotate-size", s))
-                .transpose()?,
-            every_ns: dur("--rotate-every", &a.rotate_every)?,
+            max_bytes: a.rotate_size,
+            every_ns: a.rotate_every,
             align: a.rotate_align,
             max_files: a.rotate_files,
         },
@@ -109,14 +97,9 @@ pub fn run(a: CaptureArgs) -> Result<()> {
     let to_stdout = cfg.path.is_none();
     let stats_every = a
         .stats_interval
-        .as_deref()
-        .map(|s| values::duration_ns("--stats-interval", s).map(Duration::from_nanos))
-        .transpose()?
-        .filter(|d| !d.is_zero());
-    let stop = StopFlag::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.as_arc())?;
-    }
+        .filter(|&ns| ns > 0)
+        .map(Duration::from_nanos);
+    let stop = wirelab_engine::job::stop_on_signals()?;
     let cap = Capture::open(cfg.clone()).map_err(map_err)?;
     if !a.quiet {
         for n in cap.notes() {
@@ -171,7 +154,7 @@ pub fn run(a: CaptureArgs) -> Result<()> {
         s.push('\n');
         s
     } else {
-        human(&report)
+        text::capture(&report)
     };
     if to_stdout {
         eprint!("{text}");
@@ -191,91 +174,4 @@ impl CaptureArgs {
             CaptureWaitArg::Adaptive => format!("adaptive (poll every {} µs)", self.poll_period),
         }
     }
-}
-
-fn ms(ns: u64) -> String {
-    wirelab_core::units::format_ns(ns as f64)
-}
-
-fn human(r: &CaptureReport) -> String {
-    let merged = r.merge.iter().flat_map(|m| m.files.iter());
-    let files: Vec<&str> = r
-        .threads
-        .iter()
-        .flat_map(|t| t.files.iter())
-        .chain(merged)
-        .filter(|f| !f.deleted)
-        .map(|f| f.path.as_str())
-        .collect();
-    let files = if files.len() > 3 {
-        format!(
-            "{} … {} ({} files)",
-            files[0],
-            files[files.len() - 1],
-            files.len()
-        )
-    } else {
-        files.join(", ")
-    };
-    let l = &r.loss;
-    let d = &r.delivery_latency;
-    let mut s = format!(
-        "wirelab capture: {} packets ({:.1} kB) on {} in {:.2} s → {} [{}; stopped by {}]\n",
-        r.packets,
-        r.bytes as f64 / 1e3,
-        r.interface,
-        r.duration_s,
-        files,
-        r.format,
-        r.stop_reason
-    );
-    s += &format!(
-        "  loss: interface rx_dropped {} rx_missed {}; ring drops {} (queue freezes {}); writer {}\n",
-        l.if_rx_dropped, l.if_rx_missed_errors, l.ring_drops, l.ring_freeze_q_cnt, l.writer_drops
-    );
-    s += &format!(
-        "  wait {}: {} wake-ups ({:.0}/s), {:.1} packets/wake-up, {} mode switches, {:.0}% of cycles polling\n",
-        serde_json::to_value(r.wait)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
-        r.wakeups,
-        r.wakeups_per_s,
-        r.packets_per_wakeup,
-        r.mode_switches,
-        r.poll_fraction * 100.0
-    );
-    s += &format!(
-        "  cpu: {:.3} s user + {:.3} s system ({:.1}% of a core, {:.0} ns/packet)\n",
-        r.cpu.process_user_s,
-        r.cpu.process_system_s,
-        r.cpu.utilization * 100.0,
-        r.cpu.ns_per_packet
-    );
-    if d.count > 0 {
-        s += &format!(
-            "  delivery latency (kernel stamp → handled): min {} p50 {} p90 {} p99 {} max {}\n",
-            ms(d.min_ns),
-            ms(d.p50_ns),
-            ms(d.p90_ns),
-            ms(d.p99_ns),
-            ms(d.max_ns)
-        );
-    }
-    if let Some(m) = &r.merge {
-        s += &format!(
-            "  merge of {} threads: {} batches, at most {} packets held back, longest delay {} (idle bound {}), {} pool waits, {} late\n",
-            r.threads.len(),
-            m.batches,
-            m.held_max,
-            ms(m.max_delay_ns),
-            ms(m.idle_bound_ns),
-            m.pool_waits,
-            m.late
-        );
-    }
-    for n in &r.notes {
-        s += &format!("  note: {n}\n");
-    }
-    s
 }

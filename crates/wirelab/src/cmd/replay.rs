@@ -1,18 +1,19 @@
 //! `wirelab replay`.
 
 use crate::cli::{FixLenArg, RateLayerArg, ReplayArgs, ReplayTxArg, VlanArg};
-use crate::error::usage;
+use crate::error::{rt_error, usage};
 use crate::values;
 use anyhow::{Context, Result};
 use wirelab_core::replay::Timing;
-use wirelab_core::units;
+use wirelab_engine::job::replay::{ReplayJob, ReplayJobError};
+use wirelab_engine::job::rt::RtSetup;
+use wirelab_engine::job::text;
 use wirelab_engine::replay::{
-    self, Output, Ranges, ReadSpec, ReplayConfig, ReplayError, ReplayReport, Selection, Spin, Split,
+    self, Output, Ranges, ReadSpec, ReplayConfig, ReplayError, Selection, Spin, Split,
 };
-use wirelab_engine::StopFlag;
 use wirelab_io::bpf::BpfProgram;
 use wirelab_wire::rewrite::split::{parse_cidrs, PortSet, SideMap, SplitMode};
-use wirelab_wire::rewrite::{parse_mac, FixLen, IpMap, PortMap, RewriteSpec, Ttl, Vlan};
+use wirelab_wire::rewrite::{parse_mac, FixLen, RewriteSpec, Vlan};
 
 enum Sel {
     Ranges(Ranges),
@@ -56,9 +57,7 @@ fn rewrite_spec(a: &ReplayArgs) -> Result<RewriteSpec> {
         }),
         ..Default::default()
     };
-    if let Some(m) = &a.rw.enet_dmac {
-        r.dmac = Some(parse_mac(m).map_err(|e| usage(format!("--enet-dmac: {e}")))?);
-    }
+    r.dmac = a.rw.enet_dmac;
     if let Some(m) = &a.rw.enet_smac {
         r.smac = Some(if m == "if" {
             let ifname = a.intf.as_deref().ok_or_else(|| {
@@ -114,24 +113,10 @@ fn rewrite_spec(a: &ReplayArgs) -> Result<RewriteSpec> {
             tpid,
         }),
     };
-    let maps = |flag: &str, v: &[String]| -> Result<Vec<IpMap>> {
-        v.iter()
-            .map(|s| IpMap::parse(s).map_err(|e| usage(format!("{flag}: {e}"))))
-            .collect()
-    };
-    r.src_map = maps("--srcipmap", &a.rw.srcipmap)?;
-    r.dst_map = maps("--dstipmap", &a.rw.dstipmap)?;
-    let pn = maps("--pnat", &a.rw.pnat)?;
-    r.src_map.extend(pn.iter().copied());
-    r.dst_map.extend(pn);
-    r.ports =
-        a.rw.portmap
-            .iter()
-            .map(|s| PortMap::parse(s).map_err(|e| usage(format!("--portmap: {e}"))))
-            .collect::<Result<_>>()?;
-    if let Some(t) = &a.rw.ttl {
-        r.ttl = Some(Ttl::parse(t).map_err(|e| usage(format!("--ttl: {e}")))?);
-    }
+    r.src_map = [&a.rw.srcipmap[..], &a.rw.pnat].concat();
+    r.dst_map = [&a.rw.dstipmap[..], &a.rw.pnat].concat();
+    r.ports = a.rw.portmap.clone();
+    r.ttl = a.rw.ttl;
     Ok(r)
 }
 
@@ -229,8 +214,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
     }
     let timing = if a.topspeed {
         Timing::Topspeed
-    } else if let Some(p) = &a.pps {
-        let pps = units::parse_rate_pps(p).map_err(|e| usage(format!("--pps: {e}")))?;
+    } else if let Some(pps) = a.pps {
         if !(pps.is_finite() && pps > 0.0) {
             return Err(usage("--pps must be above 0"));
         }
@@ -254,7 +238,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         }
         Timing::Original { multiplier: x }
     };
-    let late_threshold_ns = values::duration_ns("--late-threshold", &a.late_threshold)?;
+    let late_threshold_ns = a.late_threshold;
     let late = a.catch_up.policy(late_threshold_ns)?;
     let mut select = Selection::default();
     for (flag, spec, incl) in [
@@ -332,19 +316,11 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         late,
         late_threshold_ns,
         loops: a.loops,
-        loop_delay_ns: a
-            .loop_delay
-            .as_deref()
-            .map(|d| values::duration_ns("--loop-delay", d))
-            .transpose()?,
-        duration_ns: a
-            .duration
-            .as_deref()
-            .map(|d| values::duration_ns("--duration", d))
-            .transpose()?,
+        loop_delay_ns: a.loop_delay,
+        duration_ns: a.duration,
         limit: a.limit,
         unique_ip: a.unique_ip,
-        max_preload: values::bytes("--max-preload", &a.max_preload)?,
+        max_preload: a.max_preload,
         batch: a.batch.clamp(1, 4096),
         spin: if a.spin == "auto" {
             Spin::Auto
@@ -360,60 +336,29 @@ pub fn run(a: ReplayArgs) -> Result<()> {
     if a.loops == 0 && a.duration.is_none() && a.limit.is_none() && !a.quiet {
         eprintln!("wirelab replay: looping until interrupted (Ctrl-C)");
     }
-    let stop = StopFlag::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.as_arc())?;
-    }
-    if a.mlock {
-        wirelab_io::rt::lock_memory()?;
-    }
-    // The replay runs on this thread: apply RT settings here.
-    wirelab_io::clock::set_timer_slack(1);
-    if let Some(c) = a.cpu {
-        wirelab_io::rt::pin_to_cpu(c)?;
-    }
-    if let Some(p) = a.rt_priority {
-        wirelab_io::rt::set_fifo_priority(p)?;
-    }
-    // Live progress on stderr when it is a terminal: a spinner with the
-    // frames sent and the rate, refreshed by a helper thread (the replay
-    // thread only stores a counter after each kick).
-    let mut cfg = cfg;
-    let pb = crate::progress::spinner(a.quiet);
-    let ticker = pb.clone().map(|pb| {
-        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        cfg.progress = Some(sent.clone());
-        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let d2 = done.clone();
-        let h = std::thread::spawn(move || {
-            let t0 = std::time::Instant::now();
-            while !d2.load(std::sync::atomic::Ordering::Relaxed) {
-                let n = sent.load(std::sync::atomic::Ordering::Relaxed);
-                let secs = t0.elapsed().as_secs_f64().max(1e-3);
-                pb.set_message(format!(
-                    "replay: {n} frame(s) sent, {:.0} pps",
-                    n as f64 / secs
-                ));
-                std::thread::sleep(std::time::Duration::from_millis(250));
-            }
-        });
-        (done, h)
+    let job = ReplayJob::new(
+        cfg,
+        RtSetup {
+            cpu: a.cpu,
+            fifo_priority: a.rt_priority,
+            mlock: a.mlock,
+        },
+    );
+    let sent = job.progress();
+    let ticker = crate::progress::ticker(a.quiet, move |secs| {
+        let n = sent.get();
+        format!("replay: {n} frame(s) sent, {:.0} pps", n as f64 / secs)
     });
-    let res = replay::run(&cfg, &stop);
-    if let Some((done, h)) = ticker {
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        let _ = h.join();
-    }
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+    let res = job.run();
+    drop(ticker);
     let rep = res.map_err(|e| match e {
-        ReplayError::Packet(wirelab_io::packet_sock::PacketError::Permission { .. }) => {
-            anyhow::Error::new(crate::error::Privilege(e.to_string()))
-        }
-        ReplayError::Packet(wirelab_io::packet_sock::PacketError::NoInterface { .. }) => {
-            usage(e.to_string())
-        }
+        ReplayJobError::Rt(e) => rt_error(e),
+        ReplayJobError::Replay(
+            e @ ReplayError::Packet(wirelab_io::packet_sock::PacketError::Permission { .. }),
+        ) => anyhow::Error::new(crate::error::Privilege(e.to_string())),
+        ReplayJobError::Replay(
+            e @ ReplayError::Packet(wirelab_io::packet_sock::PacketError::NoInterface { .. }),
+        ) => usage(e.to_string()),
         other => anyhow::Error::new(other),
     })?;
     if a.json {
@@ -422,106 +367,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
             serde_json::to_string_pretty(&rep).context("serialising the report")?
         );
     } else {
-        print_human(&rep);
+        text::write_replay(&rep, &mut std::io::stdout().lock())?;
     }
     Ok(())
-}
-
-fn us(ns: f64) -> String {
-    units::format_ns(ns)
-}
-
-fn print_human(r: &ReplayReport) {
-    let f = &r.fidelity;
-    println!(
-        "replay: {} packet(s) to {} via {}{} ({} loop(s), stopped: {})",
-        f.packets,
-        r.output,
-        r.tx,
-        if r.qdisc_bypass {
-            " (qdisc bypass)"
-        } else {
-            ""
-        },
-        r.loops,
-        r.stopped_by
-    );
-    println!(
-        "  trace: {} packet(s) per pass, {} bytes held in {} (budget {} bytes), read {} / selected {} / filtered {} / oversize {}",
-        r.load.packets, r.load.bytes, r.load.mode, r.load.max_preload_bytes, r.read.read, r.read.selected, r.read.filtered, r.read.oversize
-    );
-    if r.rewrite.changed > 0 || r.rewrite.dropped > 0 {
-        println!(
-            "  rewrite: {} changed, {} dropped, {} truncated, {} checksum recomputes, {} not recomputable",
-            r.rewrite.changed, r.rewrite.dropped, r.rewrite.truncated, r.rewrite.csum_recomputed, r.rewrite.csum_unfixable
-        );
-    }
-    if r.tx != "file" {
-        let d = &f.departure_error;
-        let g = &f.interdeparture_error;
-        println!(
-            "  departure error (actual - scheduled): p50 {} p99 {} p99.9 {} max {}",
-            us(d.p50_ns as f64),
-            us(d.p99_ns as f64),
-            us(d.p999_ns as f64),
-            us(d.max_ns as f64)
-        );
-        println!(
-            "  inter-departure error |gap - original|: p50 {} p99 {} p99.9 {} max {} (mean signed {})",
-            us(g.p50_ns as f64), us(g.p99_ns as f64), us(g.p999_ns as f64), us(g.max_ns as f64), us(f.interdeparture_error_mean_signed_ns)
-        );
-        println!(
-            "  duration {} vs scheduled {}: error {} ({:.1} ppm)",
-            us(f.duration_ns as f64),
-            us(f.scheduled_duration_ns as f64),
-            us(f.duration_error_ns as f64),
-            f.drift_ppm
-        );
-        println!(
-            "  late (> {}): {} packet(s) in {} run(s), longest {}",
-            us(f.late_threshold_ns as f64),
-            f.late_packets,
-            f.late_runs,
-            f.late_run_max
-        );
-        println!(
-            "  achieved: {:.0} pps, {:.3} Mbit/s L2, {:.3} Mbit/s wire",
-            f.pps, f.mbps_l2, f.mbps_wire
-        );
-        println!(
-            "  send: {} call(s), {} failure(s), {} retr(ies), {} frame(s) lost",
-            r.send.kicks, r.send.failures, r.send.retries, r.send.frames_lost
-        );
-        if let Some(sp) = &r.split {
-            println!(
-                "  split ({}): {} client packet(s) on {}, {} server packet(s) on {}{}",
-                sp.mode,
-                sp.client_packets,
-                sp.primary,
-                sp.server_packets,
-                sp.secondary,
-                if sp.skipped_packets > 0 {
-                    format!(
-                        ", {} not sent (\"don't send\" in the cache)",
-                        sp.skipped_packets
-                    )
-                } else {
-                    String::new()
-                }
-            );
-        }
-        println!(
-            "  wait: spin margin {} (final {}, max {}), {} sleep(s), {} woke past the deadline, worst oversleep {}",
-            r.wait.spin,
-            us(r.wait.spin_margin_final_ns as f64),
-            us(r.wait.spin_margin_max_ns as f64),
-            r.wait.sleeps,
-            r.wait.sleeps_past_deadline,
-            us(r.wait.oversleep_max_ns as f64)
-        );
-        if let Some(p) = &r.phase {
-            println!("  {p}");
-        }
-        println!("  departure = {}", r.departure);
-    }
 }

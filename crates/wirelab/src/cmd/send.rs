@@ -1,42 +1,33 @@
-//! `wirelab send`.
+//! `wirelab send`: flags to a [`SendJob`], its report to stdout.
 
 use crate::cli::{FormatArg, SendArgs, WaitArg};
-use crate::cmd::analyze::{sender_summary, Requested, RttAccum, SendAccum, SentFlow};
-use crate::error::usage;
+use crate::error::{rt_error, usage};
 use crate::values;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::time::Duration;
-use wirelab_analysis::SenderInfo;
-use wirelab_core::gen::{Bounds, Dist, SpecKind, SpecUnit};
+use wirelab_analysis::schema::{to_json_sorted, SendSettings};
+use wirelab_core::gen::{Dist, SpecKind, SpecUnit};
 use wirelab_core::schedule::{Limits, SpinMargin, WaitStrategy};
-use wirelab_engine::recordlog::{hostname, RecordLog, RecordMeta};
-use wirelab_engine::sender::{self, FlowConfig, Padding, MAX_PAYLOAD};
-use wirelab_engine::StopFlag;
-use wirelab_io::clock::{mono_ns, mono_to_real_offset};
-use wirelab_wire::luna::LUNA_LEN;
-use wirelab_wire::probe::{ECHO_LEN, HEADER_LEN};
-use wirelab_wire::record::Role;
+use wirelab_engine::job::rt::RtSetup;
+use wirelab_engine::job::send::{SendError, SendJob, Values};
+use wirelab_engine::job::{spec, text};
+use wirelab_engine::sender::{FlowConfig, Padding};
 
 /// Lateness that `--late rebase` shifts the schedule on.
 const REBASE_THRESHOLD_NS: u64 = 10_000;
 
 pub fn run(a: SendArgs) -> Result<()> {
     let size_spec = values::parse_spec("--size", &a.size, SpecUnit::Bytes)?;
-    let mean_size = values::mean_of(&size_spec);
     let ival_spec = values::interval_spec(
         a.interval.as_deref(),
-        a.rate.as_deref(),
-        a.bitrate.as_deref(),
-        mean_size,
+        a.rate,
+        a.bitrate,
+        spec::mean_of(&size_spec),
     )?;
-    let duration_ns = match (&a.duration, a.count) {
-        (Some(d), _) => Some(values::duration_ns("--duration", d)?),
+    let duration_ns = match (a.duration, a.count) {
+        (Some(d), _) => Some(d),
         (None, Some(_)) => None,
         (None, None) => Some(10_000_000_000),
-    };
-    let limits = Limits {
-        count: a.count,
-        duration_ns,
     };
     let adaptive_spin = a.spin_margin == "auto";
     let wait = match a.wait {
@@ -50,7 +41,6 @@ pub fn run(a: SendArgs) -> Result<()> {
             },
         },
     };
-    let padding = parse_padding(&a.padding)?;
     let late = a.catch_up.policy(REBASE_THRESHOLD_NS)?;
     // The start phase matters only for a periodic schedule.
     let phase = match (a.phase.config()?, ival_spec.kind()) {
@@ -64,12 +54,6 @@ pub fn run(a: SendArgs) -> Result<()> {
         .as_deref()
         .map(|b| super::bind_addr(Some(b), 0, false))
         .transpose()?;
-    let echo_wait = Duration::from_nanos(values::duration_ns("--echo-wait", &a.echo_wait)?);
-    let min_size = match (a.format, a.echo) {
-        (FormatArg::Luna, _) => LUNA_LEN,
-        (FormatArg::Wirelab, true) => ECHO_LEN,
-        (FormatArg::Wirelab, false) => HEADER_LEN,
-    } as f64;
     if a.format == FormatArg::Luna {
         if a.warmup > 0 {
             return Err(usage(
@@ -82,170 +66,102 @@ pub fn run(a: SendArgs) -> Result<()> {
             ));
         }
     }
-    let size_bounds = Bounds::new(min_size, MAX_PAYLOAD as f64)?;
-    let ival_bounds = Bounds::new(0.0, values::MAX_INTERVAL_NS)?;
-    // Build every generator up front so a bad file fails before anything is sent.
-    let mut gens = Vec::new();
-    for i in 0..a.flows {
-        let seed = a.seed.wrapping_add(i as u64 * 0x9e37_79b9);
-        gens.push((
-            values::build("--interval", &ival_spec, seed, ival_bounds)?,
-            values::build("--size", &size_spec, seed ^ 0xa5a5, size_bounds)?,
-        ));
-    }
-
-    if a.mlock {
-        wirelab_io::rt::lock_memory()?;
-    }
-    let config = serde_json::json!({
-        "host": a.host, "target": target.to_string(), "flow": a.flow, "flows": a.flows,
-        "interval": ival_spec.to_string(), "size": size_spec.to_string(),
-        "count": a.count, "duration_ns": duration_ns, "tos": tos, "padding": a.padding,
-        "warmup": a.warmup, "wait": format!("{:?}", a.wait).to_lowercase(), "echo": a.echo,
-        "seed": a.seed, "batch": a.batch, "rt_priority": a.rt_priority, "cpu": a.cpu,
-        "format": a.format.engine(), "late": format!("{late:?}"),
-        "phase": phase.map(|(pc, _)| pc.calibrate.as_nanos() as u64),
-    });
-    let mono_to_real = mono_to_real_offset();
-    // sched_ns counts from the epoch; the first departure follows 50 ms
-    // later, after every thread is set up.
-    let epoch = mono_ns();
-    let start = epoch + 50_000_000;
-    let start_unix_ns = (epoch as i128 + mono_to_real) as u64;
-    let log = match &a.record {
-        Some(p) => {
-            let meta = RecordMeta {
-                wirelab_version: env!("CARGO_PKG_VERSION").into(),
-                role: "sender".into(),
-                host: hostname(),
-                clock: "CLOCK_MONOTONIC schedule; tx times CLOCK_REALTIME".into(),
-                start_unix_ns,
-                config: config.clone(),
-            };
-            Some(
-                RecordLog::create(p, Role::Sender, &meta)
-                    .with_context(|| format!("cannot create record file {}", p.display()))?,
-            )
-        }
-        None => None,
+    let settings = SendSettings {
+        host: a.host.clone(),
+        target: target.to_string(),
+        flow: a.flow,
+        flows: a.flows,
+        interval: ival_spec.to_string(),
+        size: size_spec.to_string(),
+        count: a.count,
+        duration_ns,
+        tos,
+        padding: a.padding.clone(),
+        warmup: a.warmup,
+        wait: format!("{:?}", a.wait).to_lowercase(),
+        echo: a.echo,
+        seed: a.seed,
+        batch: a.batch,
+        rt_priority: a.rt_priority,
+        cpu: a.cpu,
+        format: format!("{:?}", a.format).to_lowercase(),
+        late: format!("{late:?}"),
+        phase: phase.map(|(pc, _)| pc.calibrate.as_nanos() as u64),
     };
-
-    let stop = StopFlag::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.as_arc())?;
-    }
-    let pb = crate::progress::spinner(a.quiet || a.json);
-    if let Some(pb) = &pb {
-        pb.set_message(format!(
-            "sending to {target}: {} flow(s), interval {ival_spec}, size {size_spec}",
-            a.flows
-        ));
-    }
-
-    let interval_ns = Requested::from_config(&config).mean_interval_ns();
-    let mut handles = Vec::new();
-    for (i, (mut ivals, mut sizes)) in gens.into_iter().enumerate() {
-        let cfg = FlowConfig {
+    let job = SendJob {
+        flow: FlowConfig {
             target,
             bind,
-            flow: a.flow.wrapping_add(i as u32),
-            limits,
+            flow: a.flow,
+            limits: Limits {
+                count: a.count,
+                duration_ns,
+            },
             tos,
             warmup: a.warmup,
-            padding,
+            padding: parse_padding(&a.padding)?,
             wait,
             adaptive_spin,
             prime: !a.no_prime,
             anchor_first: !a.planned_start,
             echo: a.echo,
-            echo_wait,
+            echo_wait: Duration::from_nanos(a.echo_wait),
             last_repeats: 3,
             last_gap: Duration::from_millis(2),
             max_batch: a.batch as usize,
             lead: Duration::ZERO,
-            seed: a.seed.wrapping_add(i as u64),
-            epoch_mono_ns: Some(epoch),
-            start_mono_ns: Some(start),
-            mono_to_real,
+            seed: a.seed,
+            epoch_mono_ns: None,
+            start_mono_ns: None,
+            mono_to_real: 0,
             format: a.format.engine(),
             late,
             phase,
-        };
-        let stop = stop.clone();
-        let tx_log = log.as_ref().map(|l| l.writer());
-        let reply_log = log.as_ref().filter(|_| a.echo).map(|l| l.writer());
-        let cpu = a.cpu.map(|c| c + i);
-        let prio = a.rt_priority;
-        let info = SenderInfo {
-            start_unix_ns,
-            interval_ns,
-            late_threshold_ns: None,
-        };
-        let echo = a.echo;
-        handles.push(std::thread::spawn(move || -> Result<SentFlow> {
-            if let Some(c) = cpu {
-                wirelab_io::rt::pin_to_cpu(c)?;
-            }
-            if let Some(p) = prio {
-                wirelab_io::rt::set_fifo_priority(p)?;
-            }
-            let mut next_ival = || ivals.next();
-            let mut next_size = || sizes.next();
-            let mut tx = SendAccum::new(info);
-            let (stats, rtt) = sender::run_flow(
-                &cfg,
-                &mut next_ival,
-                &mut next_size,
-                tx_log,
-                reply_log,
-                &mut tx,
-                RttAccum::default(),
-                &stop,
-            )
-            .with_context(|| format!("flow {} to {}", cfg.flow, cfg.target))?;
-            Ok(SentFlow {
-                stats,
-                tx,
-                rtt,
-                echo,
-                clamped_intervals: ivals.clamped(),
-                clamped_sizes: sizes.clamped(),
-            })
-        }));
-    }
-    let mut outcomes = Vec::new();
-    let mut first_err = None;
-    for h in handles {
-        match h.join() {
-            Ok(Ok(o)) => outcomes.push(o),
-            Ok(Err(e)) => {
-                stop.stop();
-                first_err.get_or_insert(e);
-            }
-            Err(_) => {
-                stop.stop();
-                first_err.get_or_insert(anyhow::anyhow!("a sending thread panicked"));
-            }
-        }
-    }
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
-    let mut log_stats = None;
-    if let Some(log) = log {
-        log_stats = Some(log.finish().context("cannot finish the record file")?);
-    }
-    if let Some(e) = first_err {
-        return Err(e);
-    }
-    let mut report = sender_summary(&mut outcomes, &config, target)?;
-    report["record_log"] = serde_json::to_value(log_stats)?;
+        },
+        flows: a.flows,
+        seed: a.seed,
+        rt: RtSetup {
+            cpu: a.cpu,
+            fifo_priority: a.rt_priority,
+            mlock: a.mlock,
+        },
+        record: a.record.clone(),
+        settings,
+        intervals: ival_spec,
+        sizes: size_spec,
+    };
+    let msg = format!(
+        "sending to {target}: {} flow(s), interval {}, size {}",
+        a.flows, job.intervals, job.sizes
+    );
+    let run = job.start().map_err(send_error)?;
+    let sent = run.progress();
+    let ticker = crate::progress::ticker(a.quiet || a.json, move |_| {
+        format!("{msg}; {} sent", sent.get())
+    });
+    let report = run.join().map_err(send_error);
+    drop(ticker);
+    let report = report?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", to_json_sorted(&report)?);
     } else {
-        crate::cmd::analyze::print_sender_summary(&report)?;
+        text::write_send(&report, &mut std::io::stdout().lock())?;
     }
     Ok(())
+}
+
+fn send_error(e: SendError) -> anyhow::Error {
+    match e {
+        SendError::Spec { values, .. } => usage(format!(
+            "{} {e}",
+            match values {
+                Values::Intervals => "--interval",
+                Values::Sizes => "--size",
+            }
+        )),
+        SendError::Rt(e) => rt_error(e),
+        e => anyhow::Error::new(e),
+    }
 }
 
 fn parse_padding(s: &str) -> Result<Padding> {

@@ -1,0 +1,214 @@
+//! The JSON reports of `wirelab send` (`wirelab.send/1`), `wirelab recv`
+//! (`wirelab.recv/1`) and `wirelab analyze` (`wirelab.analysis/1`, the
+//! [`Summary`]), as typed structs.
+//!
+//! The parts a driver measures about itself (send calls, receive wake-ups,
+//! record log counters) are type parameters: they are the engine's types,
+//! serialized as they are.
+//!
+//! send/1 and recv/1 are printed with every object's keys in alphabetical
+//! order at every level (their documented form, kept byte-compatible):
+//! [`to_json_sorted`] goes through `serde_json::Value`, whose maps sort.
+//! analysis/1 keeps its fields' declaration order.
+
+use crate::error::AnalysisError;
+use crate::report::{FlowReport, Summary, Totals};
+use serde::{Deserialize, Serialize};
+
+pub use crate::report::{OWD_CLOCK_NOTE, SCHEMA as ANALYSIS_SCHEMA};
+
+pub const SEND_SCHEMA: &str = "wirelab.send/1";
+pub const RECV_SCHEMA: &str = "wirelab.recv/1";
+
+/// Pretty JSON with every object's keys sorted (send/1, recv/1).
+pub fn to_json_sorted(v: &impl Serialize) -> Result<String, AnalysisError> {
+    Ok(serde_json::to_string_pretty(&serde_json::to_value(v)?)?)
+}
+
+/// The sender's settings as given, echoed in send/1 (`config`) and in the
+/// sender's record file metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SendSettings {
+    pub host: String,
+    pub target: String,
+    pub flow: u32,
+    pub flows: u32,
+    /// Generator specs of intervals (ns) and sizes (bytes), canonical form.
+    pub interval: String,
+    pub size: String,
+    pub count: Option<u64>,
+    pub duration_ns: Option<u64>,
+    pub tos: Option<u8>,
+    pub padding: String,
+    pub warmup: u64,
+    pub wait: String,
+    pub echo: bool,
+    pub seed: u64,
+    pub batch: u16,
+    pub rt_priority: Option<i32>,
+    pub cpu: Option<usize>,
+    pub format: String,
+    pub late: String,
+    /// Start-phase calibration length, when one runs.
+    pub phase: Option<u64>,
+}
+
+/// `wirelab.send/1`. `E` is the engine's per-flow counters, `L` the record
+/// log's.
+#[derive(Debug, Clone, Serialize)]
+pub struct SendReport<E, L> {
+    pub schema: &'static str,
+    pub target: String,
+    pub config: SendSettings,
+    pub flows: Vec<SentFlowReport<E>>,
+    pub totals: SendTotals,
+    pub record_log: Option<L>,
+}
+
+/// One flow of send/1: the analysis of what it sent, plus the engine's counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct SentFlowReport<E> {
+    #[serde(flatten)]
+    pub report: FlowReport,
+    pub echo_replies: u64,
+    pub engine: SendEngine<E>,
+}
+
+/// The engine's counters of one flow, plus the values its generators clamped.
+#[derive(Debug, Clone, Serialize)]
+pub struct SendEngine<E> {
+    #[serde(flatten)]
+    pub stats: E,
+    pub clamped_intervals: u64,
+    pub clamped_sizes: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SendTotals {
+    pub flows: usize,
+    pub sent: u64,
+}
+
+/// `wirelab.recv/1`. `O` is the receiver's own outcome, `L` the record log's
+/// counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecvReport<O, L> {
+    pub schema: &'static str,
+    pub receiver: O,
+    pub flows: Vec<FlowReport>,
+    pub totals: Totals,
+    pub clock_note: &'static str,
+    pub record_log: Option<L>,
+    pub hw_timestamps: Option<HwStampReport>,
+    /// How receive times were taken.
+    pub clock: String,
+}
+
+impl<O, L> RecvReport<O, L> {
+    pub fn new(
+        receiver: O,
+        summary: Summary,
+        record_log: Option<L>,
+        hw_timestamps: Option<HwStampReport>,
+        clock: String,
+    ) -> Self {
+        RecvReport {
+            schema: RECV_SCHEMA,
+            receiver,
+            flows: summary.flows,
+            totals: summary.totals,
+            clock_note: OWD_CLOCK_NOTE,
+            record_log,
+            hw_timestamps,
+            clock,
+        }
+    }
+
+    /// The flows and totals as an analysis [`Summary`] (for its text).
+    pub fn summary(&self) -> Summary {
+        Summary::new(self.flows.clone())
+    }
+}
+
+/// NIC hardware receive stamping (`recv --hw-timestamps`).
+#[derive(Debug, Clone, Serialize)]
+pub struct HwStampReport {
+    pub interface: String,
+    pub phc_index: Option<u32>,
+    pub rx_filter: i32,
+    pub changed_config: bool,
+    pub stamped_packets: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn send_report_keys_are_sorted_and_engine_fields_flattened() {
+        #[derive(Serialize)]
+        struct Eng {
+            sent: u64,
+            bytes: u64,
+        }
+        let r = SendReport {
+            schema: SEND_SCHEMA,
+            target: "127.0.0.1:1".into(),
+            config: SendSettings {
+                host: "h".into(),
+                target: "127.0.0.1:1".into(),
+                flow: 1,
+                flows: 1,
+                interval: "const:1ms".into(),
+                size: "const:64".into(),
+                count: Some(1),
+                duration_ns: None,
+                tos: None,
+                padding: "0".into(),
+                warmup: 0,
+                wait: "hybrid".into(),
+                echo: false,
+                seed: 1,
+                batch: 64,
+                rt_priority: None,
+                cpu: None,
+                format: "wirelab".into(),
+                late: "Burst".into(),
+                phase: None,
+            },
+            flows: vec![SentFlowReport {
+                report: FlowReport::empty(1),
+                echo_replies: 0,
+                engine: SendEngine {
+                    stats: Eng { sent: 1, bytes: 64 },
+                    clamped_intervals: 0,
+                    clamped_sizes: 2,
+                },
+            }],
+            totals: SendTotals { flows: 1, sent: 1 },
+            record_log: None::<()>,
+        };
+        let s = to_json_sorted(&r).unwrap();
+        let top: Vec<&str> = s
+            .lines()
+            .filter(|l| l.starts_with("  \"") && !l.starts_with("   "))
+            .map(|l| l.trim().split('"').nth(1).unwrap())
+            .collect();
+        assert_eq!(
+            top,
+            [
+                "config",
+                "flows",
+                "record_log",
+                "schema",
+                "target",
+                "totals"
+            ]
+        );
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["flows"][0]["engine"]["bytes"], 64);
+        assert_eq!(v["flows"][0]["engine"]["clamped_sizes"], 2);
+        assert_eq!(v["flows"][0]["flow"], 1);
+        assert_eq!(v["schema"], "wirelab.send/1");
+    }
+}

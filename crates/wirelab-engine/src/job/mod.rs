@@ -1,0 +1,43 @@
+//! Jobs: what one `wirelab` subcommand runs, from a typed configuration to
+//! a typed report. A job owns its threads, CPU pinning and real-time setup,
+//! the run's start epoch and stop handling; front ends map their flags to
+//! a job's configuration and render its report.
+//!
+//! - [`send`]: one thread per flow, paced by [`crate::sender`].
+//! - [`recv`]: the receiver/reflector on the calling thread.
+//! - [`replay`]: [`crate::replay`] on the calling thread.
+//! - [`records`]: record files read back for `wirelab analyze`.
+//! - [`spec`]: generators built from specs, with the run's seeds.
+//! - [`text`]: human summaries of the send and recv reports.
+
+pub mod records;
+pub mod recv;
+pub mod replay;
+pub mod rt;
+pub mod send;
+pub mod spec;
+pub mod text;
+
+use crate::StopFlag;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A stop flag raised by SIGINT and SIGTERM: the job stops sending, drains
+/// and flushes its records and summary.
+pub fn stop_on_signals() -> std::io::Result<StopFlag> {
+    let stop = StopFlag::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.as_arc())?;
+    }
+    Ok(stop)
+}
+
+/// Packets sent so far by a running job (a counter its threads store to).
+#[derive(Clone)]
+pub struct Progress(Arc<AtomicU64>);
+
+impl Progress {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,216 @@
+//! The recv job: the receiver (or reflector) on the calling thread, live
+//! per-flow statistics, optional NIC stamping and record file, and the
+//! `wirelab.recv/1` report.
+
+use super::rt::RtSetup;
+use crate::receiver::{Receiver, RecvConfig, RecvCounters, RecvOutcome, RxSink};
+use crate::recordlog::{hostname, LogStats, RecordLog, RecordMeta};
+use crate::{ProbeFormat, StopFlag};
+use serde::Serialize;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use thiserror::Error;
+use wirelab_analysis::schema::{HwStampReport, RecvReport};
+use wirelab_analysis::LiveFlows;
+use wirelab_io::clock::real_ns;
+use wirelab_io::hwtstamp::{HwTsError, RxHwStamping};
+use wirelab_io::rt::RtError;
+use wirelab_wire::record::{Record, Role};
+
+/// The report of a recv job.
+pub type RecvJobReport = RecvReport<RecvOutcome, LogStats>;
+
+/// How often the progress callback runs.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+#[derive(Debug, Error)]
+pub enum RecvError {
+    #[error(transparent)]
+    Rt(#[from] RtError),
+    #[error("cannot bind {addr}: {source}")]
+    Bind { addr: SocketAddr, source: io::Error },
+    #[error(transparent)]
+    HwStamping(#[from] HwTsError),
+    #[error("cannot create record file {path}: {source}", path = path.display())]
+    RecordCreate { path: PathBuf, source: io::Error },
+    #[error("cannot finish the record file: {0}")]
+    RecordFinish(io::Error),
+    #[error("cannot install the signal handlers: {0}")]
+    Signals(io::Error),
+    #[error("receiving: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// The receiver's settings as given, kept in its record file's metadata.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecvSettings {
+    /// As given (e.g. "32MiB").
+    pub rcvbuf: String,
+    pub batch: u16,
+    pub busy_poll_us: u32,
+}
+
+/// A receive run.
+pub struct RecvJob {
+    pub recv: RecvConfig,
+    pub rt: RtSetup,
+    /// Throughput window of the live statistics.
+    pub window_ns: u64,
+    pub record: Option<PathBuf>,
+    /// Stamp received packets with this interface's hardware clock.
+    pub hw_timestamps: Option<String>,
+    pub settings: RecvSettings,
+}
+
+#[derive(Serialize)]
+struct RecordConfig<'a> {
+    bind: String,
+    echo: bool,
+    rcvbuf: &'a str,
+    batch: u16,
+    busy_poll_us: u32,
+    hw_timestamps: &'a Option<String>,
+    format: ProbeFormat,
+}
+
+impl RecvJob {
+    /// Sets up the calling thread, binds, and enables stamping and the
+    /// record file; SIGINT and SIGTERM stop the run.
+    pub fn bind(self) -> Result<RecvRun, RecvError> {
+        self.rt.lock_memory()?;
+        self.rt.apply_to_thread(0)?;
+        let addr = self.recv.bind;
+        let rx =
+            Receiver::bind(self.recv.clone()).map_err(|source| RecvError::Bind { addr, source })?;
+        let local = rx.local_addr()?;
+        // Held until the end: dropping it restores the NIC's stamping setting.
+        let hw = match &self.hw_timestamps {
+            Some(ifname) => Some(RxHwStamping::enable(ifname)?),
+            None => None,
+        };
+        let clock = match &hw {
+            Some(h) => format!(
+                "rx times from the hardware clock of {} (PHC {}) where stamped, else CLOCK_REALTIME",
+                h.interface(),
+                h.info.phc_index.map_or("-".into(), |i| format!("/dev/ptp{i}"))
+            ),
+            None => format!(
+                "rx times CLOCK_REALTIME, {} timestamps",
+                rx.timestamp_mode().as_str()
+            ),
+        };
+        let log = match &self.record {
+            Some(p) => {
+                let config = RecordConfig {
+                    bind: local.to_string(),
+                    echo: self.recv.echo,
+                    rcvbuf: &self.settings.rcvbuf,
+                    batch: self.settings.batch,
+                    busy_poll_us: self.settings.busy_poll_us,
+                    hw_timestamps: &self.hw_timestamps,
+                    format: self.recv.format,
+                };
+                let meta = RecordMeta {
+                    wirelab_version: env!("CARGO_PKG_VERSION").into(),
+                    role: if self.recv.echo {
+                        "reflector"
+                    } else {
+                        "receiver"
+                    }
+                    .into(),
+                    host: hostname(),
+                    clock: clock.clone(),
+                    start_unix_ns: real_ns(),
+                    config: serde_json::to_value(&config).unwrap_or_default(),
+                };
+                Some(
+                    RecordLog::create(p, Role::Receiver, &meta).map_err(|source| {
+                        RecvError::RecordCreate {
+                            path: p.clone(),
+                            source,
+                        }
+                    })?,
+                )
+            }
+            None => None,
+        };
+        let stop = super::stop_on_signals().map_err(RecvError::Signals)?;
+        Ok(RecvRun {
+            flows: LiveFlows::new(self.window_ns),
+            rx,
+            local,
+            hw,
+            clock,
+            log,
+            stop,
+        })
+    }
+}
+
+/// A bound receiver, ready to run.
+pub struct RecvRun {
+    rx: Receiver,
+    local: SocketAddr,
+    flows: LiveFlows,
+    hw: Option<RxHwStamping>,
+    clock: String,
+    log: Option<RecordLog>,
+    stop: StopFlag,
+}
+
+struct Live<'a>(&'a mut LiveFlows);
+
+impl RxSink for Live<'_> {
+    fn packet(&mut self, r: &Record) {
+        self.0.observe(r);
+    }
+}
+
+impl RecvRun {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The receive timestamping in use ("kernel (SO_TIMESTAMPING)", ...).
+    pub fn timestamping(&self) -> &'static str {
+        self.rx.timestamp_mode().as_str()
+    }
+
+    /// Receives until an end condition; `progress` sees the live counters
+    /// about every 250 ms.
+    pub fn run(
+        mut self,
+        progress: &mut dyn FnMut(&RecvCounters),
+    ) -> Result<RecvJobReport, RecvError> {
+        let mut writer = self.log.as_ref().map(|l| l.writer());
+        let out = self.rx.run(
+            &mut Live(&mut self.flows),
+            writer.as_mut(),
+            &self.stop,
+            progress,
+            PROGRESS_EVERY,
+        )?;
+        drop(writer);
+        let record_log = match self.log {
+            Some(l) => Some(l.finish().map_err(RecvError::RecordFinish)?),
+            None => None,
+        };
+        let hw = self.hw.as_ref().map(|h| HwStampReport {
+            interface: h.interface().to_string(),
+            phc_index: h.info.phc_index,
+            rx_filter: h.applied.rx_filter,
+            changed_config: h.changed_config(),
+            stamped_packets: out.counters.hw_timestamps,
+        });
+        drop(self.hw);
+        Ok(RecvReport::new(
+            out,
+            self.flows.finish(),
+            record_log,
+            hw,
+            self.clock,
+        ))
+    }
+}

@@ -1,0 +1,322 @@
+//! Human summaries of the job reports (the output without `--json`).
+
+use super::recv::RecvJobReport;
+use super::send::SendJobReport;
+use crate::capture::CaptureReport;
+use crate::replay::ReplayReport;
+use std::io::{self, Write};
+use wirelab_analysis::render_text;
+use wirelab_core::units::format_ns;
+
+fn ns(v: Option<impl Into<f64>>) -> String {
+    v.map(|x| format_ns(x.into())).unwrap_or_else(|| "-".into())
+}
+
+fn ks(v: Option<f64>) -> String {
+    v.map(|d| format!("{d:.4}")).unwrap_or_else(|| "n/a".into())
+}
+
+/// `wirelab send`'s summary: one block per flow.
+pub fn write_send(r: &SendJobReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "sent to {}: interval {}, size {}",
+        r.target, r.config.interval, r.config.size
+    )?;
+    for f in &r.flows {
+        let e = &f.engine.stats;
+        let s = f.report.sender.as_ref();
+        let lat = s.and_then(|s| s.lateness.as_ref());
+        let sent = f.report.sent.map_or("null".into(), |n| n.to_string());
+        writeln!(
+            out,
+            "flow {}: {} probes ({} bytes) at {:.1} pps; lateness p50 {} p99 {} p99.9 {} max {}; missed deadlines {}; drift {} ppm",
+            f.report.flow,
+            sent,
+            e.bytes,
+            s.and_then(|s| s.rate.as_ref()).and_then(|r| r.rate_pps).unwrap_or(0.0),
+            ns(lat.map(|l| l.p50_ns as f64)),
+            ns(lat.map(|l| l.p99_ns as f64)),
+            ns(lat.map(|l| l.p999_ns as f64)),
+            ns(lat.map(|l| l.max_ns as f64)),
+            s.and_then(|s| s.late).map_or("null".into(), |n| n.to_string()),
+            s.and_then(|s| s.drift.as_ref())
+                .and_then(|d| d.drift_ppm)
+                .map(|d| format!("{d:.2}"))
+                .unwrap_or_else(|| "-".into()),
+        )?;
+        writeln!(
+            out,
+            "  {} send calls, {} batched (max {} per call), {} retries, {} errors; clamped: {} intervals, {} sizes; KS distance: intervals {}, sizes {}",
+            e.send_calls,
+            e.batched_calls,
+            e.max_batch,
+            e.send_retries,
+            e.send_errors,
+            f.engine.clamped_intervals,
+            f.engine.clamped_sizes,
+            ks(s.and_then(|s| s.departure.as_ref()).and_then(|d| d.ks_distance)),
+            ks(s.and_then(|s| s.sizes.as_ref()).and_then(|d| d.ks_distance)),
+        )?;
+        if let Some(p) = &e.phase {
+            writeln!(out, "  {p}")?;
+        }
+        if let Some(r) = &f.report.rtt {
+            writeln!(
+                out,
+                "  rtt: {} replies, lost {}; min {} p50 {} p99 {} max {}; reflector residence p50 {}; network rtt p50 {}",
+                r.replies,
+                r.lost.map_or("null".into(), |n| n.to_string()),
+                ns(r.rtt.as_ref().map(|d| d.min_ns as f64)),
+                ns(r.rtt.as_ref().map(|d| d.p50_ns as f64)),
+                ns(r.rtt.as_ref().map(|d| d.p99_ns as f64)),
+                ns(r.rtt.as_ref().map(|d| d.max_ns as f64)),
+                ns(r.residence.as_ref().map(|d| d.p50_ns as f64)),
+                ns(r.net_rtt.as_ref().map(|d| d.p50_ns as f64)),
+            )?;
+            writeln!(
+                out,
+                "  one-way (needs synchronized clocks): forward p50 {}, return p50 {}",
+                ns(r.forward.as_ref().map(|d| d.p50_ns as f64)),
+                ns(r.return_.as_ref().map(|d| d.p50_ns as f64)),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `wirelab recv`'s summary: the receiver's own counters, then the flows.
+pub fn write_recv(r: &RecvJobReport, out: &mut dyn Write) -> io::Result<()> {
+    let o = &r.receiver;
+    let c = &o.counters;
+    writeln!(
+        out,
+        "receiver {}: {} packets, {} bytes in {:.3} s ({}), ended by {}; {} kernel drops, {} not probes, {} echo replies\n\
+         wait {}: {:.0} wake-ups/s, {:.1} packets per wake-up, {} mode switches, CPU {:.3} s user + {:.3} s system",
+        o.local_addr,
+        c.packets,
+        c.bytes,
+        o.duration_ns as f64 / 1e9,
+        o.timestamping,
+        o.end_reason,
+        c.kernel_drops,
+        c.malformed,
+        c.echo_replies,
+        o.wait,
+        o.wakeups_per_s,
+        o.packets_per_wakeup,
+        c.mode_switches,
+        o.cpu_user_ns as f64 / 1e9,
+        o.cpu_system_ns as f64 / 1e9,
+    )?;
+    for f in &o.flow_sources {
+        writeln!(out, "LUNA flow {} = probes from {}", f.flow, f.source)?;
+    }
+    if let Some(h) = &r.hw_timestamps {
+        writeln!(
+            out,
+            "hardware timestamps on {}: {} of {} packets stamped by the NIC",
+            h.interface, c.hw_timestamps, c.packets
+        )?;
+    }
+    render_text(&r.summary(), &mut &mut *out).map_err(|e| match e {
+        wirelab_analysis::AnalysisError::Io(e) => e,
+        e => io::Error::other(e),
+    })
+}
+
+/// `wirelab replay`'s summary.
+pub fn write_replay(r: &ReplayReport, out: &mut dyn Write) -> io::Result<()> {
+    let f = &r.fidelity;
+    writeln!(
+        out,
+        "replay: {} packet(s) to {} via {}{} ({} loop(s), stopped: {})",
+        f.packets,
+        r.output,
+        r.tx,
+        if r.qdisc_bypass {
+            " (qdisc bypass)"
+        } else {
+            ""
+        },
+        r.loops,
+        r.stopped_by
+    )?;
+    writeln!(
+        out,
+        "  trace: {} packet(s) per pass, {} bytes held in {} (budget {} bytes), read {} / selected {} / filtered {} / oversize {}",
+        r.load.packets, r.load.bytes, r.load.mode, r.load.max_preload_bytes, r.read.read, r.read.selected, r.read.filtered, r.read.oversize
+    )?;
+    if r.rewrite.changed > 0 || r.rewrite.dropped > 0 {
+        writeln!(
+            out,
+            "  rewrite: {} changed, {} dropped, {} truncated, {} checksum recomputes, {} not recomputable",
+            r.rewrite.changed, r.rewrite.dropped, r.rewrite.truncated, r.rewrite.csum_recomputed, r.rewrite.csum_unfixable
+        )?;
+    }
+    if r.tx != "file" {
+        let d = &f.departure_error;
+        let g = &f.interdeparture_error;
+        writeln!(
+            out,
+            "  departure error (actual - scheduled): p50 {} p99 {} p99.9 {} max {}",
+            format_ns(d.p50_ns as f64),
+            format_ns(d.p99_ns as f64),
+            format_ns(d.p999_ns as f64),
+            format_ns(d.max_ns as f64)
+        )?;
+        writeln!(
+            out,
+            "  inter-departure error |gap - original|: p50 {} p99 {} p99.9 {} max {} (mean signed {})",
+            format_ns(g.p50_ns as f64), format_ns(g.p99_ns as f64), format_ns(g.p999_ns as f64), format_ns(g.max_ns as f64), format_ns(f.interdeparture_error_mean_signed_ns)
+        )?;
+        writeln!(
+            out,
+            "  duration {} vs scheduled {}: error {} ({:.1} ppm)",
+            format_ns(f.duration_ns as f64),
+            format_ns(f.scheduled_duration_ns as f64),
+            format_ns(f.duration_error_ns as f64),
+            f.drift_ppm
+        )?;
+        writeln!(
+            out,
+            "  late (> {}): {} packet(s) in {} run(s), longest {}",
+            format_ns(f.late_threshold_ns as f64),
+            f.late_packets,
+            f.late_runs,
+            f.late_run_max
+        )?;
+        writeln!(
+            out,
+            "  achieved: {:.0} pps, {:.3} Mbit/s L2, {:.3} Mbit/s wire",
+            f.pps, f.mbps_l2, f.mbps_wire
+        )?;
+        writeln!(
+            out,
+            "  send: {} call(s), {} failure(s), {} retr(ies), {} frame(s) lost",
+            r.send.kicks, r.send.failures, r.send.retries, r.send.frames_lost
+        )?;
+        if let Some(sp) = &r.split {
+            writeln!(
+                out,
+                "  split ({}): {} client packet(s) on {}, {} server packet(s) on {}{}",
+                sp.mode,
+                sp.client_packets,
+                sp.primary,
+                sp.server_packets,
+                sp.secondary,
+                if sp.skipped_packets > 0 {
+                    format!(
+                        ", {} not sent (\"don't send\" in the cache)",
+                        sp.skipped_packets
+                    )
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        writeln!(
+            out,
+            "  wait: spin margin {} (final {}, max {}), {} sleep(s), {} woke past the deadline, worst oversleep {}",
+            r.wait.spin,
+            format_ns(r.wait.spin_margin_final_ns as f64),
+            format_ns(r.wait.spin_margin_max_ns as f64),
+            r.wait.sleeps,
+            r.wait.sleeps_past_deadline,
+            format_ns(r.wait.oversleep_max_ns as f64)
+        )?;
+        if let Some(p) = &r.phase {
+            writeln!(out, "  {p}")?;
+        }
+        writeln!(out, "  departure = {}", r.departure)?;
+    }
+    Ok(())
+}
+
+fn ns_u64(ns: u64) -> String {
+    format_ns(ns as f64)
+}
+
+/// `wirelab capture`'s summary.
+pub fn capture(r: &CaptureReport) -> String {
+    let merged = r.merge.iter().flat_map(|m| m.files.iter());
+    let files: Vec<&str> = r
+        .threads
+        .iter()
+        .flat_map(|t| t.files.iter())
+        .chain(merged)
+        .filter(|f| !f.deleted)
+        .map(|f| f.path.as_str())
+        .collect();
+    let files = if files.len() > 3 {
+        format!(
+            "{} … {} ({} files)",
+            files[0],
+            files[files.len() - 1],
+            files.len()
+        )
+    } else {
+        files.join(", ")
+    };
+    let l = &r.loss;
+    let d = &r.delivery_latency;
+    let mut s = format!(
+        "wirelab capture: {} packets ({:.1} kB) on {} in {:.2} s → {} [{}; stopped by {}]\n",
+        r.packets,
+        r.bytes as f64 / 1e3,
+        r.interface,
+        r.duration_s,
+        files,
+        r.format,
+        r.stop_reason
+    );
+    s += &format!(
+        "  loss: interface rx_dropped {} rx_missed {}; ring drops {} (queue freezes {}); writer {}\n",
+        l.if_rx_dropped, l.if_rx_missed_errors, l.ring_drops, l.ring_freeze_q_cnt, l.writer_drops
+    );
+    s += &format!(
+        "  wait {}: {} wake-ups ({:.0}/s), {:.1} packets/wake-up, {} mode switches, {:.0}% of cycles polling\n",
+        serde_json::to_value(r.wait)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        r.wakeups,
+        r.wakeups_per_s,
+        r.packets_per_wakeup,
+        r.mode_switches,
+        r.poll_fraction * 100.0
+    );
+    s += &format!(
+        "  cpu: {:.3} s user + {:.3} s system ({:.1}% of a core, {:.0} ns/packet)\n",
+        r.cpu.process_user_s,
+        r.cpu.process_system_s,
+        r.cpu.utilization * 100.0,
+        r.cpu.ns_per_packet
+    );
+    if d.count > 0 {
+        s += &format!(
+            "  delivery latency (kernel stamp → handled): min {} p50 {} p90 {} p99 {} max {}\n",
+            ns_u64(d.min_ns),
+            ns_u64(d.p50_ns),
+            ns_u64(d.p90_ns),
+            ns_u64(d.p99_ns),
+            ns_u64(d.max_ns)
+        );
+    }
+    if let Some(m) = &r.merge {
+        s += &format!(
+            "  merge of {} threads: {} batches, at most {} packets held back, longest delay {} (idle bound {}), {} pool waits, {} late\n",
+            r.threads.len(),
+            m.batches,
+            m.held_max,
+            ns_u64(m.max_delay_ns),
+            ns_u64(m.idle_bound_ns),
+            m.pool_waits,
+            m.late
+        );
+    }
+    for n in &r.notes {
+        s += &format!("  note: {n}\n");
+    }
+    s
+}
