@@ -16,8 +16,8 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
-pub mod pace;
 pub mod job;
+pub mod pace;
 pub mod phase;
 pub mod receiver;
 pub mod recordlog;

@@ -219,21 +219,14 @@ impl BpfProgram {
             len: self.insns.len() as u16,
             filter: self.insns.as_ptr() as *mut BpfInsn,
         };
-        // SAFETY: `fprog` describes our instruction vector, which outlives the call; the
-        // kernel copies the program during setsockopt.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_ATTACH_FILTER,
-                (&fprog as *const sock_fprog).cast(),
-                std::mem::size_of::<sock_fprog>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        // `fprog` points at our instruction vector, which outlives the call; the kernel
+        // copies the program during setsockopt.
+        crate::sockopt::set(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            &fprog,
+        )
     }
 }
 

@@ -28,6 +28,7 @@ pub mod ring_rx;
 pub mod ring_tx;
 pub mod rt;
 pub mod sim;
+mod sockopt;
 pub mod tx;
 pub mod udp;
 

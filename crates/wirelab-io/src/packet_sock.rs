@@ -117,52 +117,6 @@ pub fn if_info(name: &str) -> Result<IfInfo, PacketError> {
     })
 }
 
-fn setsockopt_int(
-    fd: RawFd,
-    level: libc::c_int,
-    opt: libc::c_int,
-    v: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: `v` is a valid c_int for the duration of the call and its size is passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            &v as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-pub(crate) fn setsockopt_raw<T>(
-    fd: RawFd,
-    level: libc::c_int,
-    opt: libc::c_int,
-    v: &T,
-) -> io::Result<()> {
-    // SAFETY: `v` points to a live T whose exact size is passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            v as *const T as *const libc::c_void,
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 /// A SOCK_RAW AF_PACKET socket bound to one interface, protocol 0 (it
 /// receives nothing; it only sends).
 #[derive(Debug)]
@@ -209,7 +163,8 @@ impl PacketSocket {
             return Err(PacketError::os("bind(AF_PACKET) to the interface"));
         }
         let bypass = qdisc_bypass
-            && setsockopt_int(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_QDISC_BYPASS, 1).is_ok();
+            && crate::sockopt::set_int(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_QDISC_BYPASS, 1)
+                .is_ok();
         Ok(PacketSocket {
             fd,
             info,
@@ -232,7 +187,7 @@ impl PacketSocket {
     /// Enlarges the send buffer (best effort; returns what the kernel set).
     pub fn set_send_buffer(&self, bytes: usize) -> usize {
         let v = bytes.min(i32::MAX as usize) as libc::c_int;
-        if setsockopt_int(
+        if crate::sockopt::set_int(
             self.fd.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_SNDBUFFORCE,
@@ -240,7 +195,8 @@ impl PacketSocket {
         )
         .is_err()
         {
-            let _ = setsockopt_int(self.fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, v);
+            let _ =
+                crate::sockopt::set_int(self.fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, v);
         }
         let mut out: libc::c_int = 0;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;

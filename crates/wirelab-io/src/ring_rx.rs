@@ -217,30 +217,6 @@ pub struct RxRing {
 // moving the ring to another thread cannot create shared access.
 unsafe impl Send for RxRing {}
 
-fn setsockopt<T>(
-    fd: BorrowedFd<'_>,
-    level: libc::c_int,
-    name: libc::c_int,
-    v: &T,
-) -> io::Result<()> {
-    // SAFETY: `v` is a valid, initialized T for the duration of the call and its exact
-    // size is passed; the kernel only reads it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (v as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 /// The pcap LINKTYPE for an ARPHRD type, as libpcap maps it for SOCK_RAW packet sockets.
 pub fn linktype_for_arphrd(arphrd: u16) -> Option<u16> {
     match arphrd {
@@ -289,13 +265,15 @@ impl RxRing {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let b = fd.as_fd();
 
-        setsockopt(b, SOL_PACKET, PACKET_VERSION, &TPACKET_V3).map_err(|e| {
-            setup(
-                "PACKET_VERSION TPACKET_V3",
-                e,
-                " (TPACKET_V3 needs Linux 3.2 or newer)",
-            )
-        })?;
+        crate::sockopt::set(b.as_raw_fd(), SOL_PACKET, PACKET_VERSION, &TPACKET_V3).map_err(
+            |e| {
+                setup(
+                    "PACKET_VERSION TPACKET_V3",
+                    e,
+                    " (TPACKET_V3 needs Linux 3.2 or newer)",
+                )
+            },
+        )?;
         let mut notes = Vec::new();
         let mut keep = match cfg.direction {
             Direction::Both => Keep::All,
@@ -303,7 +281,12 @@ impl RxRing {
             Direction::Out => Keep::OnlyOutgoing,
         };
         if cfg.direction == Direction::In {
-            match setsockopt(b, SOL_PACKET, PACKET_IGNORE_OUTGOING, &1 as &libc::c_int) {
+            match crate::sockopt::set(
+                b.as_raw_fd(),
+                SOL_PACKET,
+                PACKET_IGNORE_OUTGOING,
+                &1 as &libc::c_int,
+            ) {
                 Ok(()) => keep = Keep::All,
                 Err(e) => notes.push(format!(
                     "PACKET_IGNORE_OUTGOING unavailable ({e}; Linux 4.20+): outgoing packets \
@@ -330,7 +313,7 @@ impl RxRing {
                 tp_sizeof_priv: 0,
                 tp_feature_req_word: 0,
             };
-            match setsockopt(b, SOL_PACKET, PACKET_RX_RING, &req) {
+            match crate::sockopt::set(b.as_raw_fd(), SOL_PACKET, PACKET_RX_RING, &req) {
                 Ok(()) => break,
                 Err(e) if e.raw_os_error() == Some(libc::ENOMEM) && count > 2 => {
                     let next = count / 2;
@@ -416,13 +399,15 @@ impl RxRing {
                 FanoutMode::RoundRobin => PACKET_FANOUT_LB,
             };
             let arg: u32 = f.group as u32 | ((mode as u32) << 16);
-            setsockopt(ring.fd.as_fd(), SOL_PACKET, PACKET_FANOUT, &arg).map_err(|e| {
-                setup(
-                    "PACKET_FANOUT",
-                    e,
-                    " (another program may use the same fanout group id with another mode)",
-                )
-            })?;
+            crate::sockopt::set(ring.fd.as_raw_fd(), SOL_PACKET, PACKET_FANOUT, &arg).map_err(
+                |e| {
+                    setup(
+                        "PACKET_FANOUT",
+                        e,
+                        " (another program may use the same fanout group id with another mode)",
+                    )
+                },
+            )?;
         }
         if cfg.promisc {
             let mreq = PacketMreq {
@@ -431,7 +416,13 @@ impl RxRing {
                 mr_alen: 0,
                 mr_address: [0; 8],
             };
-            setsockopt(ring.fd.as_fd(), SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq).map_err(|e| {
+            crate::sockopt::set(
+                ring.fd.as_raw_fd(),
+                SOL_PACKET,
+                PACKET_ADD_MEMBERSHIP,
+                &mreq,
+            )
+            .map_err(|e| {
                 setup(
                     "PACKET_MR_PROMISC",
                     e,

@@ -10,7 +10,8 @@
 //! requested slot and, being blocking, returns once they are handed to the
 //! driver (with qdisc bypass: `ndo_start_xmit` itself).
 
-use crate::packet_sock::{setsockopt_raw, IfInfo, PacketError, PacketSocket};
+use crate::packet_sock::{IfInfo, PacketError, PacketSocket};
+use crate::sockopt;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -57,9 +58,9 @@ impl TxRing {
     pub fn new(sock: PacketSocket, max_frame: usize, frames: usize) -> Result<TxRing, PacketError> {
         let fd = sock.as_raw_fd();
         let os = |what: &'static str| move |source: io::Error| PacketError::Os { what, source };
-        setsockopt_raw(fd, libc::SOL_PACKET, PACKET_VERSION, &TPACKET_V2)
+        sockopt::set(fd, libc::SOL_PACKET, PACKET_VERSION, &TPACKET_V2)
             .map_err(os("PACKET_VERSION TPACKET_V2"))?;
-        setsockopt_raw(fd, libc::SOL_PACKET, PACKET_LOSS, &1 as &libc::c_int)
+        sockopt::set(fd, libc::SOL_PACKET, PACKET_LOSS, &1 as &libc::c_int)
             .map_err(os("PACKET_LOSS"))?;
         let frame_size = (DATA_OFFSET + max_frame).next_power_of_two().max(2048);
         // SAFETY: sysconf has no memory arguments.
@@ -74,7 +75,7 @@ impl TxRing {
             tp_frame_size: frame_size as u32,
             tp_frame_nr: frame_nr as u32,
         };
-        setsockopt_raw(fd, libc::SOL_PACKET, PACKET_TX_RING, &req).map_err(os(
+        sockopt::set(fd, libc::SOL_PACKET, PACKET_TX_RING, &req).map_err(os(
             "PACKET_TX_RING (kernel without TX ring support? use --tx sendmmsg)",
         ))?;
         let map_len = block_size * block_nr;

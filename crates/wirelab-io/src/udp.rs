@@ -12,6 +12,8 @@ use std::mem::{size_of, zeroed};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 
+use crate::sockopt;
+
 /// Where a receive timestamp came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RxTimestamp {
@@ -59,24 +61,6 @@ pub struct UdpSock {
     sock: Socket,
     ts_mode: TimestampMode,
     ipv6: bool,
-}
-
-fn setsockopt_int(fd: i32, level: i32, name: i32, val: i32) -> io::Result<()> {
-    // SAFETY: passes a pointer to a live i32 and its exact size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            &val as *const i32 as *const libc::c_void,
-            size_of::<i32>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 impl UdpSock {
@@ -137,7 +121,7 @@ impl UdpSock {
     /// Sets the DSCP/ECN byte (IPv4 TOS or IPv6 traffic class).
     pub fn set_tos(&self, tos: u8) -> io::Result<()> {
         if self.ipv6 {
-            setsockopt_int(
+            sockopt::set_int(
                 self.sock.as_raw_fd(),
                 libc::IPPROTO_IPV6,
                 libc::IPV6_TCLASS,
@@ -153,7 +137,7 @@ impl UdpSock {
     pub fn set_recv_buffer(&self, bytes: usize) -> io::Result<usize> {
         let fd = self.sock.as_raw_fd();
         let v = bytes.min(i32::MAX as usize / 2) as i32;
-        if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
+        if sockopt::set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
             self.sock.set_recv_buffer_size(bytes)?;
         }
         self.sock.recv_buffer_size()
@@ -163,7 +147,7 @@ impl UdpSock {
     pub fn set_send_buffer(&self, bytes: usize) -> io::Result<usize> {
         let fd = self.sock.as_raw_fd();
         let v = bytes.min(i32::MAX as usize / 2) as i32;
-        if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
+        if sockopt::set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
             self.sock.set_send_buffer_size(bytes)?;
         }
         self.sock.send_buffer_size()
@@ -183,22 +167,28 @@ impl UdpSock {
             | libc::SOF_TIMESTAMPING_SOFTWARE
             | libc::SOF_TIMESTAMPING_RX_HARDWARE
             | libc::SOF_TIMESTAMPING_RAW_HARDWARE;
-        self.ts_mode =
-            if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPING, flags as i32).is_ok() {
-                TimestampMode::Timestamping
-            } else if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok() {
-                TimestampMode::TimestampNs
-            } else {
-                TimestampMode::User
-            };
-        let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1);
+        self.ts_mode = if sockopt::set_int(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPING,
+            flags as i32,
+        )
+        .is_ok()
+        {
+            TimestampMode::Timestamping
+        } else if sockopt::set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok() {
+            TimestampMode::TimestampNs
+        } else {
+            TimestampMode::User
+        };
+        let _ = sockopt::set_int(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1);
         self.ts_mode
     }
 
     /// Busy-polls the device queue for up to `us` µs on blocking receives
     /// (SO_BUSY_POLL; needs CAP_NET_ADMIN to raise above the sysctl).
     pub fn set_busy_poll(&self, us: u32) -> io::Result<()> {
-        setsockopt_int(
+        sockopt::set_int(
             self.sock.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_BUSY_POLL,
