@@ -238,12 +238,14 @@ impl RxRing {
         let page = 4096u32;
         if cfg.block_size < 2 * page || cfg.block_size & (page - 1) != 0 {
             return Err(RingError::Config(format!(
-                "--block-size {} must be a multiple of 4096 and at least 8192",
+                "ring block size {} must be a multiple of 4096 and at least 8192",
                 cfg.block_size
             )));
         }
         if cfg.block_count == 0 {
-            return Err(RingError::Config("--block-count must be at least 1".into()));
+            return Err(RingError::Config(
+                "ring block count must be at least 1".into(),
+            ));
         }
         let setup = |step: &'static str, source: io::Error, hint: &'static str| RingError::Setup {
             step,
@@ -331,7 +333,7 @@ impl RxRing {
                     return Err(setup(
                         "PACKET_RX_RING",
                         e,
-                        " (try smaller --block-size/--block-count)",
+                        " (try a smaller ring: fewer or smaller blocks)",
                     ))
                 }
             }
@@ -353,7 +355,7 @@ impl RxRing {
             return Err(setup(
                 "mmap of the ring",
                 io::Error::last_os_error(),
-                " (try smaller --block-size/--block-count)",
+                " (try a smaller ring: fewer or smaller blocks)",
             ));
         }
         let ring = RxRing {
@@ -426,7 +428,7 @@ impl RxRing {
                 setup(
                     "PACKET_MR_PROMISC",
                     e,
-                    " (use --no-promisc to capture without it)",
+                    " (capture without promiscuous mode)",
                 )
             })?;
         }
@@ -754,7 +756,7 @@ mod tests {
             ..Default::default()
         };
         let e = RxRing::open("lo", &cfg, &f).err().unwrap().to_string();
-        assert!(e.contains("--block-size"), "{e}");
+        assert!(e.contains("block size"), "{e}");
     }
 
     /// Real ring on loopback (needs CAP_NET_RAW; skipped otherwise): UDP datagrams sent

@@ -76,7 +76,7 @@ impl TxRing {
             tp_frame_nr: frame_nr as u32,
         };
         sockopt::set(fd, libc::SOL_PACKET, PACKET_TX_RING, &req).map_err(os(
-            "PACKET_TX_RING (kernel without TX ring support? use --tx sendmmsg)",
+            "PACKET_TX_RING (kernel without TX ring support? send with sendmmsg instead)",
         ))?;
         let map_len = block_size * block_nr;
         // SAFETY: mapping the ring the kernel just allocated for this fd,
@@ -93,7 +93,7 @@ impl TxRing {
         };
         if map == libc::MAP_FAILED {
             return Err(PacketError::os(
-                "mmap of the TX ring (try a smaller --ring or --tx sendmmsg)",
+                "mmap of the TX ring (try fewer slots, or send with sendmmsg instead)",
             ));
         }
         Ok(TxRing {

@@ -85,9 +85,20 @@ fn map_err(e: CaptureError) -> anyhow::Error {
         CaptureError::Ring(RingError::Privilege { .. }) => {
             anyhow::Error::new(Privilege(e.to_string()))
         }
-        CaptureError::Ring(RingError::Config(m)) | CaptureError::Config(m) => usage(m),
+        CaptureError::Ring(RingError::Config(m)) => {
+            usage(format!("{m} (--block-size, --block-count)"))
+        }
+        CaptureError::Config(m) => usage(m),
         CaptureError::Ring(RingError::Interface(e)) => usage(e.to_string()),
         CaptureError::Filter(f) => usage(f.to_string()),
+        CaptureError::Ring(RingError::Setup { step, .. }) => {
+            let flags = match step {
+                "PACKET_MR_PROMISC" => " (--no-promisc)",
+                "PACKET_RX_RING" | "mmap of the ring" => " (--block-size, --block-count)",
+                _ => "",
+            };
+            anyhow::anyhow!("{e}{flags}")
+        }
         e => anyhow::Error::new(e),
     }
 }

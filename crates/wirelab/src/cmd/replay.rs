@@ -359,6 +359,11 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         ReplayJobError::Replay(
             e @ ReplayError::Packet(wirelab_io::packet_sock::PacketError::NoInterface { .. }),
         ) => usage(e.to_string()),
+        ReplayJobError::Replay(
+            e @ ReplayError::Packet(wirelab_io::packet_sock::PacketError::Os { .. }),
+        ) if a.tx != ReplayTxArg::Sendmmsg => {
+            anyhow::anyhow!("{e} (--ring-slots, or --tx sendmmsg)")
+        }
         other => anyhow::Error::new(other),
     })?;
     if a.json {
