@@ -15,14 +15,15 @@
 //! # Names
 //! A namespace is `TAG-PID-N-ROLE`: the process id and a per-process counter
 //! make every lab unique, so labs of concurrent processes and threads never
-//! meet, and `ip netns list` says who made them. Each veth end is created
-//! directly inside its namespace (never in the caller's), so its name only
-//! has to be unique inside that namespace: `TAG` + link index + `a`/`b`
-//! (`wl0a`), well inside the kernel's 15-byte limit.
+//! meet, and `ip netns list` says who made them. A veth end is made in the
+//! caller's namespace and then moved, so its name is unique on the host:
+//! `TAG` + pid and counter in base 36 + link index + `a`/`b`
+//! (`wl1hx3k00a`), inside the kernel's 15-byte limit.
 //!
 //! # Teardown
-//! Dropping a [`Lab`] deletes its namespaces, which deletes the veth ends
-//! inside them. A build that fails half-way removes what it made. For a run
+//! Dropping a [`Lab`] ends the processes left inside its namespaces
+//! (SIGTERM) and deletes the namespaces, which deletes the veth ends inside
+//! them. A build that fails half-way removes what it made. For a run
 //! that the user may interrupt, [`Lab::guard_signals`] turns the first
 //! SIGINT/SIGTERM into a stop request and the second into an immediate
 //! teardown and exit, so no signal leaves namespaces behind.
@@ -36,7 +37,7 @@ use std::time::{Duration, Instant};
 /// The kernel's limit on interface names (IFNAMSIZ without the NUL).
 const IFNAME_MAX: usize = 15;
 /// Longest tag and role: keeps interface names inside [`IFNAME_MAX`].
-const LABEL_MAX: usize = 8;
+const LABEL_MAX: usize = 6;
 
 /// Why a lab could not be built or used; each message names the fix.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +62,8 @@ pub enum LabError {
     UnknownNamespace(String),
     #[error("a link joins two different namespaces, not {0:?} with itself")]
     SelfLink(String),
+    #[error("a lab has at most 36 links")]
+    TooManyLinks,
     #[error("bad address {addr:?}: expected ADDRESS/PREFIX, e.g. 198.18.0.1/24 or fd77::1/64")]
     BadAddress { addr: String },
     #[error("link {link} has IPv6 turned off but IPv6 address {addr}: drop one of the two")]
@@ -248,12 +251,39 @@ fn check_label(what: &'static str, s: &str) -> Result<(), LabError> {
     }
 }
 
+/// `n` in base 36, the last `width` digits, zero-padded.
+fn base36(mut n: u64, width: usize) -> String {
+    let mut d = vec![b'0'; width];
+    for c in d.iter_mut().rev() {
+        *c = b"0123456789abcdefghijklmnopqrstuvwxyz"[(n % 36) as usize];
+        n /= 36;
+    }
+    String::from_utf8(d).expect("ASCII digits")
+}
+
+/// The name of side `side` of link `link` of lab `n` of process `pid`:
+/// tag, 5 digits of pid (pid_max is at most 2^22 < 36^5), 2 of the lab
+/// counter (it wraps after 1296 labs of one process), 1 of the link index
+/// and `a` or `b`: unique on the host while the labs exist, and at most
+/// [`IFNAME_MAX`] bytes.
+fn dev_name(tag: &str, pid: u32, n: u32, link: usize, side: usize) -> String {
+    let name = format!(
+        "{tag}{}{}{}{}",
+        base36(u64::from(pid), 5),
+        base36(u64::from(n), 2),
+        base36(link as u64, 1),
+        ["a", "b"][side]
+    );
+    debug_assert!(name.len() <= IFNAME_MAX, "{name}");
+    name
+}
+
 fn args(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
 impl Lab {
-    /// Starts a lab whose names begin with `tag` (1 to 8 lowercase letters
+    /// Starts a lab whose names begin with `tag` (1 to 6 lowercase letters
     /// or digits, e.g. `wl`).
     #[allow(clippy::new_ret_no_self)]
     pub fn new(tag: &str) -> LabBuilder {
@@ -350,21 +380,26 @@ impl Lab {
     /// Until the returned guard drops: the first SIGINT or SIGTERM sets
     /// `stop` (the caller winds down and drops the lab as usual); a second
     /// one deletes the namespaces at once and exits with 128 + the signal.
+    /// (Two signals close together may arrive as one.)
     pub fn guard_signals(&self, stop: Arc<AtomicBool>) -> Result<SignalGuard, LabError> {
         use signal_hook::consts::{SIGINT, SIGTERM};
         let mut signals =
             signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map_err(LabError::Signals)?;
         let handle = signals.handle();
-        let names: Vec<String> = self.namespaces().map(str::to_owned).collect();
+        let (names, devs) = self.leftovers();
         let thread = std::thread::Builder::new()
             .name("lab-signals".into())
             .spawn(move || {
+                // Counted here, not read from `stop`: the caller may set
+                // `stop` from its own handler of the same signal.
+                let mut seen = 0;
                 for sig in signals.forever() {
-                    if !stop.swap(true, Ordering::SeqCst) {
-                        continue;
+                    stop.store(true, Ordering::SeqCst);
+                    seen += 1;
+                    if seen >= 2 {
+                        remove(&names, &devs);
+                        std::process::exit(128 + sig);
                     }
-                    delete_namespaces(&names);
-                    std::process::exit(128 + sig);
                 }
             })
             .map_err(LabError::Signals)?;
@@ -393,16 +428,55 @@ impl Drop for SignalGuard {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        let names: Vec<String> = self.namespaces().map(str::to_owned).collect();
-        delete_namespaces(&names);
+        let (names, devs) = self.leftovers();
+        remove(&names, &devs);
     }
 }
 
-/// Deleting a namespace deletes the veth ends inside it and their peers.
-fn delete_namespaces(names: &[String]) {
+impl Lab {
+    /// What teardown removes: the namespaces, and the veth ends on the
+    /// caller's side in case a build stopped before moving them.
+    fn leftovers(&self) -> (Vec<String>, Vec<String>) {
+        let names = self.namespaces().map(str::to_owned).collect();
+        let devs = self.links.iter().map(|l| l.a.dev.clone()).collect();
+        (names, devs)
+    }
+}
+
+/// Ends the processes still inside the namespaces (SIGTERM: they were
+/// started in the lab and would otherwise keep an unlisted namespace
+/// alive), deletes the namespaces, which deletes the veth ends inside them
+/// and their peers, and deletes the veth pairs `devs` still in the caller's
+/// namespace (none once a build has finished; the names are unique to this
+/// lab, so nothing else is touched).
+fn remove(names: &[String], devs: &[String]) {
+    for ns in names {
+        let pids = Command::new("ip")
+            .args(["netns", "pids", ns])
+            .stderr(Stdio::null())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let pids: Vec<&str> = pids.split_whitespace().collect();
+        if !pids.is_empty() {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .args(&pids)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
     for ns in names {
         let _ = Command::new("ip")
             .args(["netns", "del", ns])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    for dev in devs {
+        let _ = Command::new("ip")
+            .args(["link", "del", dev])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
@@ -478,7 +552,7 @@ fn run_step(step: &[String]) -> Result<(), LabError> {
 }
 
 impl LabBuilder {
-    /// A namespace with a short `role` (1 to 8 lowercase letters or digits:
+    /// A namespace with a short `role` (1 to 6 lowercase letters or digits:
     /// `s`, `r`, `client`) by which the lab's accessors name it.
     pub fn namespace(mut self, role: &str) -> LabBuilder {
         self.roles.push(role.into());
@@ -521,23 +595,17 @@ impl LabBuilder {
         for (_, ns) in &namespaces {
             plan.push(args(&["netns", "add", ns]));
         }
-        for (_, ns) in &namespaces {
-            plan.push(args(&["-n", ns, "link", "set", "lo", "up"]));
-        }
         let mut links = vec![];
         for (i, (ra, rb, spec)) in self.links.iter().enumerate() {
             if ra == rb {
                 return Err(LabError::SelfLink(ra.clone()));
             }
+            if i >= 36 {
+                return Err(LabError::TooManyLinks);
+            }
             let mut ends = vec![];
             for (side, role) in [ra, rb].into_iter().enumerate() {
-                let dev = format!("{}{i}{}", self.tag, ["a", "b"][side]);
-                if dev.len() > IFNAME_MAX {
-                    return Err(LabError::BadLabel {
-                        what: "lab tag",
-                        name: self.tag.clone(),
-                    });
-                }
+                let dev = dev_name(&self.tag, pid, n, i, side);
                 let addrs = spec.addrs[side]
                     .iter()
                     .map(|s| Cidr::parse(s))
@@ -564,10 +632,14 @@ impl LabBuilder {
             }
             let b = ends.pop().expect("two ends");
             let a = ends.pop().expect("two ends");
+            // Made in the caller's namespace and moved: a veth end made
+            // directly inside a fresh namespace sometimes leaves the first
+            // IPv6 neighbour solicitation unanswered (a 1 s stall).
             plan.push(args(&[
-                "link", "add", &a.dev, "netns", &a.ns, "type", "veth", "peer", "name", &b.dev,
-                "netns", &b.ns,
+                "link", "add", &a.dev, "type", "veth", "peer", "name", &b.dev,
             ]));
+            plan.push(args(&["link", "set", &a.dev, "netns", &a.ns]));
+            plan.push(args(&["link", "set", &b.dev, "netns", &b.ns]));
             for (side, e) in [&a, &b].into_iter().enumerate() {
                 if spec.ipv6_off {
                     plan.push(args(&[
@@ -620,6 +692,9 @@ impl LabBuilder {
                 plan.push(args(&["-n", &e.ns, "link", "set", &e.dev, "up"]));
             }
             links.push(Link { a, b });
+        }
+        for (_, ns) in &namespaces {
+            plan.push(args(&["-n", ns, "link", "set", "lo", "up"]));
         }
         for (role, key, value) in &self.sysctls {
             plan.push(args(&[
@@ -684,18 +759,21 @@ mod tests {
         assert_eq!(lab.ns("s"), "wl-4194304-17-s");
         assert_eq!(lab.ns("r"), "wl-4194304-17-r");
         let l = &lab.links()[0];
-        assert_eq!((l.a.dev.as_str(), l.b.dev.as_str()), ("wl0a", "wl0b"));
-        assert_eq!(lab.end("r", "s").dev, "wl0b");
+        assert_eq!(
+            (l.a.dev.as_str(), l.b.dev.as_str()),
+            ("wl2hwcg0h0a", "wl2hwcg0h0b")
+        );
+        assert_eq!(lab.end("r", "s").dev, "wl2hwcg0h0b");
         assert_eq!(
             lab.end("s", "r").ipv4(),
             Some("198.18.0.1".parse().unwrap())
         );
         assert_eq!(lab.end("r", "s").ipv6(), Some("fd77::2".parse().unwrap()));
-        let longest = Lab::new("abcdefgh")
+        let longest = Lab::new("abcdef")
             .namespace("a")
             .namespace("b")
             .link("a", "b", LinkSpec::new())
-            .resolve(1, 0)
+            .resolve(4_194_304, 1295)
             .unwrap();
         assert!(longest.links()[0].a.dev.len() <= IFNAME_MAX);
         forget(lab);
@@ -710,15 +788,17 @@ mod tests {
             [
                 "netns add wl-7-0-s",
                 "netns add wl-7-0-r",
+                "link add wl00007000a type veth peer name wl00007000b",
+                "link set wl00007000a netns wl-7-0-s",
+                "link set wl00007000b netns wl-7-0-r",
+                "-n wl-7-0-s addr add 198.18.0.1/24 dev wl00007000a",
+                "-n wl-7-0-s addr add fd77::1/64 dev wl00007000a nodad",
+                "-n wl-7-0-s link set wl00007000a up",
+                "-n wl-7-0-r addr add 198.18.0.2/24 dev wl00007000b",
+                "-n wl-7-0-r addr add fd77::2/64 dev wl00007000b nodad",
+                "-n wl-7-0-r link set wl00007000b up",
                 "-n wl-7-0-s link set lo up",
                 "-n wl-7-0-r link set lo up",
-                "link add wl0a netns wl-7-0-s type veth peer name wl0b netns wl-7-0-r",
-                "-n wl-7-0-s addr add 198.18.0.1/24 dev wl0a",
-                "-n wl-7-0-s addr add fd77::1/64 dev wl0a nodad",
-                "-n wl-7-0-s link set wl0a up",
-                "-n wl-7-0-r addr add 198.18.0.2/24 dev wl0b",
-                "-n wl-7-0-r addr add fd77::2/64 dev wl0b nodad",
-                "-n wl-7-0-r link set wl0b up",
             ]
         );
     }
@@ -739,22 +819,23 @@ mod tests {
             .sysctl("s", "net.core.somaxconn", "1024")
             .resolve(9, 3)
             .unwrap();
-        assert_eq!(lab.end("s", "d").dev, "wlr1a");
+        assert_eq!(lab.end("s", "d").dev, "wlr00009031a");
         assert_eq!(lab.end("d", "s").ns, "wlr-9-3-d");
         let got = forget(lab);
         let b_side: Vec<&String> = got
             .iter()
             .filter(|l| l.contains("wlr-9-3-c"))
-            .skip(3)
+            .skip(2)
+            .take(5)
             .collect();
         assert_eq!(
             b_side,
             [
-                "netns exec wlr-9-3-c sysctl -qw net.ipv6.conf.wlr0b.disable_ipv6=1",
-                "-n wlr-9-3-c link set wlr0b mtu 9000",
-                "netns exec wlr-9-3-c ethtool -K wlr0b gro off",
-                "netns exec wlr-9-3-c sh -c echo 2 > /sys/class/net/wlr0b/queues/rx-0/rps_cpus",
-                "-n wlr-9-3-c link set wlr0b up",
+                "netns exec wlr-9-3-c sysctl -qw net.ipv6.conf.wlr00009030b.disable_ipv6=1",
+                "-n wlr-9-3-c link set wlr00009030b mtu 9000",
+                "netns exec wlr-9-3-c ethtool -K wlr00009030b gro off",
+                "netns exec wlr-9-3-c sh -c echo 2 > /sys/class/net/wlr00009030b/queues/rx-0/rps_cpus",
+                "-n wlr-9-3-c link set wlr00009030b up",
             ]
         );
         assert_eq!(
@@ -779,7 +860,7 @@ mod tests {
     fn bad_declarations_are_refused_with_the_reason() {
         let err = |b: LabBuilder| b.resolve(1, 0).unwrap_err().to_string();
         assert!(err(Lab::new("WL")).contains("lowercase"));
-        assert!(err(Lab::new("toolongtag")).contains("1 to 8"));
+        assert!(err(Lab::new("toolongtag")).contains("1 to 6"));
         assert!(err(Lab::new("wl").namespace("s").namespace("s")).contains("twice"));
         let e = err(Lab::new("wl")
             .namespace("s")

@@ -9,12 +9,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use wirelab_pcap::PcapReader;
 
-/// The receiving-side veth of `lab` (see common::Lab::new).
-fn rx_if(lab: &Lab) -> String {
-    let tag = lab.r.trim_start_matches("wlt-").trim_end_matches("-r");
-    format!("wlt{tag}b")
-}
-
 /// A probe seen in a capture: (UDP destination port, flow, seq, flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Probe {
@@ -90,7 +84,7 @@ fn start_capture(lab: &Lab, args: &[&str], file: &Path) -> Child {
         .args([
             "capture",
             "-i",
-            &rx_if(lab),
+            lab.rx_if(),
             "--json",
             "--quiet",
             "--block-count",
@@ -208,7 +202,7 @@ fn exact_counts_with_and_without_filter() {
         assert!(j["wakeups"].as_u64().unwrap() > 0, "{j}");
     }
     // pcapng metadata: the interface is named, a statistics block ends the file.
-    assert_eq!(rf.ifname.as_deref(), Some(rx_if(&lab).as_str()));
+    assert_eq!(rf.ifname.as_deref(), Some(lab.rx_if()));
     let st = rf.stats.last().expect("interface statistics block");
     assert_eq!(st.ifrecv, Some(2003));
     assert_eq!(st.ifdrop, Some(0));
@@ -324,7 +318,7 @@ fn tshark_and_capinfos_read_every_format() {
     // Streamed: stdout through a pipe into a file.
     let mut streamer = lab
         .wirelab(&lab.r)
-        .args(["capture", "-i", &rx_if(&lab), "-w", "-", "-c", "1003"])
+        .args(["capture", "-i", lab.rx_if(), "-w", "-", "-c", "1003"])
         .args(["--block-count", "4"])
         .args(f)
         .stdout(std::fs::File::create(&stream).unwrap())
@@ -477,19 +471,10 @@ fn tcpreplay_source_exact_with_and_without_filter() {
     let filt = lab.file("filt.pcapng");
     let a = start_capture(&lab, &[], &all);
     let f = start_capture(&lab, &["udp", "dst", "port", "6101"], &filt);
-    let tx_if = rx_if(&lab).trim_end_matches('b').to_string() + "a";
-    run(Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &lab.s,
-            "tcpreplay",
-            "-q",
-            "--pps",
-            "5000",
-            "-i",
-            &tx_if,
-        ])
+    run(lab
+        .lab
+        .exec("s", "tcpreplay")
+        .args(["-q", "--pps", "5000", "-i", lab.tx_if()])
         .arg(&src));
     std::thread::sleep(Duration::from_millis(100));
     let ja = stop_capture(a);

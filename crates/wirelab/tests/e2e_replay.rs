@@ -7,6 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use wirelab_ctl::lab::{Lab, LinkSpec};
 
 const TD: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -217,74 +218,32 @@ fn checksums_after_rewrites_are_valid_per_tshark() {
     }
 }
 
-/// Namespaces joined by a veth pair with IPv6 off, so the capture holds
-/// only what wirelab sent.
-struct Pair {
-    a: String,
-    b: String,
-    va: String,
-    vb: String,
-}
-
-impl Pair {
-    fn new(tag: &str) -> Pair {
-        let t = format!("{}{}", std::process::id() % 10000, tag);
-        let p = Pair {
-            a: format!("wlr-{t}-a"),
-            b: format!("wlr-{t}-b"),
-            va: format!("wlr{t}a"),
-            vb: format!("wlr{t}b"),
-        };
-        common::ip(&["netns", "add", &p.a]);
-        common::ip(&["netns", "add", &p.b]);
-        common::ip(&["link", "add", &p.va, "type", "veth", "peer", "name", &p.vb]);
-        common::ip(&["link", "set", &p.va, "netns", &p.a]);
-        common::ip(&["link", "set", &p.vb, "netns", &p.b]);
-        for (ns, dev) in [(&p.a, &p.va), (&p.b, &p.vb)] {
-            common::run(Command::new("ip").args([
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
-            ]));
-            common::ip(&["-n", ns, "link", "set", dev, "mtu", "9000"]);
-            common::ip(&["-n", ns, "link", "set", dev, "up"]);
-        }
-        p
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
+/// Namespaces `a` and `b` joined by a veth pair (MTU 9000) with IPv6 off,
+/// so the capture holds only what wirelab sent.
+fn pair() -> Lab {
+    Lab::new("wlr")
+        .namespace("a")
+        .namespace("b")
+        .link("a", "b", LinkSpec::new().ipv6_off().mtu(9000))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Replays `file` with `args` from namespace a, captures on b with tcpdump
 /// (bounded), returns the captured frames and the JSON report.
 fn replay_captured(
-    p: &Pair,
+    p: &Lab,
     file: &Path,
     args: &[&str],
     cap: &Path,
 ) -> (Vec<Vec<u8>>, serde_json::Value) {
-    let mut td = Command::new("ip")
+    let mut td = p
+        .exec("b", "timeout")
         .args([
-            "netns",
-            "exec",
-            &p.b,
-            "timeout",
             "30",
             "tcpdump",
             "-i",
-            &p.vb,
+            &p.end("b", "a").dev,
             "-U",
             "-nn",
             "-s",
@@ -299,17 +258,8 @@ fn replay_captured(
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let out = common::run(
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &p.a,
-                common::exe(),
-                "replay",
-                "--json",
-                "-i",
-                &p.va,
-            ])
+        p.exec("a", common::exe())
+            .args(["replay", "--json", "-i", &p.end("a", "b").dev])
             .args(args)
             .arg(file),
     );
@@ -358,7 +308,7 @@ fn replay_into_namespace_is_exact() {
     if !common::netns_available(&["tcpdump"]) {
         return;
     }
-    let p = Pair::new("x");
+    let p = pair();
     let trace = tmp("exp.pcap");
     let want = exp_trace(&trace, 2000);
     for (tx, phase) in [("ring", "off"), ("sendmmsg", "auto")] {
@@ -409,58 +359,30 @@ fn replay_into_namespace_is_exact() {
     assert_eq!(got, packets(&td("test.replay_include")));
 }
 
-/// One sending namespace with two veth pairs to two capturing namespaces
-/// (client side behind `-i`, server side behind `-I`), IPv6 off everywhere.
-struct Tri {
-    s: String,
-    c: String,
-    d: String,
-    vsc: String,
-    vc: String,
-    vsd: String,
-    vd: String,
-}
+/// One sending namespace `s` with two veth pairs to two capturing
+/// namespaces (`c`, the client side behind `-i`, and `d`, the server side
+/// behind `-I`), IPv6 off everywhere.
+struct Tri(Lab);
 
 impl Tri {
     fn new() -> Tri {
-        let t = std::process::id() % 10000;
-        let t = Tri {
-            s: format!("wlr-{t}-2s"),
-            c: format!("wlr-{t}-2c"),
-            d: format!("wlr-{t}-2d"),
-            vsc: format!("wlr{t}sc"),
-            vc: format!("wlr{t}c"),
-            vsd: format!("wlr{t}sd"),
-            vd: format!("wlr{t}d"),
-        };
-        for ns in [&t.s, &t.c, &t.d] {
-            common::ip(&["netns", "add", ns]);
-        }
-        for (a, b, peer_ns) in [(&t.vsc, &t.vc, &t.c), (&t.vsd, &t.vd, &t.d)] {
-            common::ip(&["link", "add", a, "type", "veth", "peer", "name", b]);
-            common::ip(&["link", "set", a, "netns", &t.s]);
-            common::ip(&["link", "set", b, "netns", peer_ns]);
-            for (ns, dev) in [(&t.s, a), (peer_ns, b)] {
-                common::run(Command::new("ip").args([
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
-                ]));
-                common::ip(&["-n", ns, "link", "set", dev, "up"]);
-            }
-        }
-        t
+        let off = || LinkSpec::new().ipv6_off();
+        Tri(Lab::new("wlr")
+            .namespace("s")
+            .namespace("c")
+            .namespace("d")
+            .link("s", "c", off())
+            .link("s", "d", off())
+            .build()
+            .unwrap_or_else(|e| panic!("{e}")))
     }
 
-    fn tcpdump(&self, ns: &str, dev: &str, cap: &Path) -> std::process::Child {
-        Command::new("ip")
-            .args([
-                "netns", "exec", ns, "timeout", "30", "tcpdump", "-i", dev, "-U", "-nn", "-s", "0",
-                "-w",
-            ])
+    /// tcpdump on namespace `role`'s end of its link to `s`.
+    fn tcpdump(&self, role: &str, cap: &Path) -> std::process::Child {
+        self.0
+            .exec(role, "timeout")
+            .args(["30", "tcpdump", "-i", &self.0.end(role, "s").dev])
+            .args(["-U", "-nn", "-s", "0", "-w"])
             .arg(cap)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -480,13 +402,15 @@ impl Tri {
             tmp(&format!("split-{tag}-c.pcap")),
             tmp(&format!("split-{tag}-s.pcap")),
         );
-        let mut t1 = self.tcpdump(&self.c, &self.vc, &cc);
-        let mut t2 = self.tcpdump(&self.d, &self.vd, &cd);
+        let mut t1 = self.tcpdump("c", &cc);
+        let mut t2 = self.tcpdump("d", &cd);
         std::thread::sleep(Duration::from_millis(1500));
         let out = common::run(
-            Command::new("ip")
-                .args(["netns", "exec", &self.s, common::exe(), "replay", "--json"])
-                .args(["-i", &self.vsc, "-I", &self.vsd])
+            self.0
+                .exec("s", common::exe())
+                .args(["replay", "--json"])
+                .args(["-i", &self.0.end("s", "c").dev])
+                .args(["-I", &self.0.end("s", "d").dev])
                 .args(args)
                 .arg(file),
         );
@@ -498,17 +422,6 @@ impl Tri {
             let _ = t.wait();
         }
         (packets(&cc), packets(&cd), common::json(&out))
-    }
-}
-
-impl Drop for Tri {
-    fn drop(&mut self) {
-        for ns in [&self.s, &self.c, &self.d] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
     }
 }
 
