@@ -229,46 +229,88 @@ fn pair() -> Lab {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Replays `file` with `args` from namespace a, captures on b with tcpdump
-/// (bounded), returns the captured frames and the JSON report.
-fn replay_captured(
-    p: &Lab,
-    file: &Path,
-    args: &[&str],
-    cap: &Path,
-) -> (Vec<Vec<u8>>, serde_json::Value) {
-    let mut td = p
-        .exec("b", "timeout")
-        .args([
-            "30",
-            "tcpdump",
-            "-i",
-            &p.end("b", "a").dev,
-            "-U",
-            "-nn",
-            "-s",
-            "0",
-            "--time-stamp-precision=nano",
-            "-w",
-        ])
+/// Frames in a classic pcap that tcpdump is still writing (a record cut
+/// short at the end is not counted).
+fn frames_so_far(p: &Path) -> usize {
+    let b = std::fs::read(p).unwrap_or_default();
+    if b.len() < 24 {
+        return 0;
+    }
+    let le = matches!(&b[..4], [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1]);
+    let (mut off, mut n) = (24, 0);
+    while off + 16 <= b.len() {
+        let a: [u8; 4] = b[off + 8..off + 12].try_into().unwrap();
+        let cl = if le {
+            u32::from_le_bytes(a)
+        } else {
+            u32::from_be_bytes(a)
+        } as usize;
+        if off + 16 + cl > b.len() {
+            break;
+        }
+        off += 16 + cl;
+        n += 1;
+    }
+    n
+}
+
+/// tcpdump on `dev` in namespace `role` of `lab` writing to `cap`, once it
+/// captures: tcpdump creates its file after it has opened the interface.
+fn tcpdump(lab: &Lab, role: &str, dev: &str, cap: &Path) -> std::process::Child {
+    let _ = std::fs::remove_file(cap);
+    let child = lab
+        .exec(role, "timeout")
+        .args(["60", "tcpdump", "-i", dev, "-U", "-nn", "-s", "0"])
+        .args(["--time-stamp-precision=nano", "-w"])
         .arg(cap)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let t0 = std::time::Instant::now();
+    while !cap.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "tcpdump did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Stops `td` once `cap` holds `expect` frames (bounded: a missing frame
+/// shows as a count that differs, not as a hang), then reads it.
+fn stop_tcpdump(mut td: std::process::Child, cap: &Path, expect: usize) -> Vec<Vec<u8>> {
+    let t0 = std::time::Instant::now();
+    while frames_so_far(cap) < expect && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A little longer, so a frame sent twice would show too.
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = Command::new("kill")
+        .args(["-INT", &td.id().to_string()])
+        .status();
+    let _ = td.wait();
+    packets(cap)
+}
+
+/// Replays `file` with `args` from namespace a, captures `expect` frames on
+/// b with tcpdump, returns the captured frames and the JSON report.
+fn replay_captured(
+    p: &Lab,
+    file: &Path,
+    args: &[&str],
+    cap: &Path,
+    expect: usize,
+) -> (Vec<Vec<u8>>, serde_json::Value) {
+    let td = tcpdump(p, "b", &p.end("b", "a").dev, cap);
     let out = common::run(
         p.exec("a", common::exe())
             .args(["replay", "--json", "-i", &p.end("a", "b").dev])
             .args(args)
             .arg(file),
     );
-    std::thread::sleep(Duration::from_millis(1500));
-    let _ = Command::new("kill")
-        .args(["-INT", &td.id().to_string()])
-        .status();
-    let _ = td.wait();
-    (packets(cap), common::json(&out))
+    (stop_tcpdump(td, cap, expect), common::json(&out))
 }
 
 /// A pcap of `n` UDP frames with exponential gaps (mean 200 µs, seeded).
@@ -317,6 +359,7 @@ fn replay_into_namespace_is_exact() {
             &trace,
             &["--tx", tx, "--phase", phase],
             &tmp(&format!("cap-{tx}.pcap")),
+            want.len(),
         );
         assert_eq!(rep["schema"], "wirelab.replay/1");
         if phase == "off" {
@@ -333,19 +376,21 @@ fn replay_into_namespace_is_exact() {
         assert_eq!(rep["send"]["frames_lost"], 0);
     }
     // The default --tx auto: sendmmsg when timing matters, the TX ring at top speed.
-    let (got, rep) = replay_captured(&p, &trace, &[], &tmp("cap-auto.pcap"));
+    let (got, rep) = replay_captured(&p, &trace, &[], &tmp("cap-auto.pcap"), want.len());
     assert_eq!(rep["tx"], "sendmmsg");
     assert!(got == want, "auto: content or order differs");
     // tcpreplay's include selection over the wire.
+    let include = packets(&td("test.replay_include"));
     let (got, rep) = replay_captured(
         &p,
         &td("test.pcap"),
         &["--topspeed", "--include", "7,11,20-23,174-"],
         &tmp("cap-inc.pcap"),
+        include.len(),
     );
     assert_eq!(rep["tx"], "ring");
     assert!(rep["phase"].is_null(), "no phase calibration at top speed");
-    assert_eq!(got, packets(&td("test.replay_include")));
+    assert_eq!(got, include);
 }
 
 /// One sending namespace `s` with two veth pairs to two capturing
@@ -366,51 +411,34 @@ impl Tri {
             .unwrap_or_else(|e| panic!("{e}")))
     }
 
-    /// tcpdump on namespace `role`'s end of its link to `s`.
-    fn tcpdump(&self, role: &str, cap: &Path) -> std::process::Child {
-        self.0
-            .exec(role, "timeout")
-            .args(["30", "tcpdump", "-i", &self.0.end(role, "s").dev])
-            .args(["-U", "-nn", "-s", "0", "-w"])
-            .arg(cap)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    }
-
     /// Replays with `args` on -i (client side) and -I (server side);
-    /// returns the frames captured on each side and the report.
+    /// returns the frames captured on each side (`expect` = client and
+    /// server frame counts) and the report.
     fn replay(
         &self,
         file: &Path,
         args: &[&str],
         tag: &str,
+        expect: (usize, usize),
     ) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value) {
         let (cc, cd) = (
             tmp(&format!("split-{tag}-c.pcap")),
             tmp(&format!("split-{tag}-s.pcap")),
         );
-        let mut t1 = self.tcpdump("c", &cc);
-        let mut t2 = self.tcpdump("d", &cd);
-        std::thread::sleep(Duration::from_millis(1500));
+        let lab = &self.0;
+        let t1 = tcpdump(lab, "c", &lab.end("c", "s").dev, &cc);
+        let t2 = tcpdump(lab, "d", &lab.end("d", "s").dev, &cd);
         let out = common::run(
-            self.0
-                .exec("s", common::exe())
+            lab.exec("s", common::exe())
                 .args(["replay", "--json"])
-                .args(["-i", &self.0.end("s", "c").dev])
-                .args(["-I", &self.0.end("s", "d").dev])
+                .args(["-i", &lab.end("s", "c").dev])
+                .args(["-I", &lab.end("s", "d").dev])
                 .args(args)
                 .arg(file),
         );
-        std::thread::sleep(Duration::from_millis(1500));
-        for t in [&mut t1, &mut t2] {
-            let _ = Command::new("kill")
-                .args(["-INT", &t.id().to_string()])
-                .status();
-            let _ = t.wait();
-        }
-        (packets(&cc), packets(&cd), common::json(&out))
+        let c = stop_tcpdump(t1, &cc, expect.0);
+        let d = stop_tcpdump(t2, &cd, expect.1);
+        (c, d, common::json(&out))
     }
 }
 
@@ -577,6 +605,7 @@ fn two_interface_split_sends_each_packet_to_its_side() {
             &trace,
             &args.iter().map(String::as_str).collect::<Vec<_>>(),
             tag,
+            (exp.0.len(), exp.1.len()),
         );
         assert_eq!(c, exp.0, "{tag}: client side (-i) differs");
         assert_eq!(s, exp.1, "{tag}: server side (-I) differs");
