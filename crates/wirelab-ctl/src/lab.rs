@@ -338,8 +338,9 @@ impl Lab {
             .unwrap_or_else(|| panic!("the lab has no link between {role:?} and {peer:?}"))
     }
 
-    /// The `ip` command lines (without `ip`'s own name where the step is an
-    /// `ip` call; see [`plan_program`]) that made this lab.
+    /// The steps that made this lab, in order, each the arguments of one
+    /// `ip` call; a step inside a namespace is `netns exec NS PROGRAM ...`
+    /// ([`plan_program`] names the program).
     pub fn plan(&self) -> &[Vec<String>] {
         &self.plan
     }
