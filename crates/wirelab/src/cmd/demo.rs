@@ -12,111 +12,36 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use wirelab_ctl::lab::{Lab, LabError, LinkSpec};
 
 const ADDR_SEND: &str = "198.18.0.1";
 const ADDR_RECV: &str = "198.18.0.2";
 
-/// Network namespaces and the veth pair of one demo; removed on drop.
-pub struct Lab {
-    pub send_ns: String,
-    pub recv_ns: String,
+/// The sender's namespace `s` and the receiver's `r`, joined by a veth pair.
+fn build_lab() -> Result<Lab, LabError> {
+    Lab::new("wl")
+        .namespace("s")
+        .namespace("r")
+        .link(
+            "s",
+            "r",
+            LinkSpec::new().ipv4(&format!("{ADDR_SEND}/24"), &format!("{ADDR_RECV}/24")),
+        )
+        .build()
 }
 
-impl Lab {
-    pub fn create(tag: &str) -> Result<Lab> {
-        let lab = Lab {
-            send_ns: format!("wl-{tag}-s"),
-            recv_ns: format!("wl-{tag}-r"),
-        };
-        let va = format!("wl{tag}a");
-        let vb = format!("wl{tag}b");
-        let steps: Vec<Vec<&str>> = vec![
-            vec!["netns", "add", &lab.send_ns],
-            vec!["netns", "add", &lab.recv_ns],
-            vec!["link", "add", &va, "type", "veth", "peer", "name", &vb],
-            vec!["link", "set", &va, "netns", &lab.send_ns],
-            vec!["link", "set", &vb, "netns", &lab.recv_ns],
-            vec![
-                "-n",
-                &lab.send_ns,
-                "addr",
-                "add",
-                "198.18.0.1/24",
-                "dev",
-                &va,
-            ],
-            vec![
-                "-n",
-                &lab.recv_ns,
-                "addr",
-                "add",
-                "198.18.0.2/24",
-                "dev",
-                &vb,
-            ],
-            vec!["-n", &lab.send_ns, "link", "set", &va, "up"],
-            vec!["-n", &lab.recv_ns, "link", "set", &vb, "up"],
-            vec!["-n", &lab.send_ns, "link", "set", "lo", "up"],
-            vec!["-n", &lab.recv_ns, "link", "set", "lo", "up"],
-        ];
-        for s in steps {
-            let out = Command::new("ip")
-                .args(&s)
-                .output()
-                .context("cannot run `ip`: install iproute2 (apt-get install iproute2)")?;
-            if !out.status.success() {
-                bail!(
-                    "`ip {}` failed: {}",
-                    s.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-            }
-        }
-        Ok(lab)
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        // Deleting a namespace deletes the veth end inside it, and its peer.
-        for ns in [&self.send_ns, &self.recv_ns] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-/// Waits until a UDP socket is bound to `port` (seen in /proc/net/udp*,
-/// read inside `ns` when given).
-fn wait_listening(ns: Option<&str>, port: u16, timeout: Duration) -> Result<()> {
+/// Waits until a UDP socket is bound to `port` on loopback (seen in
+/// /proc/net/udp*).
+fn wait_listening_local(port: u16, timeout: Duration) -> Result<()> {
     let hex = format!(":{port:04X} ");
     let t0 = Instant::now();
     while t0.elapsed() < timeout {
-        let mut cmd = match ns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args([
-                    "netns",
-                    "exec",
-                    ns,
-                    "cat",
-                    "/proc/net/udp",
-                    "/proc/net/udp6",
-                ]);
-                c
-            }
-            None => {
-                let mut c = Command::new("cat");
-                c.args(["/proc/net/udp", "/proc/net/udp6"]);
-                c
-            }
-        };
-        if let Ok(out) = cmd.stderr(Stdio::null()).output() {
-            if String::from_utf8_lossy(&out.stdout).contains(&hex) {
-                return Ok(());
-            }
+        let udp = ["/proc/net/udp", "/proc/net/udp6"]
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .any(|t| t.contains(&hex));
+        if udp {
+            return Ok(());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -129,13 +54,10 @@ fn free_udp_port() -> Result<u16> {
         .port())
 }
 
-fn in_ns(ns: Option<&str>, exe: &Path) -> Command {
-    match ns {
-        Some(ns) => {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns]).arg(exe);
-            c
-        }
+/// The wirelab executable, inside namespace `role` of the lab when there is one.
+fn wirelab(lab: Option<&Lab>, role: &str, exe: &Path) -> Command {
+    match lab {
+        Some(l) => l.exec(role, exe),
         None => Command::new(exe),
     }
 }
@@ -165,18 +87,20 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         );
     }
     let stop = wirelab_engine::StopFlag::new();
+    // The first SIGINT/SIGTERM: let the children finish, analyze what was
+    // recorded.
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.as_arc())?;
     }
     let lab = if use_ns {
-        let tag = format!("{}", std::process::id() % 100_000);
-        Some(Lab::create(&tag).context("cannot build the namespace lab (try --loopback)")?)
+        Some(build_lab().context("cannot build the namespace lab (try --loopback)")?)
     } else {
         None
     };
-    let (send_ns, recv_ns) = match &lab {
-        Some(l) => (Some(l.send_ns.as_str()), Some(l.recv_ns.as_str())),
-        None => (None, None),
+    // A second SIGINT/SIGTERM removes the namespaces at once and exits.
+    let guard = match &lab {
+        Some(l) => Some(l.guard_signals(stop.as_arc())?),
+        None => None,
     };
     let port = if use_ns {
         crate::cli::DEFAULT_PORT
@@ -189,12 +113,13 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     match &lab {
         Some(l) => eprintln!(
             "lab: namespaces {} ({ADDR_SEND}) and {} ({ADDR_RECV}) joined by a veth pair",
-            l.send_ns, l.recv_ns
+            l.ns("s"),
+            l.ns("r")
         ),
         None => eprintln!("lab: loopback, port {port}"),
     }
     let timeout_s = dur_ns / 1_000_000_000 + 15;
-    let mut rx = in_ns(recv_ns, &exe)
+    let mut rx = wirelab(lab.as_ref(), "r", &exe)
         .args(["recv", "-4", "--quiet", "--json", "--port"])
         .arg(port.to_string())
         .args(["--idle-timeout", "5s", "--timeout"])
@@ -204,7 +129,13 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         .stdout(Stdio::null())
         .spawn()
         .context("cannot start the receiver")?;
-    if let Err(e) = wait_listening(recv_ns, port, Duration::from_secs(5)) {
+    let listening = match &lab {
+        Some(l) => l
+            .wait_udp("r", port, Duration::from_secs(5))
+            .context("the receiver did not start"),
+        None => wait_listening_local(port, Duration::from_secs(5)),
+    };
+    if let Err(e) = listening {
         let _ = rx.kill();
         let _ = rx.wait();
         return Err(e);
@@ -213,7 +144,7 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         "running: wirelab send {target} --interval {} --size {} --duration {}",
         a.interval, a.size, a.duration
     );
-    let tx_status = in_ns(send_ns, &exe)
+    let tx_status = wirelab(lab.as_ref(), "s", &exe)
         .args(["send", target, "--quiet", "--port"])
         .arg(port.to_string())
         .args([
@@ -230,6 +161,7 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         .status()
         .context("cannot start the sender")?;
     let rx_status = rx.wait().context("waiting for the receiver")?;
+    drop(guard);
     drop(lab);
     if !tx_status.success() {
         bail!("the sender failed ({tx_status})");

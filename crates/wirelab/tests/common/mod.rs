@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use wirelab_ctl::lab::{exec_in, LinkSpec};
 
 pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_wirelab")
@@ -82,96 +82,76 @@ pub fn run(cmd: &mut Command) -> Output {
     out
 }
 
-pub fn ip(args: &[&str]) {
-    run(Command::new("ip").args(args));
-}
-
-static NEXT: AtomicU32 = AtomicU32::new(0);
-
 /// Two namespaces, `s` (sender, .1 / ::1) and `r` (receiver, .2 / ::2),
-/// joined by a veth pair with IPv4 198.18.x.0/24 and IPv6 fd77:x::/64.
+/// joined by a veth pair with IPv4 198.18.0.0/24 and IPv6 fd77::/64, and a
+/// directory for the test's files; all removed on drop.
 pub struct Lab {
+    /// The sender's namespace.
     pub s: String,
+    /// The receiver's namespace.
     pub r: String,
     pub dir: PathBuf,
+    pub lab: wirelab_ctl::lab::Lab,
 }
 
 impl Lab {
     pub fn new() -> Lab {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let tag = format!("{}{}", std::process::id() % 10000, n);
-        let lab = Lab {
-            s: format!("wlt-{tag}-s"),
-            r: format!("wlt-{tag}-r"),
-            dir: std::env::temp_dir().join(format!("wlt-{tag}")),
-        };
-        std::fs::create_dir_all(&lab.dir).unwrap();
-        let (va, vb) = (format!("wlt{tag}a"), format!("wlt{tag}b"));
-        ip(&["netns", "add", &lab.s]);
-        ip(&["netns", "add", &lab.r]);
-        ip(&["link", "add", &va, "type", "veth", "peer", "name", &vb]);
-        ip(&["link", "set", &va, "netns", &lab.s]);
-        ip(&["link", "set", &vb, "netns", &lab.r]);
-        for (ns, dev, v4, v6) in [
-            (&lab.s, &va, "198.18.0.1/24", "fd77::1/64"),
-            (&lab.r, &vb, "198.18.0.2/24", "fd77::2/64"),
-        ] {
-            ip(&["-n", ns, "addr", "add", v4, "dev", dev]);
-            ip(&["-n", ns, "addr", "add", v6, "dev", dev, "nodad"]);
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        let lab = wirelab_ctl::lab::Lab::new("wlt")
+            .namespace("s")
+            .namespace("r")
+            .link(
+                "s",
+                "r",
+                LinkSpec::new()
+                    .ipv4("198.18.0.1/24", "198.18.0.2/24")
+                    .ipv6("fd77::1/64", "fd77::2/64"),
+            )
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let dir = std::env::temp_dir().join(lab.ns("s"));
+        std::fs::create_dir_all(&dir).unwrap();
+        Lab {
+            s: lab.ns("s").into(),
+            r: lab.ns("r").into(),
+            dir,
+            lab,
         }
-        lab
     }
 
     pub fn file(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
 
-    /// The wirelab binary inside namespace `ns`.
+    /// The sender's interface.
+    pub fn tx_if(&self) -> &str {
+        &self.lab.end("s", "r").dev
+    }
+
+    /// The receiver's interface.
+    pub fn rx_if(&self) -> &str {
+        &self.lab.end("r", "s").dev
+    }
+
+    /// The wirelab binary inside namespace `ns` (a name, `lab.s` or `lab.r`).
     pub fn wirelab(&self, ns: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", ns, exe()]);
-        c
+        exec_in(ns, exe())
     }
 
     pub fn sh(&self, ns: &str, script: &str) -> Output {
-        run(Command::new("ip").args(["netns", "exec", ns, "sh", "-c", script]))
+        run(exec_in(ns, "sh").args(["-c", script]))
     }
 
     /// Waits until something listens on UDP `port` inside `ns`.
     pub fn wait_udp(&self, ns: &str, port: u16) {
-        let hex = format!(":{port:04X} ");
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(10) {
-            let out = Command::new("ip")
-                .args([
-                    "netns",
-                    "exec",
-                    ns,
-                    "cat",
-                    "/proc/net/udp",
-                    "/proc/net/udp6",
-                ])
-                .output()
-                .unwrap();
-            if String::from_utf8_lossy(&out.stdout).contains(&hex) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("nothing listening on udp port {port} in {ns}");
+        let role = if ns == self.s { "s" } else { "r" };
+        self.lab
+            .wait_udp(role, port, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        for ns in [&self.s, &self.r] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
