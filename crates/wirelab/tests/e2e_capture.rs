@@ -532,7 +532,7 @@ fn tcpreplay_source_exact_with_and_without_filter() {
     }
 }
 
-/// Two fanout threads merged into one file: `wirelab send` sends eight flows (different
+/// Two fanout threads merged into one file: `wirelab send` sends 32 flows (different
 /// source ports, so `--fanout hash` spreads them over both threads) into small rings (4 ×
 /// 1 MiB, less than the burst when a loaded machine stalls the capture threads). Whatever
 /// the load: every frame sent is written or counted as dropped, the written probes are
@@ -562,8 +562,11 @@ fn merged_fanout_threads_account_for_every_frame() {
         &[&f[..], &["--threads", "2", "--rotate-size", "40KB"]].concat(),
         &rot,
     );
-    let flows = 8u32;
-    let per = 600u64;
+    // 32 flows: the fanout hash is seeded at random, and with 32 flows the
+    // chance that it puts them all on one thread (2^-31) is nil; with 8 it
+    // was 1 in 128.
+    let flows = 32u32;
+    let per = 150u64;
     run(lab
         .wirelab(&lab.s)
         .args([
@@ -572,7 +575,7 @@ fn merged_fanout_threads_account_for_every_frame() {
             "--port",
             "6201",
             "--rate",
-            "5kpps",
+            "1250pps",
             "--no-prime",
         ])
         .args(["--flows", &flows.to_string(), "--size", "64", "--quiet"])
