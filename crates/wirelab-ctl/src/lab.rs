@@ -513,7 +513,9 @@ fn missing(program: &str, source: std::io::Error) -> LabError {
     }
 }
 
-fn is_root() -> bool {
+/// Whether the process runs as root: its effective uid (the third field
+/// of `Uid:` in /proc/self/status) is 0.
+pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use wirelab_core::forecast::{ForecastParams, Forecaster, WaitMode};
 use wirelab_io::ifstats::{cpu_time, CpuScope};
+use wirelab_io::udp::nothing_received;
 use wirelab_io::udp::{RecvBatch, RxTimestamp, TimestampMode, UdpSock};
 use wirelab_io::{Clock, MonoClock, Receive};
 use wirelab_wire::luna::LunaProbe;
@@ -339,16 +340,7 @@ pub fn receive<C: Clock, R: Receive>(
         c.recv_calls += 1;
         let n = match res {
             Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                0
-            }
+            Err(e) if nothing_received(&e) => 0,
             Err(e) => return Err(e),
         };
         if let Some(f) = forecaster.as_mut() {

@@ -25,7 +25,7 @@ use wirelab_core::phase::{DeadlinePhases, BIN_NS, FOLD_PERIOD_NS};
 use wirelab_core::schedule::{Intervals, Limits};
 use wirelab_io::clock::{mono_ns, set_timer_slack};
 use wirelab_io::tx::is_transient;
-use wirelab_io::udp::{RecvBatch, RxTimestamp, UdpSock};
+use wirelab_io::udp::{nothing_received, RecvBatch, RxTimestamp, UdpSock};
 use wirelab_io::{Clock, MonoClock, Transmit};
 use wirelab_wire::luna::{self, LunaProbe, LUNA_ECHO, LUNA_LEN};
 use wirelab_wire::probe::{self, EchoTimes, ProbeFlags, ProbeRepr, ECHO_LEN, HEADER_LEN};
@@ -575,13 +575,7 @@ fn reply_loop<S: RecordSink>(
                     }
                 }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if nothing_received(&e) => {}
             // The peer's port is closed (ICMP unreachable): keep listening.
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
             Err(e) => return Err(e),

@@ -279,6 +279,16 @@ impl UdpSock {
     }
 }
 
+/// Whether a receive error only means nothing came: the read timeout
+/// passed, a non-blocking call found the queue empty, or a signal
+/// interrupted the call. The caller just tries again.
+pub fn nothing_received(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
 /// What a receive loop needs from a socket: a batch receive, blocking
 /// (bounded by the socket's read timeout) or not, and a reply to a
 /// source. [`UdpSock`] (through `&UdpSock`) and `crate::sim::SimRx`.

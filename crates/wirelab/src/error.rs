@@ -55,19 +55,6 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
     }
 }
 
-/// Whether the process runs as root (capabilities are then implied).
-pub fn is_root() -> bool {
-    // The effective uid is the third field of the Uid: line.
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

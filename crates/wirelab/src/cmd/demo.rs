@@ -6,12 +6,12 @@
 //! Ctrl-C). Without root: the same processes over loopback.
 
 use crate::cli::DemoArgs;
-use crate::error::is_root;
 use crate::values;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use wirelab_ctl::lab::is_root;
 use wirelab_ctl::lab::{Lab, LabError, LinkSpec};
 
 const ADDR_SEND: &str = "198.18.0.1";

@@ -11,16 +11,7 @@ pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_wirelab")
 }
 
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+pub use wirelab_ctl::lab::is_root;
 
 fn have(cmd: &str) -> bool {
     Command::new("sh")
