@@ -24,7 +24,8 @@
 #
 # Usage: sudo bench/capture.sh [RATES] [ROUNDS]   e.g. bench/capture.sh "1000 200000" 2
 #   RATES: pps values or "max"; default "1000 200000 max" (~8 min with 2 rounds)
-#   env: SEND_S (default 5), TOOLS, OUT (results dir), WIRELAB (binary)
+#   env: SEND_S (default 5), TOOLS, OUT (results dir), WIRELAB (binary),
+#        WIRELAB_BASE (the binary of the wl-base-adaptive variant)
 # Needs: root, ip, ethtool, tcpdump, netsniff-ng, tshark, capinfos; cargo build --release.
 set -eu
 RATES=${1:-"1000 200000 max"}
@@ -58,6 +59,8 @@ cap() {
     wl-block)    echo "$W capture -i $IF -q --json -w $D/out --wait block" ;;
     wl-poll)     echo "$W capture -i $IF -q --json -w $D/out --wait poll" ;;
     wl-adaptive) echo "$W capture -i $IF -q --json -w $D/out --wait adaptive" ;;
+    # Another build (WIRELAB_BASE=path), for a before/after comparison in one run.
+    wl-base-adaptive) echo "${WIRELAB_BASE:?wl-base-adaptive needs WIRELAB_BASE} capture -i $IF -q --json -w $D/out --wait adaptive" ;;
     wl-adaptive-cpu1) echo "$W capture -i $IF -q --json -w $D/out --wait adaptive --cpu 1" ;;
     tcpdump)     echo "tcpdump -i $IF -w $D/out" ;;
     tcpdump-B)   echo "tcpdump -i $IF -B 65536 -w $D/out" ;;

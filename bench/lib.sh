@@ -72,6 +72,23 @@ freeze_wirelab() {
     cp "$WIRELAB" "$WORK/wirelab"
     WIRELAB_BUILT="$(date -u -r "$WIRELAB" '+%Y-%m-%d %H:%M:%S UTC'), tree $(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo '?')"
     WIRELAB="$WORK/wirelab"
+    # The `wirelab-base` variant: another build (WIRELAB_BASE=path), for a
+    # before/after comparison in one run.
+    if [ -n "${WIRELAB_BASE:-}" ]; then
+        [ -x "$WIRELAB_BASE" ] || die "WIRELAB_BASE=$WIRELAB_BASE is not an executable"
+        cp "$WIRELAB_BASE" "$WORK/wirelab-base"
+        WIRELAB_BASE="$WORK/wirelab-base"
+    fi
+}
+
+# The binary a wirelab variant runs: WIRELAB_BASE for `wirelab-base`.
+wirelab_bin() {
+    if [ "$1" = wirelab-base ]; then
+        [ -n "${WIRELAB_BASE:-}" ] || die "the wirelab-base variant needs WIRELAB_BASE=path/to/wirelab"
+        echo "$WIRELAB_BASE"
+    else
+        echo "$WIRELAB"
+    fi
 }
 
 nsrx() { ip netns exec "$NS_RX" "$@"; }

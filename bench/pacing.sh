@@ -98,7 +98,7 @@ run_one() {
             [ "$tool" = wirelab-nophase ] && extra+=(--phase off)
             [ "$tool" = wirelab-sleepy ] && extra+=(--spin-margin 100us)
             case "$tool" in wirelab-sf*) extra+=(--spread-factor "0.${tool#wirelab-sf}") ;; esac
-            nstx timeout "$bound" "${SEND_PFX[@]}" "$WIRELAB" send "$IP_RX" --port "$port" \
+            nstx timeout "$bound" "${SEND_PFX[@]}" "$(wirelab_bin "$tool")" send "$IP_RX" --port "$port" \
                 --rate "$rate" --size "$PAYLOAD" --count "$count" --quiet --json "${extra[@]}" \
                 >"$WORK/send-$tag.out" 2>"$WORK/send-$tag.err" || sender_rc=$?
             ;;

@@ -175,7 +175,7 @@ def rxwatch(path, quiet_s, limit_s):
     print(json.dumps(dict(rx_packets=d, span_s=span, kpps=(d / span / 1e3) if span else None)))
 
 WL_VARIANTS = ("wirelab", "wirelab-spin", "wirelab-sf8", "wirelab-h64", "wirelab-h256",
-               "wirelab-mmsg", "wirelab-spin-mmsg", "wirelab-nophase")
+               "wirelab-mmsg", "wirelab-spin-mmsg", "wirelab-nophase", "wirelab-base")
 
 def med(v):
     v = [x for x in v if x is not None]
@@ -201,6 +201,10 @@ def tables(path):
             print(f"| {size} B | {f(m['wirelab'])} | {f(m['tcpreplay-t'])} | {f(m['tcpreplay-K'])} | {ra(m['wirelab'], m['tcpreplay-t'])} | {ra(m['wirelab'], m['tcpreplay-K'])} | {ok} |")
             if any(lost.values()):
                 print(f"|  frames not counted (median) | {lost['wirelab']} | {lost['tcpreplay-t']} | {lost['tcpreplay-K']} | | | |")
+        for size in sorted({r["size"] for r in top if r["tool"] == "wirelab-base"}):
+            base = med([r["kpps"] for r in top if r["size"] == size and r["tool"] == "wirelab-base"])
+            cur = med([r["kpps"] for r in top if r["size"] == size and r["tool"] == "wirelab"])
+            print(f"wirelab-base ({size} B): {base:.0f} kpps; wirelab / base {cur / base:.2f}" if base and cur else f"wirelab-base ({size} B): -")
     if fid:
         print("\n## fidelity at original speed (tcpdump ns timestamps; |inter-departure error| in us, median of runs)")
         print("| trace | tool | p50 | p99 | p99.9 | max | duration error (ppm) | achieved pps | missing |")
@@ -257,7 +261,7 @@ top_one() {
     local w=$BG_PID i
     for i in $(seq 1 50); do grep -q ready "$WORK/rxwatch-$tool-$size-$rep.out" 2>/dev/null && break; sleep 0.1; done
     case "$tool" in
-        wirelab) nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" --topspeed -q --json "$trace" \
+        wirelab|wirelab-base) nstx timeout 60 "${PFX[@]}" "$(wirelab_bin "$tool")" replay -i "$IF_TX" --topspeed -q --json "$trace" \
             >"$WORK/tx-$tool-$size-$rep.out" 2>&1 || rc=$? ;;
         tcpreplay-t) nstx timeout 60 "${PFX[@]}" tcpreplay -q -i "$IF_TX" -t "$trace" \
             >"$WORK/tx-$tool-$size-$rep.out" 2>&1 || rc=$? ;;
@@ -294,7 +298,7 @@ fid_one() {
                 wirelab-spin-mmsg) extra=(--spin 10s --tx sendmmsg) ;;
                 wirelab-nophase) extra=(--phase off) ;;
             esac
-            nstx timeout 60 "${PFX[@]}" "$WIRELAB" replay -i "$IF_TX" -q --json "${extra[@]}" "$trace" \
+            nstx timeout 60 "${PFX[@]}" "$(wirelab_bin "$tool")" replay -i "$IF_TX" -q --json "${extra[@]}" "$trace" \
                 >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
         tcpreplay) nstx timeout 60 "${PFX[@]}" tcpreplay -i "$IF_TX" "$trace" \
             >"$WORK/tx-$tag.json" 2>"$WORK/tx-$tag.err" || rc=$? ;;
@@ -314,7 +318,7 @@ if [ "$ONLY" != fidelity ]; then
     for sc in "64 1000000" "1400 100000"; do
         set -- $sc
         for rep in $(seq 1 "$REPS"); do
-            for tool in wirelab tcpreplay-t tcpreplay-K; do
+            for tool in ${TOP_TOOLS:-wirelab tcpreplay-t tcpreplay-K}; do
                 log "top speed: $1-byte frames, rep $rep/$REPS, $tool"
                 top_one "$tool" "$1" "$2" "$rep"
             done
