@@ -78,7 +78,7 @@ pub struct FlowConfig {
     /// Send one empty datagram during setup (see `run_flow`).
     pub prime: bool,
     /// Run the schedule from the first packet's departure instead of the planned start
-    /// (see `Pacer::delay_start`).
+    /// (see `wirelab_core::pace::Pacer::first_departure`).
     pub anchor_first: bool,
     pub echo: bool,
     /// After the last probe, how long to wait for outstanding echo replies.

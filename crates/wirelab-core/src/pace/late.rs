@@ -53,12 +53,10 @@ impl LatePolicy {
 /// With `spread`, lateness beyond this is caught up at once, as with `burst`.
 /// Two reasons. On a CPU shared with other work, where the sender gets half
 /// the CPU in scheduler slices of milliseconds, catching up at half-gaps is
-/// exactly as fast as the lateness grows, and it never caught up (measured:
-/// p50 lateness 19.8 s at 10 kpps beside one busy loop). And after a stall
-/// of milliseconds, catching up at half-gaps makes twice as many bad gaps as
-/// sending what is due at once (an 18.95 ms stall at 10 kpps: 378 gaps
-/// 50 µs short, 0.76 % of a 5 s run, enough to set its p99), and a
-/// percentile counts bad gaps, not their size.
+/// only as fast as the lateness grows, so it would never catch up. And after
+/// a stall of milliseconds, catching up at half-gaps makes twice as many bad
+/// gaps as sending what is due at once, and a percentile counts bad gaps,
+/// not their size.
 pub const SPREAD_BURST_AFTER_NS: u64 = 1_000_000;
 
 /// Applies a [`LatePolicy`]: turns ideal times into targets, learns from
