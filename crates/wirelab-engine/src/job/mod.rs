@@ -19,8 +19,23 @@ pub mod spec;
 pub mod text;
 
 use crate::StopFlag;
+use std::io;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use thiserror::Error;
+
+/// What a job's own record file and signal handling can fail with (shared
+/// by the jobs' error types).
+#[derive(Debug, Error)]
+pub enum JobFileError {
+    #[error("cannot create record file {path}: {source}", path = path.display())]
+    RecordCreate { path: PathBuf, source: io::Error },
+    #[error("cannot finish the record file: {0}")]
+    RecordFinish(io::Error),
+    #[error("cannot install the signal handlers: {0}")]
+    Signals(io::Error),
+}
 
 /// A stop flag raised by SIGINT and SIGTERM: the job stops sending, drains
 /// and flushes its records and summary.

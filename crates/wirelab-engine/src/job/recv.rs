@@ -33,12 +33,8 @@ pub enum RecvError {
     Bind { addr: SocketAddr, source: io::Error },
     #[error(transparent)]
     HwStamping(#[from] HwTsError),
-    #[error("cannot create record file {path}: {source}", path = path.display())]
-    RecordCreate { path: PathBuf, source: io::Error },
-    #[error("cannot finish the record file: {0}")]
-    RecordFinish(io::Error),
-    #[error("cannot install the signal handlers: {0}")]
-    Signals(io::Error),
+    #[error(transparent)]
+    Files(#[from] super::JobFileError),
     #[error("receiving: {0}")]
     Io(#[from] io::Error),
 }
@@ -127,7 +123,7 @@ impl RecvJob {
                 };
                 Some(
                     RecordLog::create(p, Role::Receiver, &meta).map_err(|source| {
-                        RecvError::RecordCreate {
+                        super::JobFileError::RecordCreate {
                             path: p.clone(),
                             source,
                         }
@@ -136,7 +132,7 @@ impl RecvJob {
             }
             None => None,
         };
-        let stop = super::stop_on_signals().map_err(RecvError::Signals)?;
+        let stop = super::stop_on_signals().map_err(super::JobFileError::Signals)?;
         Ok(RecvRun {
             flows: LiveFlows::new(self.window_ns),
             rx,
@@ -194,7 +190,7 @@ impl RecvRun {
         )?;
         drop(writer);
         let record_log = match self.log {
-            Some(l) => Some(l.finish().map_err(RecvError::RecordFinish)?),
+            Some(l) => Some(l.finish().map_err(super::JobFileError::RecordFinish)?),
             None => None,
         };
         let hw = self.hw.as_ref().map(|h| HwStampReport {

@@ -52,12 +52,8 @@ pub enum SendError {
     },
     #[error(transparent)]
     Rt(#[from] RtError),
-    #[error("cannot create record file {path}: {source}", path = path.display())]
-    RecordCreate { path: PathBuf, source: io::Error },
-    #[error("cannot finish the record file: {0}")]
-    RecordFinish(io::Error),
-    #[error("cannot install the signal handlers: {0}")]
-    Signals(io::Error),
+    #[error(transparent)]
+    Files(#[from] super::JobFileError),
     #[error("flow {flow} to {target}: {source}")]
     Flow {
         flow: u32,
@@ -176,7 +172,7 @@ impl SendJob {
                     config: serde_json::to_value(&self.settings).unwrap_or_default(),
                 };
                 Some(RecordLog::create(p, Role::Sender, &meta).map_err(|source| {
-                    SendError::RecordCreate {
+                    super::JobFileError::RecordCreate {
                         path: p.clone(),
                         source,
                     }
@@ -184,7 +180,7 @@ impl SendJob {
             }
             None => None,
         };
-        let stop = super::stop_on_signals().map_err(SendError::Signals)?;
+        let stop = super::stop_on_signals().map_err(super::JobFileError::Signals)?;
         let sent = Arc::new(AtomicU64::new(0));
         let info = SenderInfo {
             start_unix_ns,
@@ -278,7 +274,7 @@ impl SendRun {
             }
         }
         let record_log = match self.log {
-            Some(l) => Some(l.finish().map_err(SendError::RecordFinish)?),
+            Some(l) => Some(l.finish().map_err(super::JobFileError::RecordFinish)?),
             None => None,
         };
         if let Some(e) = first_err {
