@@ -5,11 +5,22 @@ use super::send::SendJobReport;
 use crate::capture::CaptureReport;
 use crate::replay::ReplayReport;
 use std::io::{self, Write};
-use wirelab_analysis::render_text;
+use wirelab_analysis::{render_text, Percentiles};
 use wirelab_core::units::format_ns;
 
 fn ns(v: Option<impl Into<f64>>) -> String {
     v.map(|x| format_ns(x.into())).unwrap_or_else(|| "-".into())
+}
+
+/// "p50 .. p99 .. p99.9 .. max ..".
+fn tail(p: &Percentiles) -> String {
+    format!(
+        "p50 {} p99 {} p99.9 {} max {}",
+        format_ns(p.p50_ns as f64),
+        format_ns(p.p99_ns as f64),
+        format_ns(p.p999_ns as f64),
+        format_ns(p.max_ns as f64)
+    )
 }
 
 fn ks(v: Option<f64>) -> String {
@@ -157,18 +168,12 @@ pub fn write_replay(r: &ReplayReport, out: &mut dyn Write) -> io::Result<()> {
     if r.tx != "file" {
         let d = &f.departure_error;
         let g = &f.interdeparture_error;
+        writeln!(out, "  departure error (actual - scheduled): {}", tail(d))?;
         writeln!(
             out,
-            "  departure error (actual - scheduled): p50 {} p99 {} p99.9 {} max {}",
-            format_ns(d.p50_ns as f64),
-            format_ns(d.p99_ns as f64),
-            format_ns(d.p999_ns as f64),
-            format_ns(d.max_ns as f64)
-        )?;
-        writeln!(
-            out,
-            "  inter-departure error |gap - original|: p50 {} p99 {} p99.9 {} max {} (mean signed {})",
-            format_ns(g.p50_ns as f64), format_ns(g.p99_ns as f64), format_ns(g.p999_ns as f64), format_ns(g.max_ns as f64), format_ns(f.interdeparture_error_mean_signed_ns)
+            "  inter-departure error |gap - original|: {} (mean signed {})",
+            tail(g),
+            format_ns(f.interdeparture_error_mean_signed_ns)
         )?;
         writeln!(
             out,
