@@ -4,6 +4,9 @@
 set -euo pipefail
 need=()
 command -v ip >/dev/null || need+=(iproute2)
+command -v sysctl >/dev/null || need+=(procps)
+command -v kill >/dev/null || need+=(procps)
+command -v ethtool >/dev/null || need+=(ethtool)
 command -v nft >/dev/null || need+=(nftables)
 command -v tshark >/dev/null || need+=(tshark)
 command -v capinfos >/dev/null || need+=(tshark)
