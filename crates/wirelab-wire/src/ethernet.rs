@@ -47,6 +47,35 @@ impl Framing {
     }
 }
 
+/// Destination and source MAC and the EtherType.
+pub const HEADER_BYTES: usize = 14;
+/// One 802.1Q or 802.1ad tag.
+pub const VLAN_TAG_BYTES: usize = 4;
+
+/// Why a frame cannot leave through an Ethernet interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misfit {
+    /// Shorter than the Ethernet header.
+    TooShort,
+    /// Longer than the MTU plus the header (plus one tag, if tagged).
+    TooLong,
+}
+
+/// Whether an L2 frame (without FCS) fits an Ethernet interface whose MTU
+/// is `mtu`: at least the header, at most `mtu` + header, plus one VLAN tag
+/// when the frame carries one (802.1Q or 802.1ad). This is the packet
+/// socket's own rule: `sendmsg` refuses frames outside it (EINVAL,
+/// EMSGSIZE), and a TX ring takes them and the kernel drops them without
+/// a word, so senders check it before queuing.
+pub fn egress_misfit(frame: &[u8], mtu: u32) -> Option<Misfit> {
+    if frame.len() < HEADER_BYTES {
+        return Some(Misfit::TooShort);
+    }
+    let tagged = matches!(u16::from_be_bytes([frame[12], frame[13]]), 0x8100 | 0x88a8);
+    let max = mtu as usize + HEADER_BYTES + if tagged { VLAN_TAG_BYTES } else { 0 };
+    (frame.len() > max).then_some(Misfit::TooLong)
+}
+
 /// Bytes a frame of `len` L2 bytes (without FCS) occupies on standard
 /// Ethernet: padded to 60, plus FCS 4, preamble and SFD 8, inter-frame gap 12.
 pub fn wire_bytes(len: u32) -> u64 {
@@ -56,6 +85,34 @@ pub fn wire_bytes(len: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn egress_fit_is_header_to_mtu_plus_header_plus_one_tag() {
+        let frame = |n: usize, ty: u16| {
+            let mut f = vec![0u8; n];
+            if n >= 14 {
+                f[12..14].copy_from_slice(&ty.to_be_bytes());
+            }
+            f
+        };
+        for n in [0, 1, 13] {
+            assert_eq!(egress_misfit(&frame(n, 0), 1500), Some(Misfit::TooShort));
+        }
+        for n in [14, 60, 1514] {
+            assert_eq!(egress_misfit(&frame(n, 0x0800), 1500), None, "{n}");
+        }
+        for n in [1515, 1518] {
+            assert_eq!(
+                egress_misfit(&frame(n, 0x0800), 1500),
+                Some(Misfit::TooLong)
+            );
+        }
+        for ty in [0x8100, 0x88a8] {
+            assert_eq!(egress_misfit(&frame(1518, ty), 1500), None);
+            assert_eq!(egress_misfit(&frame(1519, ty), 1500), Some(Misfit::TooLong));
+        }
+        assert_eq!(egress_misfit(&frame(9014, 0x0800), 9000), None);
+    }
 
     #[test]
     fn ethernet_wire_bytes() {

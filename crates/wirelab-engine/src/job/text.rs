@@ -155,8 +155,8 @@ pub fn write_replay(r: &ReplayReport, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "  trace: {} packet(s) per pass, {} bytes held in {} (budget {} bytes), read {} / selected {} / filtered {} / oversize {}",
-        r.load.packets, r.load.bytes, r.load.mode, r.load.max_preload_bytes, r.read.read, r.read.selected, r.read.filtered, r.read.oversize
+        "  trace: {} packet(s) per pass, {} bytes held in {} (budget {} bytes), read {} / selected {} / filtered {} / too short {} / oversize {}",
+        r.load.packets, r.load.bytes, r.load.mode, r.load.max_preload_bytes, r.read.read, r.read.selected, r.read.filtered, r.read.too_short, r.read.oversize
     )?;
     if r.rewrite.changed > 0 || r.rewrite.dropped > 0 {
         writeln!(

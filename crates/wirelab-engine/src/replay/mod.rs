@@ -27,6 +27,7 @@ use wirelab_io::clock::mono_to_real_offset;
 use wirelab_io::packet_sock::{IfInfo, PacketError, PacketSocket};
 use wirelab_io::ring_tx::TxRing;
 use wirelab_io::{Clock, MonoClock, Transmit};
+use wirelab_wire::ethernet::{HEADER_BYTES, VLAN_TAG_BYTES};
 use wirelab_wire::rewrite::split::{Side, SideMap};
 use wirelab_wire::rewrite::{unique_ip, RewriteStats};
 
@@ -709,7 +710,8 @@ fn file_bytes(files: &[PathBuf]) -> u64 {
         .sum()
 }
 
-type Opened = (Tx, String, &'static str, bool, Option<usize>);
+/// An open output: the link, its name, the kind, qdisc bypass, the MTU.
+type Opened = (Tx, String, &'static str, bool, Option<u32>);
 
 fn open_output(out: &Output, batch: usize) -> Result<Opened, ReplayError> {
     Ok(match out {
@@ -719,11 +721,11 @@ fn open_output(out: &Output, batch: usize) -> Result<Opened, ReplayError> {
             slots,
         } => {
             let sock = PacketSocket::open(ifname, *qdisc_bypass)?;
-            let info = sock.info();
-            let max = info.mtu as usize + 14 + 8;
+            let mtu = sock.info().mtu;
+            let max = mtu as usize + HEADER_BYTES + VLAN_TAG_BYTES;
             let ring = TxRing::new(sock, max, *slots)?;
             let b = ring.qdisc_bypass();
-            (Tx::Ring(ring), ifname.clone(), "ring", b, Some(max))
+            (Tx::Ring(ring), ifname.clone(), "ring", b, Some(mtu))
         }
         Output::Sendmmsg {
             ifname,
@@ -731,7 +733,8 @@ fn open_output(out: &Output, batch: usize) -> Result<Opened, ReplayError> {
         } => {
             let sock = PacketSocket::open(ifname, *qdisc_bypass)?;
             sock.set_send_buffer(4 << 20);
-            let max = sock.info().mtu as usize + 14 + 8;
+            let mtu = sock.info().mtu;
+            let max = mtu as usize + HEADER_BYTES + VLAN_TAG_BYTES;
             let b = sock.qdisc_bypass();
             let bufs = (0..batch.max(1)).map(|_| Vec::with_capacity(max)).collect();
             (
@@ -743,7 +746,7 @@ fn open_output(out: &Output, batch: usize) -> Result<Opened, ReplayError> {
                 ifname.clone(),
                 "sendmmsg",
                 b,
-                Some(max),
+                Some(mtu),
             )
         }
         Output::File(p) => {
@@ -794,18 +797,18 @@ fn run_on<C: Clock>(
     outputs: Vec<Opened>,
 ) -> Result<ReplayReport, ReplayError> {
     let mut outputs = outputs.into_iter();
-    let (tx, out_desc, kind, bypass, mut max_frame) = outputs
+    let (tx, out_desc, kind, bypass, mut egress_mtu) = outputs
         .next()
         .ok_or_else(|| ReplayError::Input("no output".into()))?;
     let mut txs = vec![tx];
     let mut split_desc = None;
-    if let Some((tx2, desc2, kind2, bypass2, max2)) = outputs.next() {
+    if let Some((tx2, desc2, kind2, bypass2, mtu2)) = outputs.next() {
         if kind2 != kind || bypass2 != bypass {
             tracing::warn!(
                 "the two outputs differ: {kind}/{kind2}, qdisc bypass {bypass}/{bypass2}"
             );
         }
-        max_frame = match (max_frame, max2) {
+        egress_mtu = match (egress_mtu, mtu2) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -813,7 +816,7 @@ fn run_on<C: Clock>(
         split_desc = Some(desc2);
     }
     let mut read = cfg.read.clone();
-    read.max_frame = max_frame;
+    read.egress_mtu = egress_mtu;
     let mut stats = ReadStats::default();
     let in_bytes = file_bytes(&read.files);
     let streaming = in_bytes > cfg.max_preload;

@@ -48,7 +48,7 @@ fn config(file: PathBuf) -> ReplayConfig {
             files: vec![file],
             select: Selection::default(),
             rewrite: Default::default(),
-            max_frame: None,
+            egress_mtu: None,
         },
         timing: Timing::Original { multiplier: 1.0 },
         late: LatePolicy::DEFAULT,

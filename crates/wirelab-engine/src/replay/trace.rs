@@ -8,6 +8,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use wirelab_io::bpf::BpfProgram;
 use wirelab_pcap::PcapReader;
+use wirelab_wire::ethernet::{egress_misfit, Misfit};
 use wirelab_wire::rewrite::{RewriteSpec, RewriteStats, Verdict};
 
 /// Packet-number ranges, 1-based and inclusive, across all input files in
@@ -104,7 +105,11 @@ pub struct ReadStats {
     pub selected: u64,
     /// Packets left out by ranges or filters.
     pub filtered: u64,
-    /// Packets larger than the interface accepts (skipped).
+    /// Frames shorter than an Ethernet header (skipped: the interface
+    /// cannot send them).
+    pub too_short: u64,
+    /// Frames longer than the interface accepts: its MTU plus the header,
+    /// plus one VLAN tag if tagged (skipped).
     pub oversize: u64,
     /// Timestamps that went backwards (sent at the previous packet's time).
     pub ts_backwards: u64,
@@ -122,8 +127,9 @@ pub struct ReadSpec {
     pub select: Selection,
     /// Rewrites that do not depend on the loop.
     pub rewrite: RewriteSpec,
-    /// Largest frame accepted (interface MTU + L2 header), if known.
-    pub max_frame: Option<usize>,
+    /// The egress interface's MTU, when sending: frames that cannot leave
+    /// through it (`ethernet::egress_misfit`) are skipped and counted.
+    pub egress_mtu: Option<u32>,
 }
 
 fn open(path: &Path) -> Result<PcapReader<BufReader<File>>, ReplayError> {
@@ -196,8 +202,11 @@ pub fn scan(
                 stats.filtered += 1;
                 continue;
             }
-            if spec.max_frame.is_some_and(|m| buf.len() > m) {
-                stats.oversize += 1;
+            if let Some(m) = spec.egress_mtu.and_then(|mtu| egress_misfit(&buf, mtu)) {
+                match m {
+                    Misfit::TooShort => stats.too_short += 1,
+                    Misfit::TooLong => stats.oversize += 1,
+                }
                 continue;
             }
             stats.selected += 1;

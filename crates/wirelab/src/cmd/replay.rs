@@ -310,7 +310,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
             files: a.files.clone(),
             select,
             rewrite: rewrite_spec(&a)?,
-            max_frame: None,
+            egress_mtu: None,
         },
         timing,
         late,
