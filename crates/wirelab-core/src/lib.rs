@@ -12,4 +12,5 @@ pub mod pace;
 pub mod phase;
 pub mod replay;
 pub mod schedule;
+pub mod trace;
 pub mod units;
