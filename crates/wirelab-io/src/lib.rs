@@ -10,6 +10,8 @@
 //! - [`bpf`]: tcpdump filter expressions compiled by libpcap; run in user space or
 //!   attached to a socket.
 //! - [`ring_rx`]: AF_PACKET TPACKET_V3 receive ring, read in place.
+//! - [`ring_frames`]: AF_PACKET TPACKET_V2 receive ring, one slot per frame, for
+//!   forwarding without the V3 block-retire wait.
 //! - [`ifstats`]: interface counters from sysfs, thread/process CPU time.
 //! - [`direct`]: `O_DIRECT` files for capture output without the page-cache copy.
 //! - [`tx`]: the [`tx::Transmit`] trait over every batch sender, and which send
@@ -24,6 +26,7 @@ pub mod direct;
 pub mod hwtstamp;
 pub mod ifstats;
 pub mod packet_sock;
+pub mod ring_frames;
 pub mod ring_rx;
 pub mod ring_tx;
 pub mod rt;

@@ -359,6 +359,79 @@ impl Receive for SimRx {
     }
 }
 
+/// A simulated receive ring for a forwarder: frames arrive at scripted
+/// monotonic times and carry kernel timestamps (wall clock, as a ring's);
+/// a frame is visible from its arrival on; waiting advances the clock to
+/// the next arrival or the timeout.
+#[derive(Debug)]
+pub struct SimFrames {
+    clock: SimClock,
+    /// Not yet released: (arrival, bytes, VLAN tag taken off).
+    arrivals: VecDeque<(u64, Vec<u8>, Option<(u16, u16)>)>,
+    /// Waits that ended with nothing there.
+    pub empty_waits: u64,
+}
+
+impl SimFrames {
+    pub fn new(clock: &SimClock) -> SimFrames {
+        SimFrames {
+            clock: clock.clone(),
+            arrivals: VecDeque::new(),
+            empty_waits: 0,
+        }
+    }
+
+    /// A frame arrives at `at_ns` (arrivals must be pushed in order).
+    pub fn arrive(&mut self, at_ns: u64, frame: &[u8]) {
+        self.arrivals.push_back((at_ns, frame.to_vec(), None));
+    }
+
+    /// A frame whose VLAN tag (TCI, TPID) the driver took off arrives.
+    pub fn arrive_tagged(&mut self, at_ns: u64, frame: &[u8], vlan: (u16, u16)) {
+        self.arrivals.push_back((at_ns, frame.to_vec(), Some(vlan)));
+    }
+
+    /// Frames not yet read.
+    pub fn pending(&self) -> usize {
+        self.arrivals.len()
+    }
+}
+
+impl crate::ring_frames::FrameSource for SimFrames {
+    fn peek(&self) -> Option<crate::ring_frames::RxFrame<'_>> {
+        let now = self.clock.peek_ns();
+        let (at, data, vlan) = self.arrivals.front().filter(|a| a.0 <= now)?;
+        Some(crate::ring_frames::RxFrame {
+            data,
+            orig_len: data.len() as u32,
+            ts_ns: SimClock::WALL_OFFSET_NS + at,
+            vlan: *vlan,
+            losing: false,
+        })
+    }
+
+    fn release(&mut self) {
+        if self.peek().is_some() {
+            self.arrivals.pop_front();
+        }
+    }
+
+    fn wait(&mut self, timeout: std::time::Duration) -> io::Result<bool> {
+        let now = self.clock.peek_ns();
+        let until = now.saturating_add(timeout.as_nanos() as u64);
+        let next = self.arrivals.front().map_or(until, |a| a.0.min(until));
+        if next > now {
+            let mut c = self.clock.clone();
+            c.sleep_until(next);
+        }
+        let ready = self.peek().is_some();
+        if !ready {
+            self.empty_waits += 1;
+        }
+        Ok(ready)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
