@@ -8,6 +8,8 @@
 //! - [`receiver`]: receives in batches with kernel timestamps, tracks every
 //!   flow live, reflects echo requests, writes records.
 //! - [`capture`]: TPACKET_V3 capture to pcapng/pcap with the adaptive wait of seed 001.
+//! - [`emulate`]: the link emulator's forwarding loop: ring → link model →
+//!   release on absolute deadlines, never early.
 //! - [`recordlog`]: buffered append-only record files.
 //! - [`job`]: what each subcommand runs, from configuration to report.
 //! - [`phase`]: the start phase of a schedule, calibrated to miss periodic stalls.
@@ -16,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod emulate;
 pub mod job;
 pub mod pace;
 pub mod phase;
