@@ -359,6 +359,9 @@ impl Receive for SimRx {
     }
 }
 
+/// A frame of [`SimFrames`]: arrival, bytes, the VLAN tag taken off.
+type SimFrame = (u64, Vec<u8>, Option<(u16, u16)>);
+
 /// A simulated receive ring for a forwarder: frames arrive at scripted
 /// monotonic times and carry kernel timestamps (wall clock, as a ring's);
 /// a frame is visible from its arrival on; waiting advances the clock to
@@ -366,8 +369,8 @@ impl Receive for SimRx {
 #[derive(Debug)]
 pub struct SimFrames {
     clock: SimClock,
-    /// Not yet released: (arrival, bytes, VLAN tag taken off).
-    arrivals: VecDeque<(u64, Vec<u8>, Option<(u16, u16)>)>,
+    /// Not yet released.
+    arrivals: VecDeque<SimFrame>,
     /// Waits that ended with nothing there.
     pub empty_waits: u64,
 }
