@@ -42,7 +42,7 @@ impl Scripted {
 impl LinkModel for Scripted {
     fn arrive(&mut self, t_ns: u64, _len: u32, index: u64) -> u32 {
         let k = index + 1;
-        if self.drop_every > 0 && k % self.drop_every == 0 {
+        if self.drop_every > 0 && k.is_multiple_of(self.drop_every) {
             return 0;
         }
         let d = t_ns + self.delay_ns;
@@ -52,7 +52,7 @@ impl LinkModel for Scripted {
             flip_bit: None,
             send: true,
         });
-        if self.dup_every > 0 && k % self.dup_every == 0 {
+        if self.dup_every > 0 && k.is_multiple_of(self.dup_every) {
             self.queue.push_back(Release {
                 index,
                 deadline_ns: d + self.dup_gap_ns,
