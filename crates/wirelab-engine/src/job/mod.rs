@@ -6,10 +6,12 @@
 //! - [`send`]: one thread per flow, paced by [`crate::sender`].
 //! - [`recv`]: the receiver/reflector on the calling thread.
 //! - [`replay`]: [`crate::replay`] on the calling thread.
+//! - [`emulate`]: the link emulator, a forwarding thread per direction.
 //! - [`records`]: record files read back for `wirelab analyze`.
 //! - [`spec`]: generators built from specs, with the run's seeds.
 //! - [`text`]: human summaries of the send and recv reports.
 
+pub mod emulate;
 pub mod records;
 pub mod recv;
 pub mod replay;
