@@ -1,17 +1,19 @@
 //! The JSON reports of `wirelab send` (`wirelab.send/1`), `wirelab recv`
-//! (`wirelab.recv/1`) and `wirelab analyze` (`wirelab.analysis/1`, the
-//! [`Summary`]), as typed structs.
+//! (`wirelab.recv/1`), `wirelab capture` (`wirelab.capture/1`) and
+//! `wirelab analyze` (`wirelab.analysis/1`, the [`Summary`]), as typed
+//! structs.
 //!
 //! The parts a driver measures about itself (send calls, receive wake-ups,
-//! record log counters) are type parameters: they are the engine's types,
-//! serialized as they are.
+//! record log counters, capture threads and their files) are type
+//! parameters: they are the engine's types, serialized as they are.
 //!
 //! send/1 and recv/1 are printed with every object's keys in alphabetical
 //! order at every level (their documented form, kept byte-compatible):
 //! [`to_json_sorted`] goes through `serde_json::Value`, whose maps sort.
-//! analysis/1 keeps its fields' declaration order.
+//! analysis/1 and capture/1 keep their fields' declaration order.
 
 use crate::error::AnalysisError;
+use crate::percentiles::Percentiles;
 use crate::report::{FlowReport, Summary, Totals};
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +21,7 @@ pub use crate::report::{OWD_CLOCK_NOTE, SCHEMA as ANALYSIS_SCHEMA};
 
 pub const SEND_SCHEMA: &str = "wirelab.send/1";
 pub const RECV_SCHEMA: &str = "wirelab.recv/1";
+pub const CAPTURE_SCHEMA: &str = "wirelab.capture/1";
 
 /// Pretty JSON with every object's keys sorted (send/1, recv/1).
 pub fn to_json_sorted(v: &impl Serialize) -> Result<String, AnalysisError> {
@@ -140,9 +143,190 @@ pub struct HwStampReport {
     pub stamped_packets: u64,
 }
 
+/// `wirelab.capture/1` (docs/capture.md). `T` is the engine's per-thread
+/// report, `M` the merge writer's summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureReport<T, M> {
+    /// Always [`CAPTURE_SCHEMA`].
+    pub schema: &'static str,
+    pub interface: String,
+    /// Filter expression ("" = everything).
+    pub filter: String,
+    pub snaplen: u32,
+    /// LINKTYPE_*.
+    pub linktype: u16,
+    /// "pcapng", "pcap-us" or "pcap-ns".
+    pub format: &'static str,
+    /// Wait policy: "block", "poll" or "adaptive".
+    pub wait: &'static str,
+    pub poll_period_ns: u64,
+    pub ring: CaptureRing,
+    /// Wall-clock start, ns since the epoch.
+    pub start_unix_ns: u64,
+    pub duration_s: f64,
+    /// Packets written (all threads).
+    pub packets: u64,
+    /// Bytes captured (sum of captured lengths).
+    pub bytes: u64,
+    pub loss: CaptureLoss,
+    pub interface_counters: CaptureIfCounters,
+    /// Wake-ups per second (all threads).
+    pub wakeups_per_s: f64,
+    pub packets_per_wakeup: f64,
+    pub wakeups: u64,
+    /// Wait-mode switches (adaptive).
+    pub mode_switches: u64,
+    /// Fraction of cycles spent polling.
+    pub poll_fraction: f64,
+    pub cpu: CaptureCpu,
+    /// Kernel timestamp → handled by the capture thread (sampled; `count` is the
+    /// sample count).
+    pub delivery_latency: Percentiles,
+    /// Why the capture ended: "signal", "count" or "duration".
+    pub stop_reason: String,
+    /// Fallbacks taken.
+    pub notes: Vec<String>,
+    pub threads: Vec<T>,
+    /// The merged output of several threads (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge: Option<M>,
+}
+
+/// Ring geometry in capture/1.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureRing {
+    pub block_size: usize,
+    /// Blocks per thread (after any shrink).
+    pub block_count: usize,
+    /// Retire timeout (ms; 0 = kernel default).
+    pub retire_ms: u32,
+    /// Fanout mode ("hash", "cpu", "lb") with several threads.
+    pub fanout: Option<&'static str>,
+}
+
+/// Loss per stage in capture/1.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureLoss {
+    /// rx_dropped delta on the interface.
+    pub if_rx_dropped: u64,
+    /// rx_missed_errors delta.
+    pub if_rx_missed_errors: u64,
+    /// Ring drops (`tp_drops`).
+    pub ring_drops: u64,
+    /// Freeze-queue events (`tp_freeze_q_cnt`).
+    pub ring_freeze_q_cnt: u64,
+    /// Writer backlog drops: always 0 (writes are inline; a slow writer shows as ring drops).
+    pub writer_drops: u64,
+}
+
+/// Interface counters before and after, in capture/1.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureIfCounters {
+    pub before: IfCountersJson,
+    pub after: IfCountersJson,
+}
+
+/// One reading of an interface's sysfs counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct IfCountersJson {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub rx_dropped: u64,
+    pub rx_missed_errors: u64,
+    pub tx_packets: u64,
+}
+
+/// CPU time in capture/1.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureCpu {
+    /// Capture threads, user.
+    pub threads_user_s: f64,
+    /// Capture threads, system.
+    pub threads_system_s: f64,
+    /// Whole process, user.
+    pub process_user_s: f64,
+    /// Whole process, system.
+    pub process_system_s: f64,
+    /// Whole process CPU ns per packet written.
+    pub ns_per_packet: f64,
+    /// Whole process CPU as a fraction of one core.
+    pub utilization: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capture_report_keeps_its_documented_key_order() {
+        let cpu = CaptureCpu {
+            threads_user_s: 0.0,
+            threads_system_s: 0.0,
+            process_user_s: 0.0,
+            process_system_s: 0.0,
+            ns_per_packet: 0.0,
+            utilization: 0.0,
+        };
+        let mut r = CaptureReport::<u8, u8> {
+            schema: CAPTURE_SCHEMA,
+            interface: "eth0".into(),
+            filter: String::new(),
+            snaplen: 262_144,
+            linktype: 1,
+            format: "pcapng",
+            wait: "adaptive",
+            poll_period_ns: 100_000,
+            ring: CaptureRing {
+                block_size: 1 << 20,
+                block_count: 64,
+                retire_ms: 10,
+                fanout: None,
+            },
+            start_unix_ns: 1,
+            duration_s: 0.5,
+            packets: 3,
+            bytes: 180,
+            loss: CaptureLoss {
+                if_rx_dropped: 0,
+                if_rx_missed_errors: 0,
+                ring_drops: 2,
+                ring_freeze_q_cnt: 1,
+                writer_drops: 0,
+            },
+            interface_counters: CaptureIfCounters {
+                before: IfCountersJson::default(),
+                after: IfCountersJson::default(),
+            },
+            wakeups_per_s: 2.0,
+            packets_per_wakeup: 3.0,
+            wakeups: 1,
+            mode_switches: 0,
+            poll_fraction: 0.0,
+            cpu,
+            delivery_latency: Percentiles::default(),
+            stop_reason: "count".into(),
+            notes: vec![],
+            threads: vec![7],
+            merge: None,
+        };
+        let keys = |s: &str| -> Vec<String> {
+            s.lines()
+                .filter(|l| l.starts_with("  \"") && !l.starts_with("   "))
+                .map(|l| l.trim().split('"').nth(1).unwrap().to_string())
+                .collect()
+        };
+        let s = serde_json::to_string_pretty(&r).unwrap();
+        let want = "schema interface filter snaplen linktype format wait poll_period_ns ring \
+                    start_unix_ns duration_s packets bytes loss interface_counters \
+                    wakeups_per_s packets_per_wakeup wakeups mode_switches poll_fraction cpu \
+                    delivery_latency stop_reason notes threads";
+        assert_eq!(keys(&s).join(" "), want);
+        assert!(s.contains("\"wait\": \"adaptive\""), "{s}");
+        assert!(s.contains("\"fanout\": null"), "{s}");
+        r.merge = Some(9);
+        let s = serde_json::to_string_pretty(&r).unwrap();
+        assert_eq!(keys(&s).join(" "), format!("{want} merge"));
+    }
 
     #[test]
     fn send_report_keys_are_sorted_and_engine_fields_flattened() {

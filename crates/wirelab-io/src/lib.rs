@@ -16,7 +16,8 @@
 //! - [`direct`]: `O_DIRECT` files for capture output without the page-cache copy.
 //! - [`tx`]: the [`tx::Transmit`] trait over every batch sender, and which send
 //!   errors are transient.
-//! - [`sim`]: a simulated clock and link for driver tests (no `unsafe`, no OS).
+//! - [`sim`]: a simulated clock, transmit link, UDP socket, capture ring and
+//!   forwarding ring for driver tests (no `unsafe`, no OS).
 //!
 //! Every `unsafe` block carries a `// SAFETY:` comment.
 

@@ -27,6 +27,14 @@
 //! Counters: [`RxRing::stats`] reads `PACKET_STATISTICS` (which the kernel resets on every
 //! read) and accumulates, so the totals are since the ring was opened. `packets` counts
 //! every packet that passed the filter, *including* the dropped ones (kernel semantics).
+//!
+//! # [`BlockSource`]
+//!
+//! What a capture driver needs from a ring, as a trait: the next retired block (handed
+//! back by dropping it), a wait for one, the counters, the geometry. [`RxRing`] implements
+//! it by calling the inherent methods above; `crate::sim::SimRing` is a scripted ring for
+//! driver tests. Drivers are generic over it, so the real path is monomorphised and pays
+//! nothing for the indirection.
 
 use crate::bpf::BpfProgram;
 use crate::ifstats::IfInfo;
@@ -193,6 +201,48 @@ pub struct RingStats {
     pub drops: u64,
     /// Times the kernel found no free block and froze the queue (`tp_freeze_q_cnt`).
     pub freeze_q_cnt: u64,
+}
+
+/// A source of retired blocks of received frames: what a capture driver reads.
+///
+/// Contract (the kernel's, kept by every implementation): blocks come in ring order; at
+/// most one is out at a time (it borrows the source mutably); dropping it hands it back
+/// and moves on to the next. Frame timestamps are ns since the Unix epoch
+/// (CLOCK_REALTIME); a frame's `data` is at most the snap length, `orig_len` its length on
+/// the wire. [`RingStats`] are totals since the source was opened.
+pub trait BlockSource {
+    /// A retired block; dropping it hands it back.
+    type Block<'a>: FrameBlock
+    where
+        Self: 'a;
+
+    /// The next block in ring order, if it has been retired.
+    fn next_block(&mut self) -> Option<Self::Block<'_>>;
+
+    /// Waits up to `timeout` for a retired block; returns whether one is ready. May
+    /// return early without one (a signal).
+    fn wait(&mut self, timeout: Duration) -> io::Result<bool>;
+
+    /// Totals since opening.
+    fn stats(&mut self) -> io::Result<RingStats>;
+
+    /// Block size (bytes) and block count in use.
+    fn geometry(&self) -> (usize, usize);
+
+    /// Block retire timeout (ms; 0 = the kernel's default): how long a partly filled
+    /// block can wait before user space sees it.
+    fn retire_ms(&self) -> u32;
+}
+
+/// The frames of one block of a [`BlockSource`].
+pub trait FrameBlock {
+    /// Iterator over the frames.
+    type Frames<'b>: Iterator<Item = RxPacket<'b>>
+    where
+        Self: 'b;
+
+    /// The frames, in arrival order.
+    fn packets(&self) -> Self::Frames<'_>;
 }
 
 /// An open TPACKET_V3 receive ring bound to one interface.
@@ -570,6 +620,32 @@ impl RxRing {
     }
 }
 
+impl BlockSource for RxRing {
+    type Block<'a> = Block<'a>;
+
+    #[inline]
+    fn next_block(&mut self) -> Option<Block<'_>> {
+        RxRing::next_block(self)
+    }
+
+    #[inline]
+    fn wait(&mut self, timeout: Duration) -> io::Result<bool> {
+        RxRing::wait(self, timeout)
+    }
+
+    fn stats(&mut self) -> io::Result<RingStats> {
+        RxRing::stats(self)
+    }
+
+    fn geometry(&self) -> (usize, usize) {
+        RxRing::geometry(self)
+    }
+
+    fn retire_ms(&self) -> u32 {
+        RxRing::retire_ms(self)
+    }
+}
+
 impl Drop for RxRing {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the mapping created in `open`; no `Block` can be alive
@@ -619,6 +695,18 @@ impl Block<'_> {
             keep: self.ring.keep,
             malformed: false,
         }
+    }
+}
+
+impl FrameBlock for Block<'_> {
+    type Frames<'b>
+        = Packets<'b>
+    where
+        Self: 'b;
+
+    #[inline]
+    fn packets(&self) -> Packets<'_> {
+        Block::packets(self)
     }
 }
 

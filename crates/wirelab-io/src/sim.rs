@@ -1,15 +1,18 @@
 //! A simulated backend for driver tests: a virtual clock with scripted
-//! stalls and wake-up latency, and a transmit link with scripted costs and
-//! errors that records every departure. Deterministic: the same script
-//! gives the same run, whatever the machine is doing.
+//! stalls and wake-up latency, a transmit link with scripted costs and
+//! errors that records every departure, a receiving socket, and a capture
+//! ring with scripted blocks and kernel drops. Deterministic: the same
+//! script gives the same run, whatever the machine is doing.
 
 use crate::clock::Clock;
+use crate::ring_rx::{BlockSource, FrameBlock, RingStats, RxPacket};
 use crate::tx::Transmit;
 use crate::udp::{Receive, RecvBatch, RxTimestamp};
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// Stalls that recur: the thread loses the CPU for `len_ns` at every
 /// `phase_ns + k × period_ns` (a kernel tick, a host timer).
@@ -360,7 +363,7 @@ impl Receive for SimRx {
 }
 
 /// A frame of [`SimFrames`]: arrival, bytes, the VLAN tag taken off.
-type SimFrame = (u64, Vec<u8>, Option<(u16, u16)>);
+type SimArrival = (u64, Vec<u8>, Option<(u16, u16)>);
 
 /// A simulated receive ring for a forwarder: frames arrive at scripted
 /// monotonic times and carry kernel timestamps (wall clock, as a ring's);
@@ -370,7 +373,7 @@ type SimFrame = (u64, Vec<u8>, Option<(u16, u16)>);
 pub struct SimFrames {
     clock: SimClock,
     /// Not yet released.
-    arrivals: VecDeque<SimFrame>,
+    arrivals: VecDeque<SimArrival>,
     /// Waits that ended with nothing there.
     pub empty_waits: u64,
 }
@@ -432,6 +435,214 @@ impl crate::ring_frames::FrameSource for SimFrames {
             self.empty_waits += 1;
         }
         Ok(ready)
+    }
+}
+
+/// One frame in a [`SimRing`].
+#[derive(Debug)]
+struct SimFrame {
+    ts_ns: u64,
+    orig_len: u32,
+    data: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct SimBlockData {
+    retire_ns: u64,
+    frames: Vec<SimFrame>,
+}
+
+/// A simulated TPACKET_V3 receive ring on a [`SimClock`]. The script lays
+/// frames into the open block ([`SimRing::frame`]) and retires it at a
+/// given time ([`SimRing::retire`]): from then on the driver can read it.
+/// Frames are stamped with the wall-clock form of their arrival
+/// (`SimClock::WALL_OFFSET_NS + at`), as the kernel stamps with
+/// CLOCK_REALTIME, and cut to the snap length keeping their length on the
+/// wire. [`SimRing::kernel_drops`] scripts frames the kernel dropped.
+/// Counters follow the kernel's: `packets` counts every frame that has
+/// arrived by now, dropped ones included. A wait sleeps the clock until the
+/// next retirement or the timeout. After the script the ring stays idle.
+#[derive(Debug)]
+pub struct SimRing {
+    clock: SimClock,
+    snaplen: u32,
+    block_size: usize,
+    block_count: usize,
+    retire_ms: u32,
+    /// Retired blocks not yet handed back, in ring order.
+    retired: VecDeque<SimBlockData>,
+    open: Vec<SimFrame>,
+    /// Frame arrivals and drops as (time, delivered, dropped), for the counters.
+    events: Vec<(u64, u64, u64)>,
+    last_retire_ns: u64,
+    /// Blocks handed back.
+    pub released: u64,
+    /// Wait calls.
+    pub waits: u64,
+}
+
+impl SimRing {
+    /// An empty ring on `clock` that claims `retire_ms` (what a driver's drain and merge
+    /// bounds are derived from); 64 blocks of 1 MiB, snap length 262144.
+    pub fn new(clock: &SimClock, retire_ms: u32) -> SimRing {
+        SimRing {
+            clock: clock.clone(),
+            snaplen: 262_144,
+            block_size: 1 << 20,
+            block_count: 64,
+            retire_ms,
+            retired: VecDeque::new(),
+            open: Vec::new(),
+            events: Vec::new(),
+            last_retire_ns: 0,
+            released: 0,
+            waits: 0,
+        }
+    }
+
+    /// Frames longer than `snaplen` are cut to it (keeping their length on the wire).
+    pub fn snaplen(mut self, snaplen: u32) -> SimRing {
+        self.snaplen = snaplen;
+        self
+    }
+
+    /// A frame arrives at `at_ns` (monotonic) into the open block.
+    pub fn frame(&mut self, at_ns: u64, data: &[u8]) {
+        self.frame_stamped(at_ns, SimClock::WALL_OFFSET_NS + at_ns, data);
+    }
+
+    /// A frame arrives at `at_ns` into the open block with the kernel stamp `ts_ns` (wall
+    /// clock): stamps taken on several CPUs reach one ring slightly out of order.
+    pub fn frame_stamped(&mut self, at_ns: u64, ts_ns: u64, data: &[u8]) {
+        let cap = data.len().min(self.snaplen as usize);
+        self.open.push(SimFrame {
+            ts_ns,
+            orig_len: data.len() as u32,
+            data: data[..cap].to_vec(),
+        });
+        self.events.push((at_ns, 1, 0));
+    }
+
+    /// The open block (possibly empty: a retire timeout on an idle link) is handed to user
+    /// space at `at_ns`; blocks retire in order, so an earlier time counts as the previous
+    /// block's.
+    pub fn retire(&mut self, at_ns: u64) {
+        let retire_ns = at_ns.max(self.last_retire_ns);
+        self.last_retire_ns = retire_ns;
+        self.retired.push_back(SimBlockData {
+            retire_ns,
+            frames: std::mem::take(&mut self.open),
+        });
+    }
+
+    /// The kernel drops `n` frames at `at_ns` (ring full: one queue freeze).
+    pub fn kernel_drops(&mut self, at_ns: u64, n: u64) {
+        self.events.push((at_ns, 0, n));
+    }
+
+    /// Whether every scripted block has been read and handed back.
+    pub fn finished(&self) -> bool {
+        self.retired.is_empty() && self.open.is_empty()
+    }
+
+    fn ready(&self) -> bool {
+        self.retired
+            .front()
+            .is_some_and(|b| b.retire_ns <= self.clock.peek_ns())
+    }
+}
+
+/// A retired block of a [`SimRing`]; dropping it hands it back.
+#[derive(Debug)]
+pub struct SimBlock<'a> {
+    ring: &'a mut SimRing,
+}
+
+impl FrameBlock for SimBlock<'_> {
+    type Frames<'b>
+        = SimBlockFrames<'b>
+    where
+        Self: 'b;
+
+    fn packets(&self) -> SimBlockFrames<'_> {
+        SimBlockFrames {
+            inner: self.ring.retired[0].frames.iter(),
+        }
+    }
+}
+
+impl Drop for SimBlock<'_> {
+    fn drop(&mut self) {
+        self.ring.retired.pop_front();
+        self.ring.released += 1;
+    }
+}
+
+/// The frames of a [`SimBlock`].
+#[derive(Debug)]
+pub struct SimBlockFrames<'a> {
+    inner: std::slice::Iter<'a, SimFrame>,
+}
+
+impl<'a> Iterator for SimBlockFrames<'a> {
+    type Item = RxPacket<'a>;
+
+    fn next(&mut self) -> Option<RxPacket<'a>> {
+        self.inner.next().map(|f| RxPacket {
+            data: &f.data,
+            orig_len: f.orig_len,
+            ts_ns: f.ts_ns,
+            pkttype: 0,
+        })
+    }
+}
+
+impl BlockSource for SimRing {
+    type Block<'a> = SimBlock<'a>;
+
+    fn next_block(&mut self) -> Option<SimBlock<'_>> {
+        // Not `then_some`: a block built and dropped would be handed back unread.
+        if self.ready() {
+            Some(SimBlock { ring: self })
+        } else {
+            None
+        }
+    }
+
+    fn wait(&mut self, timeout: Duration) -> io::Result<bool> {
+        self.waits += 1;
+        if self.ready() {
+            return Ok(true);
+        }
+        let until = self
+            .clock
+            .peek_ns()
+            .saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
+        let next = self
+            .retired
+            .front()
+            .map_or(until, |b| b.retire_ns.min(until));
+        self.clock.sleep_until(next);
+        Ok(self.ready())
+    }
+
+    fn stats(&mut self) -> io::Result<RingStats> {
+        let now = self.clock.peek_ns();
+        let mut st = RingStats::default();
+        for &(_, delivered, dropped) in self.events.iter().filter(|e| e.0 <= now) {
+            st.packets += delivered + dropped;
+            st.drops += dropped;
+            st.freeze_q_cnt += u64::from(dropped > 0);
+        }
+        Ok(st)
+    }
+
+    fn geometry(&self) -> (usize, usize) {
+        (self.block_size, self.block_count)
+    }
+
+    fn retire_ms(&self) -> u32 {
+        self.retire_ms
     }
 }
 
@@ -504,6 +715,49 @@ mod tests {
         c.spin_until(11_000);
         assert_eq!(c.thread_cpu_ns(), 2_000);
         assert_eq!(c.sleeps(), 1);
+    }
+
+    #[test]
+    fn a_simulated_ring_retires_blocks_on_time_and_counts_like_the_kernel() {
+        let c = SimClock::new(0);
+        let mut ring = SimRing::new(&c, 10).snaplen(4);
+        ring.frame(1_000, b"abcdef");
+        ring.frame(2_000, b"xy");
+        ring.retire(5_000);
+        ring.kernel_drops(6_000, 3);
+        ring.frame(7_000, b"z");
+        ring.retire(4_000); // earlier than the previous block: retires with it
+        ring.frame(20_000_000, b"late");
+        ring.retire(30_000_000);
+        assert!(ring.next_block().is_none(), "nothing retired yet");
+        assert_eq!(ring.stats().unwrap(), RingStats::default());
+        // A wait sleeps until the next retirement.
+        assert!(ring.wait(Duration::from_millis(1)).unwrap());
+        assert_eq!(c.peek_ns(), 5_000);
+        {
+            let b = ring.next_block().unwrap();
+            let v: Vec<_> = b
+                .packets()
+                .map(|p| (p.ts_ns - SimClock::WALL_OFFSET_NS, p.orig_len, p.data))
+                .collect();
+            assert_eq!(v, [(1_000, 6, &b"abcd"[..]), (2_000, 2, &b"xy"[..])]);
+        }
+        assert_eq!(ring.released, 1);
+        // The second block retired at 5 µs too, but its frame and the drops arrive later:
+        // the counters show only what has arrived by now.
+        assert_eq!(ring.stats().unwrap().packets, 2);
+        assert_eq!(ring.next_block().unwrap().packets().count(), 1);
+        // ... or up to the timeout.
+        assert!(!ring.wait(Duration::from_millis(1)).unwrap());
+        assert_eq!(c.peek_ns(), 1_005_000);
+        let st = ring.stats().unwrap();
+        assert_eq!((st.packets, st.drops, st.freeze_q_cnt), (6, 3, 1));
+        assert!(ring.wait(Duration::from_secs(1)).unwrap());
+        assert_eq!(c.peek_ns(), 30_000_000);
+        drop(ring.next_block());
+        assert!(ring.finished());
+        assert_eq!((ring.released, ring.waits), (3, 3));
+        assert_eq!(ring.stats().unwrap().packets, 7);
     }
 
     #[test]

@@ -18,6 +18,9 @@
 //! or below every thread's watermark, so the file is globally sorted. The cost: packets
 //! are held back for up to `bound` plus one wait cycle (≤ 50 ms), and memory holds what
 //! all threads capture in that time (`merge.held_max` in the summary).
+//!
+//! The writer reads wall-clock time (file statistics, rotation, `max_delay_ns`) from the
+//! [`Clock`] it is given, the capture's own.
 
 use super::output::{FileSummary, Output};
 use super::CaptureError;
@@ -28,7 +31,7 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 use wirelab_core::capture;
 use wirelab_core::merge::Merge;
-use wirelab_io::clock::real_ns;
+use wirelab_io::Clock;
 use wirelab_pcap::StatsCounters;
 
 /// Packet bytes per batch.
@@ -198,13 +201,14 @@ pub struct MergeWriter {
     handle: std::thread::JoinHandle<Result<MergeSummary, CaptureError>>,
 }
 
-/// Sets up the channels and starts the writer thread over `out`; returns one [`MergeTx`]
-/// per capture thread.
-pub fn start(
+/// Sets up the channels and starts the writer thread over `out`, timed by `clock`; returns
+/// one [`MergeTx`] per capture thread.
+pub fn start<C: Clock + Send + 'static>(
     threads: usize,
     out: Output,
     retire_ms: u32,
     stop: StopFlag,
+    clock: C,
 ) -> io::Result<(Vec<MergeTx>, MergeWriter)> {
     let bound_ns = capture::in_flight_bound_ns(retire_ms);
     let (tx, rx) = channel();
@@ -228,7 +232,7 @@ pub fn start(
     drop(tx);
     let handle = std::thread::Builder::new()
         .name("wl-capture-merge".into())
-        .spawn(move || writer(rx, frees, out, stop, bound_ns))?;
+        .spawn(move || writer(rx, frees, out, stop, bound_ns, clock))?;
     Ok((txs, MergeWriter { handle }))
 }
 
@@ -261,6 +265,7 @@ fn writer(
     mut out: Output,
     stop: StopFlag,
     bound_ns: u64,
+    mut clock: impl Clock,
 ) -> Result<MergeSummary, CaptureError> {
     let k = frees.len();
     // Batches in flight in a slab (slot → batch, packets not yet written); items are
@@ -318,7 +323,7 @@ fn writer(
                 merge.finish(s);
             }
         }
-        let now = real_ns();
+        let now = clock.wall_ns();
         let mut first = true;
         merge.release(|s, ts, (slot, r)| {
             if first {
@@ -350,7 +355,7 @@ fn writer(
         if err.is_none() {
             let c = counters_changed.then(|| sum_counters(&counters, sum.packets));
             counters_changed = false;
-            if let Err(e) = out.tick(real_ns(), c.as_ref()) {
+            if let Err(e) = out.tick(clock.wall_ns(), c.as_ref()) {
                 err = Some(e);
             }
         }
@@ -364,11 +369,44 @@ fn writer(
     sum.held_max = ms.held_max;
     sum.late = ms.late;
     let fin = sum_counters(&counters, sum.packets);
-    let files = out.finish(real_ns(), &fin);
+    let files = out.finish(clock.wall_ns(), &fin);
     match err {
         Some(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
         Some(e) => return Err(e.into()),
         None => sum.files = files?,
     }
     Ok(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idle_thread_promises_only_what_the_ring_cannot_still_bring() {
+        let (tx, rx) = channel();
+        let (_free_tx, free) = channel();
+        let mut m = MergeTx {
+            idx: 1,
+            tx,
+            free,
+            cur: Batch::new(),
+            allocated: 1,
+            pool_waits: 0,
+            bound_ns: capture::in_flight_bound_ns(10),
+            last_ts: 0,
+            ended: false,
+        };
+        m.write(5_090_000_000, 60, &[1; 60]).unwrap();
+        m.end_cycle(5_100_000_000, None).unwrap();
+        assert!(matches!(rx.try_recv(), Ok(Msg::Batch(1, b)) if b.recs.len() == 1));
+        // The scan's start minus 2 × 10 ms + 20 ms: not the newest stamp, which a block
+        // still being filled can undercut.
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(Msg::Watermark(1, 5_060_000_000))
+        ));
+        m.finish(StatsCounters::default()).unwrap();
+        assert!(matches!(rx.try_recv(), Ok(Msg::Done(1, _))));
+    }
 }

@@ -30,9 +30,18 @@
 //! - ring: `PACKET_STATISTICS` tp_drops and tp_freeze_q_cnt, per thread;
 //! - writer: none by construction — writes happen inline, so a slow disk backs up into the
 //!   ring and shows as ring drops.
+//!
+//! # Backends
+//!
+//! The driver reads rings through [`BlockSource`] and time through [`Clock`]: the binary
+//! runs [`RxRing`] and [`MonoClock`] (monomorphised, no dynamic dispatch on the packet
+//! path); the tests run `wirelab_io::sim::SimRing` on a `SimClock` ([`Capture::with_rings`])
+//! and check written frames, drops and stops exactly.
 
 pub mod merge;
 pub mod output;
+#[cfg(test)]
+mod tests;
 
 use crate::StopFlag;
 use merge::{MergeSummary, MergeTx};
@@ -44,23 +53,28 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
-use wirelab_analysis::{DeliveryLatency, Percentiles};
+use wirelab_analysis::schema::{
+    CaptureCpu, CaptureIfCounters, CaptureLoss, CaptureRing, IfCountersJson,
+};
+use wirelab_analysis::DeliveryLatency;
 use wirelab_core::capture;
 use wirelab_core::forecast::{ForecastParams, Forecaster, WaitMode};
 use wirelab_io::bpf::{BpfError, BpfProgram};
-use wirelab_io::clock::{mono_ns, real_ns, sleep_until_mono};
 use wirelab_io::ifstats::{cpu_time, CpuScope, CpuTime, IfCounters, IfCountersReader, IfInfo};
-use wirelab_io::ring_rx::{Fanout, FanoutMode, RingConfig, RingError, RxRing};
+use wirelab_io::ring_rx::{
+    BlockSource, Fanout, FanoutMode, FrameBlock, RingConfig, RingError, RxRing,
+};
+use wirelab_io::{Clock, MonoClock};
 use wirelab_pcap::StatsCounters;
 
 pub use output::{FileFormat, Rotation};
+pub use wirelab_analysis::schema::CAPTURE_SCHEMA as SCHEMA;
 
-/// Schema name of the JSON summary.
-pub const SCHEMA: &str = "wirelab.capture/1";
+/// The JSON summary (`wirelab.capture/1`) with this engine's thread and merge reports.
+pub type CaptureReport = wirelab_analysis::schema::CaptureReport<ThreadReport, MergeSummary>;
 
 /// How the capture loop waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitPolicy {
     /// Always block in `ppoll` until the kernel retires a block.
     Block,
@@ -68,6 +82,17 @@ pub enum WaitPolicy {
     Poll,
     /// Let the forecaster choose.
     Adaptive,
+}
+
+impl WaitPolicy {
+    /// The name in the JSON summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitPolicy::Block => "block",
+            WaitPolicy::Poll => "poll",
+            WaitPolicy::Adaptive => "adaptive",
+        }
+    }
 }
 
 /// Everything a capture needs.
@@ -212,144 +237,14 @@ pub struct ThreadReport {
     latency: Option<DeliveryLatency>,
 }
 
-/// The final summary (`wirelab.capture/1`).
-#[derive(Debug, Clone, Serialize)]
-pub struct CaptureReport {
-    /// Always [`SCHEMA`].
-    pub schema: &'static str,
-    /// Interface.
-    pub interface: String,
-    /// Filter expression.
-    pub filter: String,
-    /// Snap length.
-    pub snaplen: u32,
-    /// LINKTYPE_*.
-    pub linktype: u16,
-    /// "pcapng", "pcap-us" or "pcap-ns".
-    pub format: &'static str,
-    /// Wait policy.
-    pub wait: WaitPolicy,
-    /// Poll period (ns).
-    pub poll_period_ns: u64,
-    /// Ring geometry in use.
-    pub ring: RingSummary,
-    /// Wall-clock start, ns since the epoch.
-    pub start_unix_ns: u64,
-    /// Duration (s).
-    pub duration_s: f64,
-    /// Packets written (all threads).
-    pub packets: u64,
-    /// Bytes captured.
-    pub bytes: u64,
-    /// Loss, stage by stage.
-    pub loss: LossSummary,
-    /// Interface counters before and after.
-    pub interface_counters: IfCountersSummary,
-    /// Wake-ups per second (all threads).
-    pub wakeups_per_s: f64,
-    /// Packets per wake-up.
-    pub packets_per_wakeup: f64,
-    /// Wake-ups.
-    pub wakeups: u64,
-    /// Mode switches.
-    pub mode_switches: u64,
-    /// Fraction of cycles spent polling.
-    pub poll_fraction: f64,
-    /// CPU time.
-    pub cpu: CpuSummary,
-    /// Delivery latency: kernel timestamp → handled by the capture thread (sampled: the
-    /// first packet of each block and every 16th packet; `count` is the sample count).
-    pub delivery_latency: Percentiles,
-    /// Why the capture ended: "signal", "count", "duration", "error: ...".
-    pub stop_reason: String,
-    /// Notes (fallbacks taken).
-    pub notes: Vec<String>,
-    /// Per thread.
-    pub threads: Vec<ThreadReport>,
-    /// The merged output of several threads (absent otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub merge: Option<MergeSummary>,
-}
-
-/// Ring geometry.
-#[derive(Debug, Clone, Serialize)]
-pub struct RingSummary {
-    /// Block size in bytes.
-    pub block_size: usize,
-    /// Block count (per thread).
-    pub block_count: usize,
-    /// Retire timeout (ms; 0 = kernel default).
-    pub retire_ms: u32,
-    /// Fanout mode with several threads.
-    pub fanout: Option<&'static str>,
-}
-
-/// Loss per stage.
-#[derive(Debug, Clone, Serialize)]
-pub struct LossSummary {
-    /// rx_dropped delta on the interface.
-    pub if_rx_dropped: u64,
-    /// rx_missed_errors delta.
-    pub if_rx_missed_errors: u64,
-    /// Ring drops.
-    pub ring_drops: u64,
-    /// Freeze-queue events.
-    pub ring_freeze_q_cnt: u64,
-    /// Writer backlog drops: always 0 (writes are inline; a slow writer shows as ring drops).
-    pub writer_drops: u64,
-}
-
-/// Interface counters.
-#[derive(Debug, Clone, Serialize)]
-pub struct IfCountersSummary {
-    /// Before.
-    pub before: IfCountersJson,
-    /// After.
-    pub after: IfCountersJson,
-}
-
-/// Interface counters as JSON.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct IfCountersJson {
-    /// rx_packets.
-    pub rx_packets: u64,
-    /// rx_bytes.
-    pub rx_bytes: u64,
-    /// rx_dropped.
-    pub rx_dropped: u64,
-    /// rx_missed_errors.
-    pub rx_missed_errors: u64,
-    /// tx_packets.
-    pub tx_packets: u64,
-}
-
-impl From<IfCounters> for IfCountersJson {
-    fn from(c: IfCounters) -> Self {
-        IfCountersJson {
-            rx_packets: c.rx_packets,
-            rx_bytes: c.rx_bytes,
-            rx_dropped: c.rx_dropped,
-            rx_missed_errors: c.rx_missed_errors,
-            tx_packets: c.tx_packets,
-        }
+fn if_json(c: IfCounters) -> IfCountersJson {
+    IfCountersJson {
+        rx_packets: c.rx_packets,
+        rx_bytes: c.rx_bytes,
+        rx_dropped: c.rx_dropped,
+        rx_missed_errors: c.rx_missed_errors,
+        tx_packets: c.tx_packets,
     }
-}
-
-/// CPU time.
-#[derive(Debug, Clone, Serialize)]
-pub struct CpuSummary {
-    /// Capture threads, user.
-    pub threads_user_s: f64,
-    /// Capture threads, system.
-    pub threads_system_s: f64,
-    /// Whole process, user.
-    pub process_user_s: f64,
-    /// Whole process, system.
-    pub process_system_s: f64,
-    /// Whole process CPU ns per packet written.
-    pub ns_per_packet: f64,
-    /// Whole process CPU as a fraction of one core.
-    pub utilization: f64,
 }
 
 fn format_name(f: FileFormat) -> &'static str {
@@ -362,31 +257,43 @@ fn format_name(f: FileFormat) -> &'static str {
 
 /// An opened capture: rings set up, nothing read yet. Opening first lets the caller
 /// report setup errors (privilege, interface, filter) before printing anything else.
-pub struct Capture {
+///
+/// `R` is the ring and `C` the clock: [`RxRing`] and [`MonoClock`] from [`Capture::open`],
+/// a simulated backend from [`Capture::with_rings`].
+pub struct Capture<R = RxRing, C = MonoClock> {
     cfg: CaptureConfig,
-    rings: Vec<RxRing>,
+    rings: Vec<R>,
+    clock: C,
     linktype: u16,
     notes: Vec<String>,
+    /// Read the interface's sysfs counters (the rings are on a real interface).
+    iface_counters: bool,
+}
+
+/// Combinations of options no backend can run.
+fn check(cfg: &CaptureConfig) -> Result<(), CaptureError> {
+    if cfg.threads == 0 {
+        return Err(CaptureError::Config("--threads must be at least 1".into()));
+    }
+    if cfg.threads > 1 && cfg.path.is_none() && !cfg.merge {
+        return Err(CaptureError::Config(
+            "-w - (stdout) takes one stream: drop --split (merged output, the default) \
+             or use -w FILE (each thread writes FILE.tN)"
+                .into(),
+        ));
+    }
+    if cfg.path.is_none() && cfg.rotation.enabled() {
+        return Err(CaptureError::Config(
+            "rotation needs -w FILE, not stdout".into(),
+        ));
+    }
+    Ok(())
 }
 
 impl Capture {
     /// Compiles the filter and opens one ring per thread.
     pub fn open(cfg: CaptureConfig) -> Result<Capture, CaptureError> {
-        if cfg.threads == 0 {
-            return Err(CaptureError::Config("--threads must be at least 1".into()));
-        }
-        if cfg.threads > 1 && cfg.path.is_none() && !cfg.merge {
-            return Err(CaptureError::Config(
-                "-w - (stdout) takes one stream: drop --split (merged output, the default) \
-                 or use -w FILE (each thread writes FILE.tN)"
-                    .into(),
-            ));
-        }
-        if cfg.path.is_none() && cfg.rotation.enabled() {
-            return Err(CaptureError::Config(
-                "rotation needs -w FILE, not stdout".into(),
-            ));
-        }
+        check(&cfg)?;
         let info = IfInfo::lookup(&cfg.ifname).map_err(RingError::Interface)?;
         let linktype = RxRing::linktype_of(&info)?;
         let filter = BpfProgram::compile(&cfg.filter, i32::from(linktype), cfg.snaplen)?;
@@ -424,8 +331,45 @@ impl Capture {
         Ok(Capture {
             cfg,
             rings,
+            clock: MonoClock,
             linktype,
             notes,
+            iface_counters: true,
+        })
+    }
+}
+
+impl<R, C> Capture<R, C>
+where
+    R: BlockSource + Send + 'static,
+    C: Clock + Clone + Send + 'static,
+{
+    /// A capture over rings opened elsewhere (a simulated backend), one per thread, timed
+    /// by `clock`: every capture thread and the merge writer get a clone. `cfg.ifname` only
+    /// names the interface in the files and the report; its counters are not read, and
+    /// `cfg.filter`, `cfg.ring` and the RPS pinning are the opener's business.
+    pub fn with_rings(
+        cfg: CaptureConfig,
+        rings: Vec<R>,
+        linktype: u16,
+        clock: C,
+    ) -> Result<Self, CaptureError> {
+        check(&cfg)?;
+        if rings.len() != cfg.threads {
+            return Err(CaptureError::Config(format!(
+                "{} capture threads need {} rings, got {}",
+                cfg.threads,
+                cfg.threads,
+                rings.len()
+            )));
+        }
+        Ok(Capture {
+            cfg,
+            rings,
+            clock,
+            linktype,
+            notes: Vec::new(),
+            iface_counters: false,
         })
     }
 
@@ -450,15 +394,24 @@ impl Capture {
         let Capture {
             cfg,
             rings,
+            mut clock,
             linktype,
             notes,
+            iface_counters,
         } = self;
         let (block_size, block_count) = rings[0].geometry();
         let retire_ms = rings[0].retire_ms();
+        let read_iface = |ifname: &str| {
+            if iface_counters {
+                IfCounters::read(ifname).unwrap_or_default()
+            } else {
+                IfCounters::default()
+            }
+        };
         let proc_cpu0 = cpu_time(CpuScope::Process)?;
-        let if_before = IfCounters::read(&cfg.ifname).unwrap_or_default();
-        let start_real = real_ns();
-        let start_mono = mono_ns();
+        let if_before = read_iface(&cfg.ifname);
+        let start_real = clock.wall_ns();
+        let start_mono = clock.now_ns();
         let live = Arc::new(Live::default());
         let stop_at = Arc::new(AtomicU64::new(0));
         let mut handles = Vec::new();
@@ -476,7 +429,7 @@ impl Capture {
         let merged = cfg.threads > 1 && cfg.merge;
         let (mut txs, merge_writer) = if merged {
             let out = Output::create(ocfg(cfg.path.clone()), start_real)?;
-            let (txs, w) = merge::start(cfg.threads, out, retire_ms, stop.clone())?;
+            let (txs, w) = merge::start(cfg.threads, out, retire_ms, stop.clone(), clock.clone())?;
             (txs.into_iter().map(Some).collect::<Vec<_>>(), Some(w))
         } else {
             (Vec::new(), None)
@@ -498,6 +451,7 @@ impl Capture {
             let w = Worker {
                 idx: i,
                 ring,
+                clock: clock.clone(),
                 sink,
                 live: live.clone(),
                 stop: stop.clone(),
@@ -507,14 +461,16 @@ impl Capture {
                 poll_period_ns: cfg.poll_period_ns.max(1_000),
                 count: cfg.count,
                 drain_ns: capture::in_flight_bound_ns(retire_ms),
-                cpu: (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]),
-                ifname: cfg.ifname.clone(),
-                if_before,
-                if_reader: None,
+                iface: iface_counters.then(|| IfaceDrops {
+                    ifname: cfg.ifname.clone(),
+                    before: if_before,
+                    reader: None,
+                }),
             };
+            let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]);
             let h = std::thread::Builder::new()
                 .name(format!("wl-capture-{i}"))
-                .spawn(move || w.run())?;
+                .spawn(move || run_thread(w, cpu))?;
             handles.push(h);
         }
 
@@ -524,13 +480,13 @@ impl Capture {
         if let Some(every) = progress_every {
             let mut next = start_mono + every.as_nanos() as u64;
             while !handles.iter().all(|h| h.is_finished()) {
-                let now = mono_ns();
+                let now = clock.now_ns();
                 if now >= next {
                     progress(&snapshot(&live, now - start_mono));
                     next += every.as_nanos() as u64;
                 }
                 // Short sleeps, so the end is noticed promptly.
-                let _ = sleep_until_mono(next.min(now + 20_000_000));
+                clock.sleep_until(next.min(now + 20_000_000));
             }
         }
         let mut threads = Vec::new();
@@ -562,8 +518,8 @@ impl Capture {
         if let Some(e) = first_err {
             return Err(e);
         }
-        let end_mono = mono_ns();
-        let if_after = IfCounters::read(&cfg.ifname).unwrap_or_default();
+        let end_mono = clock.now_ns();
+        let if_after = read_iface(&cfg.ifname);
         let proc_cpu = proc_cpu0.delta(&cpu_time(CpuScope::Process)?);
         let mut stop_reason = String::from(if live.duration_hit.load(Ordering::Relaxed) {
             "duration"
@@ -596,9 +552,9 @@ impl Capture {
             snaplen: cfg.snaplen,
             linktype,
             format: format_name(cfg.format),
-            wait: cfg.wait,
+            wait: cfg.wait.name(),
             poll_period_ns: cfg.poll_period_ns,
-            ring: RingSummary {
+            ring: CaptureRing {
                 block_size,
                 block_count,
                 retire_ms,
@@ -612,23 +568,23 @@ impl Capture {
             duration_s,
             packets,
             bytes: sum(|t| t.bytes),
-            loss: LossSummary {
+            loss: CaptureLoss {
                 if_rx_dropped: d.rx_dropped,
                 if_rx_missed_errors: d.rx_missed_errors,
                 ring_drops: sum(|t| t.ring_drops),
                 ring_freeze_q_cnt: sum(|t| t.ring_freeze_q_cnt),
                 writer_drops: 0,
             },
-            interface_counters: IfCountersSummary {
-                before: if_before.into(),
-                after: if_after.into(),
+            interface_counters: CaptureIfCounters {
+                before: if_json(if_before),
+                after: if_json(if_after),
             },
             wakeups_per_s: wakeups as f64 / duration_s.max(1e-9),
             packets_per_wakeup: packets as f64 / wakeups.max(1) as f64,
             wakeups,
             mode_switches: sum(|t| t.mode_switches),
             poll_fraction: cycles_poll as f64 / wakeups.max(1) as f64,
-            cpu: CpuSummary {
+            cpu: CaptureCpu {
                 threads_user_s: cpu_thr.user_ns as f64 / 1e9,
                 threads_system_s: cpu_thr.system_ns as f64 / 1e9,
                 process_user_s: proc_cpu.user_ns as f64 / 1e9,
@@ -676,61 +632,87 @@ impl Sink {
         }
     }
 
-    fn tick(&mut self, scan_start: u64, counters: Option<&StatsCounters>) -> io::Result<()> {
+    fn tick(
+        &mut self,
+        clock: &mut impl Clock,
+        scan_start: u64,
+        counters: Option<&StatsCounters>,
+    ) -> io::Result<()> {
         match self {
-            Sink::File(o) => o.tick(real_ns(), counters),
+            Sink::File(o) => o.tick(clock.wall_ns(), counters),
             Sink::Merge(m) => m.end_cycle(scan_start, counters.copied()),
         }
     }
 }
 
-struct Worker {
+/// The interface's drops since the start (for the files' statistics blocks); the sysfs
+/// files are kept open and read every 100 ms.
+struct IfaceDrops {
+    ifname: String,
+    before: IfCounters,
+    reader: Option<IfCountersReader>,
+}
+
+impl IfaceDrops {
+    fn since_start(&mut self) -> Option<u64> {
+        if self.reader.is_none() {
+            self.reader = IfCountersReader::open(&self.ifname).ok();
+        }
+        let after = self.reader.as_ref()?.read().ok()?;
+        let d = self.before.delta(&after);
+        Some(d.rx_dropped + d.rx_missed_errors)
+    }
+}
+
+/// A capture thread: pinned when asked, its CPU time measured around the worker.
+fn run_thread<R: BlockSource, C: Clock>(
+    w: Worker<R, C>,
+    cpu: Option<usize>,
+) -> Result<ThreadReport, CaptureError> {
+    if let Some(c) = cpu {
+        wirelab_io::rt::pin_to_cpu(c).map_err(|e| io::Error::other(e.to_string()))?;
+    }
+    let cpu0 = cpu_time(CpuScope::Thread)?;
+    let mut r = w.run()?;
+    let cpu = cpu0.delta(&cpu_time(CpuScope::Thread)?);
+    r.cpu_user_ns = cpu.user_ns;
+    r.cpu_system_ns = cpu.system_ns;
+    Ok(r)
+}
+
+struct Worker<R, C> {
     idx: usize,
-    ring: RxRing,
+    ring: R,
+    clock: C,
     sink: Sink,
     live: Arc<Live>,
     stop: StopFlag,
     stop_at: Arc<AtomicU64>,
-    /// `--duration` end on CLOCK_MONOTONIC.
+    /// `--duration` end on the monotonic clock.
     deadline: Option<u64>,
     wait: WaitPolicy,
     poll_period_ns: u64,
     count: Option<u64>,
     drain_ns: u64,
-    cpu: Option<usize>,
-    ifname: String,
-    if_before: IfCounters,
-    /// Kept open: sampled every 100 ms.
-    if_reader: Option<IfCountersReader>,
+    /// `None`: no interface counters (a simulated ring).
+    iface: Option<IfaceDrops>,
 }
 
-impl Worker {
+impl<R: BlockSource, C: Clock> Worker<R, C> {
     fn counters(&mut self, packets: u64) -> io::Result<StatsCounters> {
         let st = self.ring.stats()?;
-        if self.if_reader.is_none() {
-            self.if_reader = IfCountersReader::open(&self.ifname).ok();
-        }
-        let d = self
-            .if_reader
-            .as_ref()
-            .and_then(|r| r.read().ok())
-            .map(|a| self.if_before.delta(&a));
         Ok(StatsCounters {
             start_ns: None,
             end_ns: None,
             ifrecv: Some(st.packets),
             ifdrop: Some(st.drops),
             filter_accept: Some(st.packets),
-            osdrop: d.map(|d| d.rx_dropped + d.rx_missed_errors),
+            osdrop: self.iface.as_mut().and_then(IfaceDrops::since_start),
             usrdeliv: Some(packets),
         })
     }
 
     fn run(mut self) -> Result<ThreadReport, CaptureError> {
-        if let Some(c) = self.cpu {
-            wirelab_io::rt::pin_to_cpu(c).map_err(|e| io::Error::other(e.to_string()))?;
-        }
-        let cpu0 = cpu_time(CpuScope::Thread)?;
         let mut latency = DeliveryLatency::new();
         let period = self.poll_period_ns;
         // The kernel's notification unit is the retired block, so blocks are the events
@@ -740,13 +722,13 @@ impl Worker {
             n2: 8,
             ..ForecastParams::for_poll_period(period)
         };
-        let mut fc = Forecaster::new(params, mono_ns());
+        let mut fc = Forecaster::new(params, self.clock.now_ns());
         let mut mode = match self.wait {
             WaitPolicy::Poll => WaitMode::Poll,
             _ => WaitMode::Block,
         };
-        let mut next_poll = mono_ns() + period;
-        let mut next_stats = mono_ns() + 100_000_000;
+        let mut next_poll = self.clock.now_ns() + period;
+        let mut next_stats = self.clock.now_ns() + 100_000_000;
         let mut drain_until: Option<u64> = None;
         let (mut packets, mut bytes, mut blocks, mut wakeups, mut poll_cycles) =
             (0u64, 0u64, 0u64, 0u64, 0u64);
@@ -760,10 +742,10 @@ impl Worker {
             let mut nbytes = 0u64;
             let mut nblocks = 0u64;
             // Read before the ring is found empty: the merge watermark of an idle thread.
-            let scan_start = real_ns();
+            let scan_start = self.clock.wall_ns();
             while let Some(block) = self.ring.next_block() {
                 // One clock read per block, not per packet.
-                let now_real = real_ns();
+                let now_real = self.clock.wall_ns();
                 let mut n_in_block = 0u32;
                 for p in block.packets() {
                     if p.ts_ns > stop_real {
@@ -814,7 +796,7 @@ impl Worker {
                 self.stop.stop();
                 break;
             }
-            let now = mono_ns();
+            let now = self.clock.now_ns();
             if now >= next_stats {
                 next_stats = now + 100_000_000;
                 match self.counters(packets) {
@@ -824,7 +806,7 @@ impl Worker {
                                 .ring_drops
                                 .store(c.ifdrop.unwrap_or(0), Ordering::Relaxed);
                         }
-                        if let Err(e) = self.sink.tick(scan_start, Some(&c)) {
+                        if let Err(e) = self.sink.tick(&mut self.clock, scan_start, Some(&c)) {
                             err = Some(e.into());
                             break;
                         }
@@ -834,7 +816,7 @@ impl Worker {
                         break;
                     }
                 }
-            } else if let Err(e) = self.sink.tick(scan_start, None) {
+            } else if let Err(e) = self.sink.tick(&mut self.clock, scan_start, None) {
                 err = Some(e.into());
                 break;
             }
@@ -850,7 +832,7 @@ impl Worker {
                         // The first thread to see the stop fixes its time for all.
                         let _ = self.stop_at.compare_exchange(
                             0,
-                            real_ns(),
+                            self.clock.wall_ns(),
                             Ordering::Relaxed,
                             Ordering::Relaxed,
                         );
@@ -882,11 +864,11 @@ impl Worker {
                         err = Some(e.into());
                         break;
                     }
-                    next_poll = mono_ns() + period;
+                    next_poll = self.clock.now_ns() + period;
                 }
                 WaitMode::Poll => {
                     next_poll = capture::next_poll_ns(next_poll, now, period);
-                    let _ = sleep_until_mono(next_poll);
+                    self.clock.sleep_until(next_poll);
                 }
             }
             wakeups += 1;
@@ -900,7 +882,7 @@ impl Worker {
             err = None;
         }
         let counters = self.counters(packets)?;
-        let end = real_ns();
+        let end = self.clock.wall_ns();
         let (mut pool_waits, mut pool_batches) = (0, 0);
         let files = match self.sink {
             Sink::File(o) => o.finish(end, &counters),
@@ -917,7 +899,6 @@ impl Worker {
             Err(e) if broken_pipe && e.kind() == io::ErrorKind::BrokenPipe => Vec::new(),
             f => f?,
         };
-        let cpu = cpu0.delta(&cpu_time(CpuScope::Thread)?);
         let st = self.ring.stats()?;
         Ok(ThreadReport {
             thread: self.idx,
@@ -930,8 +911,9 @@ impl Worker {
             wakeups,
             poll_cycles,
             mode_switches: fc.switches(),
-            cpu_user_ns: cpu.user_ns,
-            cpu_system_ns: cpu.system_ns,
+            // Measured around the worker by `run_thread`.
+            cpu_user_ns: 0,
+            cpu_system_ns: 0,
             files,
             after_stop,
             pool_waits,

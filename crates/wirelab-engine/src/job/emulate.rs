@@ -135,17 +135,20 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
             std::thread::Builder::new()
                 .name(format!("emulate-{name}"))
                 .spawn(move || {
-                    let r = rt.apply_to_thread(index).map_err(EmulateError::from).and_then(|()| {
-                        forward(
-                            &cfg,
-                            &mut MonoClock,
-                            &mut side.ring,
-                            &mut side.out,
-                            &mut model,
-                            &stop,
-                        )
-                        .map_err(|source| EmulateError::Forward { dir: name, source })
-                    });
+                    let r = rt
+                        .apply_to_thread(index)
+                        .map_err(EmulateError::from)
+                        .and_then(|()| {
+                            forward(
+                                &cfg,
+                                &mut MonoClock,
+                                &mut side.ring,
+                                &mut side.out,
+                                &mut model,
+                                &stop,
+                            )
+                            .map_err(|source| EmulateError::Forward { dir: name, source })
+                        });
                     // A failed direction stops the other.
                     if r.is_err() {
                         stop.stop();
@@ -158,14 +161,10 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
                     })
                 })
         };
-        let t_ab = spawn("a2b", 0, ab, self.a2b).map_err(|source| EmulateError::Forward {
-            dir: "a2b",
-            source,
-        })?;
-        let t_ba = spawn("b2a", 1, ba, self.b2a).map_err(|source| EmulateError::Forward {
-            dir: "b2a",
-            source,
-        })?;
+        let t_ab = spawn("a2b", 0, ab, self.a2b)
+            .map_err(|source| EmulateError::Forward { dir: "a2b", source })?;
+        let t_ba = spawn("b2a", 1, ba, self.b2a)
+            .map_err(|source| EmulateError::Forward { dir: "b2a", source })?;
         while !stop.is_stopped() {
             if self.duration.is_some_and(|d| started.elapsed() >= d) {
                 stop.stop();
