@@ -7,6 +7,7 @@
 pub mod capture;
 pub mod forecast;
 pub mod gen;
+pub mod link;
 pub mod merge;
 pub mod pace;
 pub mod phase;

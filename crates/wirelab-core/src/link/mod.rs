@@ -1,0 +1,53 @@
+//! The emulator's link model, sans-IO: what happens to each packet of one
+//! rule and direction, decided when it arrives, released in deadline order.
+//!
+//! The driver calls [`Link::arrive`] with each frame's kernel receive
+//! stamp and gets every decision at once ([`Arrival`]: per copy, dropped
+//! with a [`DropReason`] or queued with an absolute deadline, a bit to
+//! flip, a CE mark), then waits for [`Link::next_deadline`] and takes the
+//! due copies with [`Link::pop_due`] ([`Release`], in release order).
+//!
+//! Contracts:
+//! - **Time** is an argument, in ns on the arrival stamps' clock
+//!   (CLOCK_MONOTONIC for the emulator). A stamp earlier than the previous
+//!   arrival counts as equal to it, so time never runs backwards.
+//! - **Deadlines are final at arrival** and depend only on the stage
+//!   list, the seed, the arrival times, lengths and packet indices —
+//!   never on when `pop_due` is called. So the same input gives the same
+//!   decisions, and `pop_due` may be called late without changing them.
+//! - **Randomness** is counter-based: packet `i`'s draws come from a
+//!   stream keyed by (seed, rule, direction, i) ([`LinkKey`]).
+//! - **Pipeline** for each copy, in this order: trace or loss (with
+//!   `ecn`: CE mark) → corrupt → limit → reorder/delay → rate (serialize,
+//!   then the delay propagates) → order → slot. `duplicate` decides once
+//!   per packet; a copy goes through the pipeline like the original and is
+//!   never duplicated again. With a trace, each copy reads the next record.
+//! - **Limit** counts copies whose deadline is after the current arrival
+//!   (netem's: waiting for the rate and the delay alike), default
+//!   [`DEFAULT_LIMIT_PACKETS`]; nothing waits longer than [`HORIZON_NS`].
+//! - **Memory** is bounded by the limit: the release queue, the in-flight
+//!   set and the slot state hold at most what the limit admits (plus
+//!   65536 slot checkpoints).
+//!
+//! docs/emulate-model.md gives the stage syntax and every semantic choice.
+
+mod model;
+mod process;
+mod rate;
+mod rng;
+mod slot;
+mod spec;
+mod trace_stage;
+
+#[cfg(test)]
+mod tests;
+
+pub use model::{
+    Arrival, Corrupt, Direction, DropCounts, DropReason, Fate, Link, LinkCounters, LinkError,
+    LinkKey, Queued, Release, DEFAULT_LIMIT_PACKETS, HORIZON_NS, MAX_COPIES,
+};
+pub use spec::{
+    Chance, DelayDist, DelaySpec, Limit, LinkConfig, LossModel, Order, RateSpec, Reorder,
+    SlotSpec, SpecError, SpecErrorKind, TraceEnd, TraceSpec, MIN_SLOT_NS,
+};
+pub use trace_stage::Looping;
