@@ -1,5 +1,42 @@
 //! Per-packet link traces: what the emulator does to each packet, read
 //! from a file (NIST Net's trace reader, seed 004 §5.2/§5.6).
+//!
+//! Readers stream: they take a `BufRead`, keep one record (or one line of
+//! at most a few KiB) at a time and never size anything by a number read
+//! from the input, so a multi-GB trace reads in bounded memory. Errors
+//! carry a position ([`TraceError`]); after a non-fatal one a reader goes
+//! on with the next record. Formats and the nist-bin bit layout are
+//! documented in docs/trace.md.
+//!
+//! - packet-indexed: [`nist`] (nist-bin, nist-txt), [`delays`], [`pktcsv`],
+//!   all behind [`packet::PacketReader`] / [`packet::PacketWriter`] and
+//!   [`packet::convert`];
+//! - time-indexed: [`mahimahi`] (delivery opportunities), [`csv`] (link
+//!   parameters per time step);
+//! - [`dist`]: iproute2 `.dist` tables;
+//! - [`cursor`]: end-of-trace and bad-record policies over a rewindable
+//!   source; [`validate()`]: a full pre-scan.
+
+pub mod csv;
+pub mod cursor;
+pub mod delays;
+pub mod dist;
+pub mod error;
+pub mod format;
+mod lines;
+pub mod mahimahi;
+pub mod nist;
+pub mod packet;
+pub mod pktcsv;
+#[cfg(test)]
+mod stream_tests;
+pub mod validate;
+
+pub use cursor::{AtEnd, OnError, Restart, TraceCursor};
+pub use error::{ErrorKind, FileError, Pos, TraceError, WriteError};
+pub use format::{ByteOrder, Format, FormatError, Indexing, NegPolicy, TraceOptions};
+pub use packet::{convert, ConvertError, PacketReader, PacketSource, PacketWriter};
+pub use validate::{validate, Summary};
 
 /// One record of a packet-indexed trace: what happens to the next packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,5 +59,23 @@ pub trait ActionSource {
 impl<I: Iterator<Item = Action>> ActionSource for I {
     fn next_action(&mut self) -> Option<Action> {
         self.next()
+    }
+}
+
+/// A packet-trace record: the action and what only some formats carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    pub action: Action,
+    /// Flip one bit of the packet (pkt-csv's `corrupt`; always with
+    /// [`Action::Delay`]).
+    pub corrupt: bool,
+}
+
+impl From<Action> for Record {
+    fn from(action: Action) -> Self {
+        Record {
+            action,
+            corrupt: false,
+        }
     }
 }
