@@ -42,6 +42,8 @@ pub enum Command {
     Capture(CaptureArgs),
     /// Replay pcap/pcapng files onto an interface with measured timing fidelity
     Replay(ReplayArgs),
+    /// Bridge two interfaces through an emulated link: delay, loss, rate, traces; never early
+    Emulate(crate::cmd::emulate::EmulateArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

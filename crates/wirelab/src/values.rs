@@ -47,3 +47,8 @@ pub fn duration_ns(flag: &str, s: &str) -> Result<u64> {
 pub fn bytes(flag: &str, s: &str) -> Result<u64> {
     units::parse_bytes(s).map_err(|e| usage(format!("{flag}: {e}")))
 }
+
+/// A clap value parser for durations with a unit (`200us`, `5s`), in ns.
+pub fn duration_arg(s: &str) -> std::result::Result<u64, String> {
+    units::parse_duration_ns(s).map_err(|e| e.to_string())
+}

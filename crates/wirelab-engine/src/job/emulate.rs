@@ -2,7 +2,8 @@
 //! forwarding thread per direction, each with its own link model.
 
 use super::rt::RtSetup;
-use crate::emulate::{forward, ForwardConfig, ForwardStats, LinkModel};
+use crate::emulate::{forward, CoreLink, ForwardConfig, ForwardStats, LinkModel};
+use wirelab_analysis::percentiles::Percentiles;
 use crate::StopFlag;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -182,4 +183,117 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
             b2a,
         })
     }
+}
+
+impl EmulateRun<CoreLink> {
+    /// The typed report (`wirelab.emulate/1`), given each direction's stage
+    /// list and seed (a→b, b→a).
+    pub fn report<'a>(&'a self, stages: [&'a str; 2], seeds: [u64; 2]) -> EmulateReport<'a> {
+        EmulateReport {
+            schema: "wirelab.emulate/1",
+            a: &self.a.name,
+            b: &self.b.name,
+            duration_ns: self.duration.as_nanos() as u64,
+            a2b: dir_report(stages[0], seeds[0], &self.a2b),
+            b2a: dir_report(stages[1], seeds[1], &self.b2a),
+        }
+    }
+}
+
+/// `wirelab.emulate/1`.
+#[derive(serde::Serialize)]
+pub struct EmulateReport<'a> {
+    pub schema: &'static str,
+    pub a: &'a str,
+    pub b: &'a str,
+    pub duration_ns: u64,
+    pub a2b: DirReport<'a>,
+    pub b2a: DirReport<'a>,
+}
+
+#[derive(serde::Serialize)]
+pub struct DirReport<'a> {
+    pub stages: &'a str,
+    pub seed: u64,
+    /// Frames read, sent (copies included), refused by the link.
+    pub received: u64,
+    pub sent: u64,
+    pub send_failures: u64,
+    /// Kernel drops in front of the emulator (receive ring full).
+    pub ring_drops: u64,
+    /// What the link model decided.
+    pub link: &'a wirelab_core::link::LinkCounters,
+    /// Departure minus deadline.
+    pub lateness: Percentiles,
+    pub early: u64,
+}
+
+fn dir_report<'a>(stages: &'a str, seed: u64, r: &'a DirectionRun<CoreLink>) -> DirReport<'a> {
+    let ForwardStats {
+        received,
+        sent,
+        send_failures,
+        lateness,
+        early,
+        ..
+    } = r.forward;
+    let FrameRingStats { drops, .. } = r.ring;
+    DirReport {
+        stages,
+        seed,
+        received,
+        sent,
+        send_failures,
+        ring_drops: drops,
+        link: r.model.link.counters(),
+        lateness,
+        early,
+    }
+}
+
+impl EmulateReport<'_> {
+    /// The human summary.
+    pub fn text(&self) -> String {
+        let r = self;
+    let mut s = format!(
+        "emulate: {} <-> {} for {:.2} s\n",
+        r.a,
+        r.b,
+        r.duration_ns as f64 / 1e9
+    );
+    for (name, from, to, d) in [("a2b", r.a, r.b, &r.a2b), ("b2a", r.b, r.a, &r.b2a)] {
+        let l = d.link;
+        let dr = &l.dropped;
+        s += &format!(
+            "  {name} ({from} -> {to}) [{}]: {} received, {} sent; dropped: loss {}, trace {}, \
+             trace end {}, limit {}, horizon {}; {} duplicated, {} corrupted, {} reordered; \
+             ring drops {}, send failures {}\n",
+            if d.stages.is_empty() { "pass" } else { d.stages },
+            d.received,
+            d.sent,
+            dr.loss,
+            dr.trace,
+            dr.trace_end,
+            dr.limit,
+            dr.horizon,
+            l.duplicates,
+            l.corrupted,
+            l.reordered,
+            d.ring_drops,
+            d.send_failures,
+        );
+        if d.lateness.count > 0 {
+            let us = |ns: u64| ns as f64 / 1e3;
+            s += &format!(
+                "    release lateness: p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us; early {}\n",
+                us(d.lateness.p50_ns),
+                us(d.lateness.p99_ns),
+                us(d.lateness.p999_ns),
+                us(d.lateness.max_ns),
+                d.early
+            );
+        }
+    }
+    s
+}
 }

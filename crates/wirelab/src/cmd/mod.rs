@@ -3,6 +3,7 @@
 pub mod analyze;
 pub mod capture;
 pub mod demo;
+pub mod emulate;
 pub mod export;
 pub mod recv;
 pub mod replay;
