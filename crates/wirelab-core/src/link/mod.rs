@@ -47,7 +47,7 @@ pub use model::{
     LinkKey, Queued, Release, DEFAULT_LIMIT_PACKETS, HORIZON_NS, MAX_COPIES,
 };
 pub use spec::{
-    Chance, DelayDist, DelaySpec, Limit, LinkConfig, LossModel, Order, RateSpec, Reorder,
-    SlotSpec, SpecError, SpecErrorKind, TraceEnd, TraceSpec, MIN_SLOT_NS,
+    Chance, DelayDist, DelaySpec, Limit, LinkConfig, LossModel, Order, RateSpec, Reorder, SlotSpec,
+    SpecError, SpecErrorKind, TraceEnd, TraceSpec, MIN_SLOT_NS,
 };
 pub use trace_stage::Looping;
