@@ -30,6 +30,21 @@
 //!   65536 slot checkpoints).
 //!
 //! docs/emulate-model.md gives the stage syntax and every semantic choice.
+//!
+//! ```
+//! use wirelab_core::link::{Direction, Link, LinkConfig, LinkKey};
+//!
+//! let cfg = LinkConfig::parse("rate 12mbit delay 10ms").unwrap();
+//! let key = LinkKey { seed: 1, rule: 0, direction: Direction::AToB };
+//! let mut link = Link::new(&cfg, key).unwrap();
+//! link.arrive(0, 1500, 0, false); // two 1500-byte frames back to back
+//! link.arrive(0, 1500, 1, false);
+//! assert_eq!(link.next_deadline(), Some(11_000_000));
+//! let mut out = Vec::new();
+//! link.pop_due(12_000_000, &mut out);
+//! let times: Vec<u64> = out.iter().map(|r| r.deadline_ns).collect();
+//! assert_eq!(times, [11_000_000, 12_000_000]);
+//! ```
 
 mod model;
 mod process;
@@ -47,7 +62,7 @@ pub use model::{
     LinkKey, Queued, Release, DEFAULT_LIMIT_PACKETS, HORIZON_NS, MAX_COPIES,
 };
 pub use spec::{
-    Chance, DelayDist, DelaySpec, Limit, LinkConfig, LossModel, Order, RateSpec, Reorder,
-    SlotSpec, SpecError, SpecErrorKind, TraceEnd, TraceSpec, MIN_SLOT_NS,
+    Chance, DelayDist, DelaySpec, Limit, LinkConfig, LossModel, Order, RateSpec, Reorder, SlotSpec,
+    SpecError, SpecErrorKind, TraceEnd, TraceSpec, MIN_SLOT_NS,
 };
 pub use trace_stage::Looping;

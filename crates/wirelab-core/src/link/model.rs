@@ -566,8 +566,7 @@ impl Link {
         reordered: bool,
     ) -> Fate {
         let horizon = Fate::Dropped(DropReason::Horizon);
-        // `!(<=)` also catches NaN.
-        if !(delay <= HORIZON_NS as f64) {
+        if delay.is_nan() || delay > HORIZON_NS as f64 {
             return horizon;
         }
         let delay = delay.max(0.0).round() as u64;

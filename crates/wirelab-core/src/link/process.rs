@@ -225,10 +225,16 @@ mod tests {
         let mut c = Correlated::new(Chance { p: 0.2, corr: 0.5 });
         let mut rng = Stream::new(9, Domain::Packet, 0);
         let n = 200_000;
-        let xs: Vec<f64> = (0..n).map(|_| f64::from(u8::from(c.next(rng.unit())))).collect();
+        let xs: Vec<f64> = (0..n)
+            .map(|_| f64::from(u8::from(c.next(rng.unit()))))
+            .collect();
         let mean = xs.iter().sum::<f64>() / n as f64;
         let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
-        let cov = xs.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum::<f64>() / (n - 1) as f64;
+        let cov = xs
+            .windows(2)
+            .map(|w| (w[0] - mean) * (w[1] - mean))
+            .sum::<f64>()
+            / (n - 1) as f64;
         // sigma of the mean with correlation 0.5: sqrt(p(1-p)/n * 3) ~ 0.0016.
         assert!((mean - 0.2).abs() < 0.007, "{mean}");
         assert!((cov / var - 0.5).abs() < 0.02, "{}", cov / var);
@@ -244,6 +250,9 @@ mod tests {
         assert!((standard_value(DelayDist::Pareto, 0.0) - med).abs() < 1e-12);
         assert!((standard_value(DelayDist::Pareto, -40.0) + 2.0 / 3.0).abs() < 1e-9);
         assert!(standard_value(DelayDist::Pareto, 8.0).is_finite());
-        assert!((standard_value(DelayDist::ParetoNormal, 0.0) - (2f64.powf(1.0 / 3.0) - 1.5)).abs() < 1e-12);
+        assert!(
+            (standard_value(DelayDist::ParetoNormal, 0.0) - (2f64.powf(1.0 / 3.0) - 1.5)).abs()
+                < 1e-12
+        );
     }
 }

@@ -95,7 +95,10 @@ mod tests {
         let first = |key, dom, i| Stream::new(key, dom, i).next_u64();
         assert_ne!(first(k, Domain::Packet, 3), first(k, Domain::Packet, 4));
         assert_ne!(first(k, Domain::Packet, 3), first(k, Domain::Slot, 3));
-        assert_ne!(first(k, Domain::Packet, 3), first(link_key(8, 0, 0), Domain::Packet, 3));
+        assert_ne!(
+            first(k, Domain::Packet, 3),
+            first(link_key(8, 0, 0), Domain::Packet, 3)
+        );
         assert_ne!(k, link_key(7, 1, 0));
         assert_ne!(k, link_key(7, 0, 1));
     }

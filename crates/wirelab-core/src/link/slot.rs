@@ -111,7 +111,7 @@ impl Slots {
     /// `advance` time).
     fn first_edge_from(&mut self, x: u64) -> (u64, u64) {
         while let Some(&last) = self.checkpoints.back() {
-            if last > x {
+            if last > x || last == u64::MAX {
                 break;
             }
             let b = self.first_block + self.checkpoints.len() as u64 - 1;
@@ -119,8 +119,14 @@ impl Slots {
                 .fold(last, |e, k| e.saturating_add(self.len(k)));
             self.checkpoints.push_back(end);
         }
-        let i = self.checkpoints.partition_point(|&e| e <= x).saturating_sub(1);
-        let (mut k, mut e) = ((self.first_block + i as u64) * self.block, self.checkpoints[i]);
+        let i = self
+            .checkpoints
+            .partition_point(|&e| e <= x)
+            .saturating_sub(1);
+        let (mut k, mut e) = (
+            (self.first_block + i as u64) * self.block,
+            self.checkpoints[i],
+        );
         if let Some((ck, ce)) = self.cursor {
             if ce <= x && ck > k {
                 (k, e) = (ck, ce);
@@ -140,7 +146,8 @@ impl Slots {
         let len = u64::from(len);
         let (mut k, mut e) = self.first_edge_from(ready);
         loop {
-            if e > latest {
+            // Edges saturate at u64::MAX; nothing is found there.
+            if e > latest || e == u64::MAX {
                 return None;
             }
             if let Some(r) = self.run {
@@ -268,7 +275,9 @@ mod tests {
             assert!((800_000..=10_000_000).contains(&(w[1] - w[0])), "{w:?}");
         }
         // One packet per slot: consecutive assignments take consecutive edges.
-        let got: Vec<u64> = (0..100).map(|_| s.assign(0, 100, u64::MAX).unwrap()).collect();
+        let got: Vec<u64> = (0..100)
+            .map(|_| s.assign(0, 100, u64::MAX).unwrap())
+            .collect();
         assert_eq!(got, edges[..100]);
         // Far ahead (past many checkpoint blocks) and back again.
         let far = edges[edges.len() - 1];

@@ -381,11 +381,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn value<T>(
-        &self,
-        what: &'static str,
-        r: Result<T, String>,
-    ) -> Result<T, SpecError> {
+    fn value<T>(&self, what: &'static str, r: Result<T, String>) -> Result<T, SpecError> {
         r.map_err(|reason| self.err_prev(SpecErrorKind::Value { what, reason }))
     }
 
@@ -1021,7 +1017,7 @@ fn rate_bits(t: &str) -> Result<u64, String> {
         _ => return Err(format!("unknown rate unit {unit:?}: use bit, kbit, mbit, gbit or tbit")),
     };
     let v = parse_number(num).map_err(|e| e.to_string())? * mult;
-    if !(v >= 1.0) {
+    if v.is_nan() || v < 1.0 {
         return Err("must be at least 1bit".to_string());
     }
     if v >= u64::MAX as f64 {
@@ -1034,11 +1030,11 @@ fn rate_bits(t: &str) -> Result<u64, String> {
 fn fmt_duration(ns: u64) -> String {
     if ns == 0 {
         "0".to_string()
-    } else if ns % 1_000_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000_000) {
         format!("{}s", ns / 1_000_000_000)
-    } else if ns % 1_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000) {
         format!("{}ms", ns / 1_000_000)
-    } else if ns % 1_000 == 0 {
+    } else if ns.is_multiple_of(1_000) {
         format!("{}us", ns / 1_000)
     } else {
         format!("{ns}ns")
@@ -1051,8 +1047,12 @@ fn fmt_percent(p: f64) -> String {
 }
 
 fn fmt_rate(bps: u64) -> String {
-    for (div, unit) in [(1_000_000_000, "gbit"), (1_000_000, "mbit"), (1_000, "kbit")] {
-        if bps % div == 0 {
+    for (div, unit) in [
+        (1_000_000_000, "gbit"),
+        (1_000_000, "mbit"),
+        (1_000, "kbit"),
+    ] {
+        if bps.is_multiple_of(div) {
             return format!("{}{unit}", bps / div);
         }
     }
@@ -1205,23 +1205,35 @@ mod tests {
         );
         let c = parse("latency 100msec 10usec distribution pareto");
         let d = c.delay.unwrap();
-        assert_eq!((d.delay_ns, d.jitter_ns, d.dist), (100_000_000, 10_000, DelayDist::Pareto));
+        assert_eq!(
+            (d.delay_ns, d.jitter_ns, d.dist),
+            (100_000_000, 10_000, DelayDist::Pareto)
+        );
         // dist may come anywhere, as in netem.
         let c = parse("delay 1s 1ms loss 1% dist paretonormal");
         assert_eq!(c.delay.unwrap().dist, DelayDist::ParetoNormal);
         assert_eq!(parse("delay 0").delay.unwrap().delay_ns, 0);
-        assert_eq!(parse("delay 5ms 1ms").delay.unwrap().dist, DelayDist::Uniform);
+        assert_eq!(
+            parse("delay 5ms 1ms").delay.unwrap().dist,
+            DelayDist::Uniform
+        );
     }
 
     #[test]
     fn loss_models_and_netem_defaults() {
         assert_eq!(
             parse("loss random 1% 25%").loss,
-            Some(LossModel::Random(Chance { p: 0.01, corr: 0.25 }))
+            Some(LossModel::Random(Chance {
+                p: 0.01,
+                corr: 0.25
+            }))
         );
         assert_eq!(
             parse("loss 0.5%").loss,
-            Some(LossModel::Random(Chance { p: 0.005, corr: 0.0 }))
+            Some(LossModel::Random(Chance {
+                p: 0.005,
+                corr: 0.0
+            }))
         );
         assert_eq!(
             parse("loss gemodel 1% 10% 100% 0%").loss,
@@ -1271,7 +1283,13 @@ mod tests {
              limit 50000 limit bytes 1M order fifo seed 7",
         );
         assert_eq!(c.duplicate, Some(Chance { p: 0.01, corr: 0.0 }));
-        assert_eq!(c.corrupt, Some(Chance { p: 0.001, corr: 0.05 }));
+        assert_eq!(
+            c.corrupt,
+            Some(Chance {
+                p: 0.001,
+                corr: 0.05
+            })
+        );
         assert_eq!(
             c.rate,
             Some(RateSpec {
@@ -1354,8 +1372,15 @@ mod tests {
     #[test]
     fn errors_say_what_and_where() {
         let e = err("delay 10ms loss 1% bogus");
-        assert_eq!((e.token, e.column, e.kind.clone()), (5, 20, SpecErrorKind::Unknown));
-        assert!(e.to_string().starts_with("token 5 \"bogus\" (column 20): unknown option"), "{e}");
+        assert_eq!(
+            (e.token, e.column, e.kind.clone()),
+            (5, 20, SpecErrorKind::Unknown)
+        );
+        assert!(
+            e.to_string()
+                .starts_with("token 5 \"bogus\" (column 20): unknown option"),
+            "{e}"
+        );
 
         let e = err("delay 10");
         assert_eq!((e.token, e.column), (2, 7));
@@ -1366,7 +1391,11 @@ mod tests {
 
         let e = err("loss gemodel");
         assert_eq!(e.token, 3);
-        assert!(e.to_string().starts_with("at the end (column 13): loss gemodel needs"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("at the end (column 13): loss gemodel needs"),
+            "{e}"
+        );
 
         let e = err("rate 10mbps");
         assert!(e.to_string().contains("bytes per second"), "{e}");
@@ -1376,7 +1405,9 @@ mod tests {
         let e = err("delay 1ms delay 2ms");
         assert_eq!((e.token, e.kind), (3, SpecErrorKind::Repeated("delay")));
         assert!(err("loss 101%").to_string().contains("at most 100%"));
-        assert!(err("loss state 60% 50% 60%").to_string().contains("p31 + p32"));
+        assert!(err("loss state 60% 50% 60%")
+            .to_string()
+            .contains("p31 + p32"));
         assert!(err("slot 10ms 1ms").to_string().contains("shorter"));
         assert!(err("slot 100ns").to_string().contains("1us"));
         assert!(err("limit 0").to_string().contains("at least 1"));
@@ -1401,7 +1432,9 @@ mod tests {
         let e = err("trace t.bin delay 1ms");
         assert_eq!(e.token, 3);
         assert!(e.to_string().contains("remove delay"), "{e}");
-        assert!(err("trace t.bin duplicate 1%").to_string().contains("duplicate"));
+        assert!(err("trace t.bin duplicate 1%")
+            .to_string()
+            .contains("duplicate"));
         assert!(err("delay 1ms gap 5").to_string().contains("reorder"));
     }
 
