@@ -32,6 +32,7 @@ const TPACKET_V2: libc::c_int = 1;
 const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;
 const TP_STATUS_LOSING: u32 = 1 << 2;
+const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
 const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
 const ETH_P_ALL: u16 = 0x0003;
@@ -97,6 +98,9 @@ pub struct RxFrame<'a> {
     pub vlan: Option<(u16, u16)>,
     /// The kernel dropped frames since the previous one (ring full).
     pub losing: bool,
+    /// The transport checksum is not filled in yet: the sending stack left
+    /// it to the NIC (checksum offload), so a forwarder must compute it.
+    pub csum_partial: bool,
 }
 
 /// What a forwarder reads frames from: the next frame in place, give it back, wait for
@@ -320,6 +324,7 @@ impl FrameRing {
             ts_ns: u64::from(sec) * 1_000_000_000 + u64::from(nsec),
             vlan,
             losing: st & TP_STATUS_LOSING != 0,
+            csum_partial: st & TP_STATUS_CSUMNOTREADY != 0,
         })
     }
 

@@ -413,6 +413,7 @@ impl crate::ring_frames::FrameSource for SimFrames {
             ts_ns: SimClock::WALL_OFFSET_NS + at,
             vlan: *vlan,
             losing: false,
+            csum_partial: false,
         })
     }
 

@@ -16,6 +16,7 @@ use wirelab_analysis::percentiles::{histogram, Percentiles};
 use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, Step, WaitStrategy};
 use wirelab_io::ring_frames::{with_vlan, FrameSource};
 use wirelab_io::{Clock, Transmit};
+use wirelab_wire::rewrite::{fix_checksums, parse_ethernet};
 
 /// One copy of a packet leaving the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +139,11 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
             if copies > 0 {
                 let mut buf = pool.pop().unwrap_or_default();
                 with_vlan(f.data, f.vlan, &mut buf);
+                if f.csum_partial {
+                    // What the sender's NIC would have done on a wire.
+                    let l = parse_ethernet(&buf);
+                    fix_checksums(&mut buf, &l, false);
+                }
                 held.insert(index, Held { buf, copies });
             }
             rx.release();

@@ -11,7 +11,10 @@ pub struct CoreLink {
 
 impl CoreLink {
     pub fn new(link: Link) -> CoreLink {
-        CoreLink { link, due: Vec::new() }
+        CoreLink {
+            link,
+            due: Vec::new(),
+        }
     }
 }
 
@@ -29,14 +32,16 @@ impl LinkModel for CoreLink {
     fn pop_due(&mut self, now_ns: u64, out: &mut Vec<Release>) {
         self.due.clear();
         self.link.pop_due(now_ns, &mut self.due);
-        out.extend(self.due.iter().map(|r| Release {
-            index: r.packet_index,
-            deadline_ns: r.deadline_ns,
-            flip_bit: r
-                .corrupt
-                .and_then(|c| c.bit_in(r.frame_len as usize))
-                .map(|b| b as u32),
-            send: true,
+        out.extend(self.due.iter().map(|r| {
+            Release {
+                index: r.packet_index,
+                deadline_ns: r.deadline_ns,
+                flip_bit: r
+                    .corrupt
+                    .and_then(|c| c.bit_in(r.frame_len as usize))
+                    .map(|b| b as u32),
+                send: true,
+            }
         }));
     }
 }
@@ -76,10 +81,13 @@ pub fn open_link(config: &link::LinkConfig, key: link::LinkKey) -> Result<Link, 
         })
     };
     let mut head = Vec::with_capacity(4096);
-    open(&path)?.take(4096).read_to_end(&mut head).map_err(|source| LinkSetupError::Open {
-        path: path.clone(),
-        source,
-    })?;
+    open(&path)?
+        .take(4096)
+        .read_to_end(&mut head)
+        .map_err(|source| LinkSetupError::Open {
+            path: path.clone(),
+            source,
+        })?;
     let format = Format::detect(&path, &head)?;
     if format.indexing() != Indexing::Packet {
         return Err(LinkSetupError::NotPerPacket {

@@ -3,10 +3,10 @@
 
 use super::rt::RtSetup;
 use crate::emulate::{forward, CoreLink, ForwardConfig, ForwardStats, LinkModel};
-use wirelab_analysis::percentiles::Percentiles;
 use crate::StopFlag;
 use std::time::{Duration, Instant};
 use thiserror::Error;
+use wirelab_analysis::percentiles::Percentiles;
 use wirelab_io::bpf::{BpfError, BpfProgram};
 use wirelab_io::clock::mono_to_real_offset;
 use wirelab_io::ifstats::IfInfo;
@@ -255,16 +255,16 @@ impl EmulateReport<'_> {
     /// The human summary.
     pub fn text(&self) -> String {
         let r = self;
-    let mut s = format!(
-        "emulate: {} <-> {} for {:.2} s\n",
-        r.a,
-        r.b,
-        r.duration_ns as f64 / 1e9
-    );
-    for (name, from, to, d) in [("a2b", r.a, r.b, &r.a2b), ("b2a", r.b, r.a, &r.b2a)] {
-        let l = d.link;
-        let dr = &l.dropped;
-        s += &format!(
+        let mut s = format!(
+            "emulate: {} <-> {} for {:.2} s\n",
+            r.a,
+            r.b,
+            r.duration_ns as f64 / 1e9
+        );
+        for (name, from, to, d) in [("a2b", r.a, r.b, &r.a2b), ("b2a", r.b, r.a, &r.b2a)] {
+            let l = d.link;
+            let dr = &l.dropped;
+            s += &format!(
             "  {name} ({from} -> {to}) [{}]: {} received, {} sent; dropped: loss {}, trace {}, \
              trace end {}, limit {}, horizon {}; {} duplicated, {} corrupted, {} reordered; \
              ring drops {}, send failures {}\n",
@@ -282,9 +282,9 @@ impl EmulateReport<'_> {
             d.ring_drops,
             d.send_failures,
         );
-        if d.lateness.count > 0 {
-            let us = |ns: u64| ns as f64 / 1e3;
-            s += &format!(
+            if d.lateness.count > 0 {
+                let us = |ns: u64| ns as f64 / 1e3;
+                s += &format!(
                 "    release lateness: p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us; early {}\n",
                 us(d.lateness.p50_ns),
                 us(d.lateness.p99_ns),
@@ -292,8 +292,8 @@ impl EmulateReport<'_> {
                 us(d.lateness.max_ns),
                 d.early
             );
+            }
         }
+        s
     }
-    s
-}
 }

@@ -91,7 +91,8 @@ pub fn run(a: EmulateArgs) -> Result<()> {
         direction,
     };
     let (k_ab, k_ba) = (key(&c_ab, Direction::AToB), key(&c_ba, Direction::BToA));
-    let bad = |flag: &str, e: wirelab_engine::emulate::LinkSetupError| usage(format!("{flag}: {e}"));
+    let bad =
+        |flag: &str, e: wirelab_engine::emulate::LinkSetupError| usage(format!("{flag}: {e}"));
     let l_ab = open_link(&c_ab, k_ab).map_err(|e| bad(f_ab, e))?;
     let l_ba = open_link(&c_ba, k_ba).map_err(|e| bad(f_ba, e))?;
     let job = EmulateJob {
@@ -121,7 +122,10 @@ pub fn run(a: EmulateArgs) -> Result<()> {
         );
     }
     let run = job.run(&stop).map_err(map_err)?;
-    let report = run.report([s_ab.unwrap_or(""), s_ba.unwrap_or("")], [k_ab.seed, k_ba.seed]);
+    let report = run.report(
+        [s_ab.unwrap_or(""), s_ba.unwrap_or("")],
+        [k_ab.seed, k_ba.seed],
+    );
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
