@@ -527,7 +527,7 @@ fn pcapng(path: &Path, minor: u16, frame: &[u8]) {
     epb.extend_from_slice(&(frame.len() as u32).to_le_bytes());
     epb.extend_from_slice(&(frame.len() as u32).to_le_bytes());
     epb.extend_from_slice(frame);
-    while epb.len() % 4 != 0 {
+    while !epb.len().is_multiple_of(4) {
         epb.push(0);
     }
     let b = [block(0x0a0d_0d0a, &shb), block(1, &idb), block(6, &epb)].concat();
