@@ -14,6 +14,7 @@ command -v tcpdump >/dev/null || need+=(tcpdump)
 command -v tcpreplay >/dev/null || need+=(tcpreplay)
 command -v gzip >/dev/null || need+=(gzip)
 command -v python3 >/dev/null || need+=(python3)
+[ -x /usr/bin/time ] || need+=(time)
 [ -e /usr/include/pcap/pcap.h ] || need+=(libpcap-dev)
 command -v cc >/dev/null || need+=(gcc)
 if [ ${#need[@]} -gt 0 ]; then

@@ -67,8 +67,8 @@ pub enum ErrorKind {
         /// Bytes needed.
         need: u64,
     },
-    /// A file header with a version this reader does not understand.
-    #[error("unsupported {format} version {major}.{minor}")]
+    /// A file or section header with a version libpcap refuses (and so does this reader).
+    #[error("unsupported {format} version {major}.{minor} ({accepted})")]
     UnsupportedVersion {
         /// "pcap" or "pcapng".
         format: &'static str,
@@ -76,6 +76,17 @@ pub enum ErrorKind {
         major: u16,
         /// Minor version.
         minor: u16,
+        /// The versions that are read, e.g. "libpcap reads 1.0 and 1.2".
+        accepted: &'static str,
+    },
+    /// A classic pcap link-type field with bits set that must be zero (bits 16-25), which
+    /// libpcap refuses.
+    #[error("link-type field 0x{field:08x} has reserved bits 0x{reserved:08x} set (bits 16-25 must be 0; libpcap refuses such files too)")]
+    ReservedLinkTypeBits {
+        /// The whole link-type field.
+        field: u32,
+        /// The reserved bits that are set.
+        reserved: u32,
     },
     /// A classic pcap record claims more captured bytes than allowed.
     #[error("packet record caplen {caplen} exceeds the limit {limit} (max of snaplen and 262144, capped by the reader's block limit)")]

@@ -42,9 +42,15 @@
 //! `offset 48: enhanced packet block refers to interface 3, but the section describes 1 interface(s)`.
 //!
 //! Timestamps are `u64` nanoseconds since the Unix epoch (enough until 2554). Classic pcap
-//! fractions of a second that are out of range (≥ 1 s, as some broken writers produce) are
-//! kept as they are and simply add to the seconds. pcapng resolutions finer than 1 ns are
-//! truncated.
+//! fractions of a second that are out of range (≥ 1 s, as writers that put nanoseconds into a
+//! microsecond file produce) are counted and flagged; by default they simply add to the
+//! seconds ([`FractionPolicy`] offers the alternatives). pcapng resolutions finer than 1 ns
+//! are truncated.
+//!
+//! Headers are checked as libpcap checks them: classic pcap versions 2.0 to 2.4 (and DG/UX's
+//! 543.0), link-type fields with bits 16-25 clear, pcapng 1.0 or 1.2 in the first section.
+//! An FCS the file announces is reported per packet ([`Packet::fcs_len`],
+//! [`Packet::without_fcs`]), never stripped by the reader itself.
 //!
 //! # Writing
 //!
@@ -69,7 +75,7 @@ pub use read::{
     ByteOrder, Format, Interface, InterfaceStats, OptionIter, Options, OwnedPacket, Packet,
     PcapHeader, PcapReader, Section, StatsCounters, DEFAULT_MAX_BLOCK,
 };
-pub use ts::TsResolution;
+pub use ts::{FractionPolicy, TsResolution};
 pub use write::{
     InterfaceOptions, PacketOptions, PcapPrecision, PcapWriter, PcapngWriter, SectionOptions,
     DEFAULT_USERAPPL,

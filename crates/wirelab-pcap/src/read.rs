@@ -3,7 +3,7 @@
 use std::io::{self, Read};
 
 use crate::error::{ErrorKind, PcapError};
-use crate::ts::{apply_offset, TsResolution};
+use crate::ts::{apply_offset, FractionPolicy, TsResolution};
 
 pub(crate) const PCAP_MAGIC_MICRO: u32 = 0xa1b2_c3d4;
 pub(crate) const PCAP_MAGIC_NANO: u32 = 0xa1b2_3c4d;
@@ -117,7 +117,10 @@ pub struct Interface {
     pub tsresol: TsResolution,
     /// `if_tsoffset`, seconds added to every timestamp (already applied to `Packet::ts_ns`).
     pub tsoffset_s: i64,
-    /// FCS length in bytes, if known (`if_fcslen`, or the pcap link-type field's FCS bits).
+    /// FCS length: in bytes from a classic pcap link-type field's FCS bits (bit 26 set, bits
+    /// 28-31 the length in 16-bit words); for pcapng the raw `if_fcslen` value, whose unit
+    /// writers disagree on (the specification says bits), so it is reported but not used for
+    /// [`Packet::fcs_len`].
     pub fcs_len: Option<u8>,
     /// `opt_comment` options.
     pub comments: Vec<String>,
@@ -254,9 +257,30 @@ pub struct Packet<'a> {
     pub dropcount: Option<u64>,
     /// The block's options (empty for classic pcap and simple packet blocks).
     pub options: Options<'a>,
+    /// Classic pcap: the sub-second field was one second or more; `ts_ns` follows the
+    /// reader's [`FractionPolicy`].
+    pub bad_fraction: bool,
+    /// Bytes of frame check sequence at the end of the frame, as the file announces them (a
+    /// classic pcap link-type field's FCS bits, or the FCS length of an EPB's flags word);
+    /// 0 when none is announced.
+    pub fcs_len: u8,
 }
 
-impl Packet<'_> {
+impl<'a> Packet<'a> {
+    /// The frame without the FCS the file announces ([`fcs_len`](Self::fcs_len)), and the
+    /// original length less it. A frame cut short by the snaplen loses only what it holds of
+    /// the FCS; an original length below the captured one (a broken record) counts as the
+    /// captured one.
+    pub fn without_fcs(&self) -> (&'a [u8], u32) {
+        let fcs = u32::from(self.fcs_len);
+        let caplen = self.caplen();
+        let keep = caplen.min(self.orig_len.max(caplen).saturating_sub(fcs));
+        (
+            &self.data[..keep as usize],
+            self.orig_len.saturating_sub(fcs),
+        )
+    }
+
     /// Captured length (`data.len()`).
     pub fn caplen(&self) -> u32 {
         // data comes from a record of at most u32::MAX bytes.
@@ -325,6 +349,10 @@ pub struct PcapReader<R> {
     stats: Vec<InterfaceStats>,
     skipped_blocks: u64,
     bad_timestamps: u64,
+    fraction_policy: FractionPolicy,
+    bad_fractions: u64,
+    /// Time of the last packet delivered with a timestamp.
+    last_ts: Option<u64>,
 }
 
 impl<R: Read> PcapReader<R> {
@@ -350,6 +378,9 @@ impl<R: Read> PcapReader<R> {
             stats: Vec::new(),
             skipped_blocks: 0,
             bad_timestamps: 0,
+            fraction_policy: FractionPolicy::Keep,
+            bad_fractions: 0,
+            last_ts: None,
         };
         let mut m = [0u8; 8];
         let got = r.read_full(&mut m[..4])?;
@@ -399,9 +430,10 @@ impl<R: Read> PcapReader<R> {
             snaplen: rd32(&h, 12, big),
             linktype_field: rd32(&h, 16, big),
         };
-        // As libpcap: 2.0 to 2.4, and 543.568 (a known buggy writer's 2.4).
+        // As libpcap (sf-pcap.c): 2.0 to 2.4, and 543.0 (DG/UX tcpdump, lengths in the
+        // pre-2.3 order).
         let ok = (hdr.version_major == 2 && hdr.version_minor <= 4)
-            || (hdr.version_major == 543 && hdr.version_minor == 568);
+            || (hdr.version_major == 543 && hdr.version_minor == 0);
         if !ok {
             return Err(PcapError::new(
                 4,
@@ -409,10 +441,22 @@ impl<R: Read> PcapReader<R> {
                     format: "pcap",
                     major: hdr.version_major,
                     minor: hdr.version_minor,
+                    accepted: "libpcap reads 2.0 to 2.4, and DG/UX's 543.0",
                 },
             ));
         }
         let lt = hdr.linktype_field;
+        // As libpcap: bits 16-25 are reserved and must be zero.
+        let reserved = lt & 0x03ff_0000;
+        if reserved != 0 {
+            return Err(PcapError::new(
+                20,
+                ErrorKind::ReservedLinkTypeBits {
+                    field: lt,
+                    reserved,
+                },
+            ));
+        }
         r.interfaces.push(Interface {
             section: 0,
             id_in_section: 0,
@@ -444,6 +488,10 @@ impl<R: Read> PcapReader<R> {
         match res {
             Ok(Some(loc)) => {
                 self.bad_timestamps += u64::from(loc.bad_ts);
+                self.bad_fractions += u64::from(loc.bad_fraction);
+                if loc.has_ts {
+                    self.last_ts = Some(loc.ts_ns);
+                }
                 Ok(Some(self.packet_at(loc)))
             }
             Ok(None) => {
@@ -501,6 +549,18 @@ impl<R: Read> PcapReader<R> {
         self.bad_timestamps
     }
 
+    /// How classic pcap sub-second fields of one second or more are read (default
+    /// [`FractionPolicy::Keep`]); applies to the packets read after the call.
+    pub fn set_fraction_policy(&mut self, policy: FractionPolicy) {
+        self.fraction_policy = policy;
+    }
+
+    /// Classic pcap records so far whose sub-second field was one second or more (10^6 µs or
+    /// 10^9 ns), whatever the [`FractionPolicy`] made of them.
+    pub fn bad_fractions(&self) -> u64 {
+        self.bad_fractions
+    }
+
     /// Bytes consumed from the input so far.
     pub fn position(&self) -> u64 {
         self.pos
@@ -529,6 +589,7 @@ impl<R: Read> PcapReader<R> {
             ),
             State::Pcapng { .. } => return Ok(None),
         };
+        let fcs_len = self.interfaces.first().and_then(|i| i.fcs_len).unwrap_or(0);
         let hlen = if modified { 24 } else { 16 };
         let start = self.pos;
         let mut h = [0u8; 24];
@@ -539,8 +600,8 @@ impl<R: Read> PcapReader<R> {
         if got < hlen {
             return Err(truncated(start, "a packet record header", got, hlen));
         }
-        let sec = u64::from(rd32(&h, 0, big));
-        let frac = u64::from(rd32(&h, 4, big));
+        let sec = rd32(&h, 0, big);
+        let frac = rd32(&h, 4, big);
         let mut caplen = rd32(&h, 8, big);
         let mut orig_len = rd32(&h, 12, big);
         if minor < 3 && caplen > orig_len {
@@ -559,13 +620,13 @@ impl<R: Read> PcapReader<R> {
         if got < n {
             return Err(truncated(start + hlen as u64, "packet data", got, n));
         }
-        // sec < 2^32 and frac < 2^32, so this cannot overflow u64 (max ~4.3e18 + 4.3e12).
-        // An out-of-range fraction (>= 1 s) is kept as is: it just adds to the seconds.
-        let ts_ns = sec * 1_000_000_000 + if nano { frac } else { frac * 1000 };
+        let (ts_ns, bad_fraction) = self.fraction_policy.pcap_ts(sec, frac, nano, self.last_ts);
         Ok(Some(Loc {
             ts_ns,
             has_ts: true,
             bad_ts: false,
+            bad_fraction,
+            fcs_len,
             orig_len,
             interface: 0,
             data: (0, n),
@@ -667,13 +728,21 @@ impl<R: Read> PcapReader<R> {
         let body = &self.buf[..n - 4];
         let major = rd16(body, 0, big);
         let minor = rd16(body, 2, big);
-        if major != 1 {
+        // As libpcap (sf-pcapng.c): the first section must be 1.0 or 1.2 (the same format);
+        // later sections only need major version 1.
+        let first = self.sections.is_empty();
+        if major != 1 || (first && minor != 0 && minor != 2) {
             return Err(PcapError::new(
                 start + 12,
                 ErrorKind::UnsupportedVersion {
                     format: "pcapng",
                     major,
                     minor,
+                    accepted: if first {
+                        "libpcap reads 1.0 and 1.2 in the first section header block"
+                    } else {
+                        "libpcap reads major version 1 in later section header blocks"
+                    },
                 },
             ));
         }
@@ -862,6 +931,8 @@ impl<R: Read> PcapReader<R> {
                 ts_ns: 0,
                 has_ts: false,
                 bad_ts: false,
+                bad_fraction: false,
+                fcs_len: 0,
                 orig_len,
                 interface: ifc as u32,
                 data: (4, 4 + caplen),
@@ -902,6 +973,7 @@ impl<R: Read> PcapReader<R> {
         let data_end = 20 + caplen as usize;
         let opt_start = (20 + pad4(caplen as usize)).min(body_len);
         let mut dropcount = drops;
+        let mut fcs_len = 0;
         walk_options(
             &body[opt_start..],
             big,
@@ -911,6 +983,10 @@ impl<R: Read> PcapReader<R> {
                 if code == 4 && v.len() == 8 && btype == BT_EPB {
                     dropcount = Some(rd64(v, 0, big));
                 }
+                if code == 2 && v.len() == 4 {
+                    // epb_flags / pack_flags bits 5-8: FCS length in octets.
+                    fcs_len = ((rd32(v, 0, big) >> 5) & 0xf) as u8;
+                }
                 Ok(())
             },
         )?;
@@ -918,6 +994,8 @@ impl<R: Read> PcapReader<R> {
             ts_ns: ts.unwrap_or(0),
             has_ts: ts.is_some(),
             bad_ts: ts.is_none(),
+            bad_fraction: false,
+            fcs_len,
             orig_len,
             interface: ifc as u32,
             data: (20, data_end),
@@ -946,6 +1024,8 @@ impl<R: Read> PcapReader<R> {
             offset: loc.offset,
             dropcount: loc.dropcount,
             options: Options { raw, big: loc.big },
+            bad_fraction: loc.bad_fraction,
+            fcs_len: loc.fcs_len,
         }
     }
 
@@ -1038,6 +1118,8 @@ struct Loc {
     ts_ns: u64,
     has_ts: bool,
     bad_ts: bool,
+    bad_fraction: bool,
+    fcs_len: u8,
     orig_len: u32,
     interface: u32,
     data: (usize, usize),

@@ -162,7 +162,10 @@ fn pcap_be_nano_bytes_and_fcs_bits() {
 fn pcap_errors_name_offsets() {
     let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 1, 0, 4, 0];
     f.extend_from_slice(&[0; 16]);
-    assert_eq!(err_of(&f), "offset 4: unsupported pcap version 1.4");
+    assert_eq!(
+        err_of(&f),
+        "offset 4: unsupported pcap version 1.4 (libpcap reads 2.0 to 2.4, and DG/UX's 543.0)"
+    );
 
     assert_eq!(
         err_of(b"hello world"),
@@ -413,7 +416,10 @@ fn pcapng_errors_name_offsets() {
 
     let mut f = shb.clone();
     f[12] = 2;
-    assert_eq!(err_of(&f), "offset 12: unsupported pcapng version 2.0");
+    assert_eq!(
+        err_of(&f),
+        "offset 12: unsupported pcapng version 2.0 (libpcap reads 1.0 and 1.2 in the first section header block)"
+    );
 
     let f = [head.clone(), e.epb(0, 0, &[1; 8], 8)].concat();
     assert_eq!(
@@ -769,4 +775,183 @@ proptest! {
             prop_assert_eq!(&g.data, d);
         }
     }
+}
+
+// ---------- headers libpcap refuses or accepts ----------
+
+/// A little-endian µs pcap header with this version and link-type field.
+fn pcap_header(major: u16, minor: u16, linktype: u32) -> Vec<u8> {
+    let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1];
+    f.extend_from_slice(&major.to_le_bytes());
+    f.extend_from_slice(&minor.to_le_bytes());
+    f.extend_from_slice(&[0; 8]);
+    f.extend_from_slice(&65535u32.to_le_bytes());
+    f.extend_from_slice(&linktype.to_le_bytes());
+    f
+}
+
+/// A little-endian pcap record.
+fn pcap_record(sec: u32, frac: u32, data: &[u8], orig: u32) -> Vec<u8> {
+    let mut r = Vec::new();
+    for v in [sec, frac, data.len() as u32, orig] {
+        r.extend_from_slice(&v.to_le_bytes());
+    }
+    r.extend_from_slice(data);
+    r
+}
+
+#[test]
+fn pcap_versions_and_link_type_bits_as_libpcap() {
+    // Reserved bits 16-25: refused at the field's offset, saying which bits.
+    let f = pcap_header(2, 4, 0x0001_0001);
+    assert_eq!(
+        err_of(&f),
+        "offset 20: link-type field 0x00010001 has reserved bits 0x00010000 set (bits 16-25 must be 0; libpcap refuses such files too)"
+    );
+    let f = pcap_header(2, 4, 0x0200_0001);
+    assert!(err_of(&f).contains("reserved bits 0x02000000"));
+    // FCS bits (26, 28-31) and bit 27 are not reserved: read.
+    for lt in [0x0400_0001, 0x3000_0065, 0x0800_0001, 0xf400_0001] {
+        assert!(
+            PcapReader::new(&pcap_header(2, 4, lt)[..]).is_ok(),
+            "{lt:#x}"
+        );
+    }
+    // DG/UX's 543.0 is read (lengths in the pre-2.3 order), 543.568 is not.
+    let mut f = pcap_header(543, 0, 1);
+    f.extend(pcap_record(1, 0, &[7, 8], 100));
+    // The swap applies: the "caplen" field (2) below the "len" field (100) stays as is.
+    let v = read_all(&f).unwrap();
+    assert_eq!((v[0].data.len(), v[0].orig_len), (2, 100));
+    assert!(err_of(&pcap_header(543, 568, 1)).contains("unsupported pcap version 543.568"));
+    for minor in 0..=4 {
+        assert!(PcapReader::new(&pcap_header(2, minor, 1)[..]).is_ok());
+    }
+    assert!(err_of(&pcap_header(2, 5, 1)).starts_with("offset 4: unsupported pcap version 2.5"));
+}
+
+#[test]
+fn pcapng_section_versions_as_libpcap() {
+    let e = Enc(false);
+    let with_version = |minor: u16, major: u16| {
+        let mut f = e.shb(&[]);
+        f[12..14].copy_from_slice(&major.to_le_bytes());
+        f[14..16].copy_from_slice(&minor.to_le_bytes());
+        f
+    };
+    // First section: 1.0 and 1.2 (the same format) are read, 1.1 is not.
+    for minor in [0, 2] {
+        let f = [
+            with_version(minor, 1),
+            e.idb(1, 0, &[]),
+            e.epb(0, 1, &[1], 1),
+        ]
+        .concat();
+        assert_eq!(read_all(&f).unwrap().len(), 1, "1.{minor}");
+    }
+    assert_eq!(
+        err_of(&with_version(1, 1)),
+        "offset 12: unsupported pcapng version 1.1 (libpcap reads 1.0 and 1.2 in the first section header block)"
+    );
+    // A later section: any 1.x is read, 2.x is refused at its own offset.
+    let head = [e.shb(&[]), e.idb(1, 0, &[]), e.epb(0, 1, &[1], 1)].concat();
+    let f = [
+        head.clone(),
+        with_version(1, 1),
+        e.idb(1, 0, &[]),
+        e.epb(0, 1, &[2], 1),
+    ]
+    .concat();
+    assert_eq!(read_all(&f).unwrap().len(), 2);
+    let f = [head.clone(), with_version(0, 2)].concat();
+    assert_eq!(
+        err_of(&f),
+        format!(
+            "offset {}: unsupported pcapng version 2.0 (libpcap reads major version 1 in later section header blocks)",
+            head.len() + 12
+        )
+    );
+}
+
+#[test]
+fn fcs_announced_by_the_file_is_reported_and_strippable() {
+    // Link-type field: Ethernet, FCS present, 2 x 16-bit words = 4 bytes.
+    let frame: Vec<u8> = (1..=64).collect();
+    let mut f = pcap_header(2, 4, 0x2400_0001);
+    f.extend(pcap_record(1, 0, &frame, 64)); // whole frame with its FCS
+    f.extend(pcap_record(1, 1, &frame[..40], 64)); // cut short before the FCS
+    f.extend(pcap_record(1, 2, &frame[..62], 64)); // cut inside the FCS
+    f.extend(pcap_record(1, 3, &frame, 0)); // broken orig_len: the captured length counts
+    let mut r = PcapReader::new(&f[..]).unwrap();
+    let mut got = vec![];
+    while let Some(p) = r.next_packet().unwrap() {
+        assert_eq!(p.fcs_len, 4);
+        let (d, orig) = p.without_fcs();
+        got.push((d.len(), orig));
+    }
+    assert_eq!(got, vec![(60, 60), (40, 60), (60, 60), (60, 0)]);
+    // Without the FCS bits nothing is stripped.
+    let mut f = pcap_header(2, 4, 1);
+    f.extend(pcap_record(1, 0, &frame, 64));
+    let mut r = PcapReader::new(&f[..]).unwrap();
+    let p = r.next_packet().unwrap().unwrap();
+    assert_eq!((p.fcs_len, p.without_fcs().0.len()), (0, 64));
+    // pcapng: the EPB flags word's FCS length (bits 5-8, octets).
+    let e = Enc(false);
+    let mut epb = Vec::new();
+    e.u32(&mut epb, 0);
+    e.u64(&mut epb, 0);
+    e.u32(&mut epb, 64);
+    e.u32(&mut epb, 64);
+    epb.extend_from_slice(&frame);
+    e.opt(&mut epb, 2, &(4u32 << 5).to_le_bytes());
+    e.u32(&mut epb, 0);
+    let f = [e.shb(&[]), e.idb(1, 0, &[]), block(false, 6, &epb)].concat();
+    let mut r = PcapReader::new(&f[..]).unwrap();
+    let p = r.next_packet().unwrap().unwrap();
+    assert_eq!((p.fcs_len, p.without_fcs().0.len()), (4, 60));
+}
+
+#[test]
+fn bad_fractions_are_counted_and_follow_the_policy() {
+    // ns values in a µs file: 0.25 s, 0.5 s (as ns: >= 10^6), then a good 1 µs record.
+    let mut f = pcap_header(2, 4, 1);
+    f.extend(pcap_record(10, 250_000_000, &[1], 1));
+    f.extend(pcap_record(10, 500_000_000, &[2], 1));
+    f.extend(pcap_record(11, 1, &[3], 1));
+    let read = |policy| {
+        let mut r = PcapReader::new(&f[..]).unwrap();
+        r.set_fraction_policy(policy);
+        let mut v = vec![];
+        while let Some(p) = r.next_packet().unwrap() {
+            v.push((p.ts_ns, p.bad_fraction));
+        }
+        (v, r.bad_fractions())
+    };
+    let s = 1_000_000_000u64;
+    assert_eq!(
+        read(FractionPolicy::Keep),
+        (
+            vec![(260 * s, true), (510 * s, true), (11 * s + 1_000, false)],
+            2
+        )
+    );
+    assert_eq!(
+        read(FractionPolicy::Clamp),
+        (
+            vec![(10 * s, true), (10 * s, true), (11 * s + 1_000, false)],
+            2
+        )
+    );
+    assert_eq!(
+        read(FractionPolicy::Nanoseconds),
+        (
+            vec![
+                (10 * s + 250_000_000, true),
+                (10 * s + 500_000_000, true),
+                (11 * s + 1, false)
+            ],
+            2
+        )
+    );
 }

@@ -87,6 +87,60 @@ impl TsResolution {
     }
 }
 
+/// What to do with a classic pcap record whose sub-second field is one second or more
+/// (10^6 or more in a microsecond file, 10^9 or more in a nanosecond one), as written by tools
+/// that put nanoseconds into a microsecond file. Such records are always counted
+/// ([`PcapReader::bad_fractions`](crate::PcapReader::bad_fractions)) and flagged
+/// ([`Packet::bad_fraction`](crate::Packet::bad_fraction)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum FractionPolicy {
+    /// The time the fields add up to: the excess carries into the seconds.
+    #[default]
+    Keep,
+    /// The previous packet's time (the record's whole seconds for a file's first packet).
+    Clamp,
+    /// Read every sub-second field of a microsecond file as nanoseconds (the file's writer
+    /// meant them so); a nanosecond file is unaffected, and a field still at or above 10^9
+    /// is kept as read.
+    Nanoseconds,
+}
+
+impl FractionPolicy {
+    /// "keep", "clamp" or "ns".
+    pub fn name(self) -> &'static str {
+        match self {
+            FractionPolicy::Keep => "keep",
+            FractionPolicy::Clamp => "clamp",
+            FractionPolicy::Nanoseconds => "ns",
+        }
+    }
+
+    /// The time in ns of a classic pcap record with fields `sec` and `frac` in a file of
+    /// microsecond (`nano` false) or nanosecond resolution; `prev_ns` is the time of the
+    /// previous packet. Returns the time and whether the fraction was out of range.
+    pub(crate) fn pcap_ts(
+        self,
+        sec: u32,
+        frac: u32,
+        nano: bool,
+        prev_ns: Option<u64>,
+    ) -> (u64, bool) {
+        let (sec, frac) = (u64::from(sec), u64::from(frac));
+        let bad = frac >= if nano { 1_000_000_000 } else { 1_000_000 };
+        let frac_ns = match self {
+            FractionPolicy::Nanoseconds => frac,
+            _ if nano => frac,
+            _ => frac * 1000,
+        };
+        // sec < 2^32 and frac_ns < 2^42: no overflow (max ~4.3e18 + 4.4e12 < 1.8e19).
+        let whole = sec * 1_000_000_000;
+        match self {
+            FractionPolicy::Clamp if bad => (prev_ns.unwrap_or(whole), true),
+            _ => (whole + frac_ns, bad),
+        }
+    }
+}
+
 /// Apply an `if_tsoffset` (seconds) to a nanosecond timestamp.
 pub(crate) fn apply_offset(ns: u64, offset_s: i64) -> Option<u64> {
     if offset_s == 0 {
@@ -136,6 +190,52 @@ mod tests {
         );
         assert_eq!(TsResolution::Decimal(12).ns_to_units(2), Some(2000));
         assert_eq!(TsResolution::Binary(100).ns_to_units(1), None);
+    }
+
+    #[test]
+    fn fraction_policies() {
+        use FractionPolicy::*;
+        // A good microsecond record is the same under every policy but ns.
+        for p in [Keep, Clamp] {
+            assert_eq!(p.pcap_ts(7, 999_999, false, None), (7_999_999_000, false));
+        }
+        // 1_500_000 "us" (really ns): keep carries 1.5 s into the seconds.
+        assert_eq!(
+            Keep.pcap_ts(7, 1_500_000, false, Some(1)),
+            (8_500_000_000, true)
+        );
+        assert_eq!(
+            Clamp.pcap_ts(7, 1_500_000, false, Some(6_000_000_000)),
+            (6_000_000_000, true)
+        );
+        assert_eq!(
+            Clamp.pcap_ts(7, 1_500_000, false, None),
+            (7_000_000_000, true)
+        );
+        assert_eq!(
+            Nanoseconds.pcap_ts(7, 1_500_000, false, None),
+            (7_001_500_000, true)
+        );
+        // Every field of a µs file is read as ns under ns, good or not.
+        assert_eq!(
+            Nanoseconds.pcap_ts(7, 5, false, None),
+            (7_000_000_005, false)
+        );
+        // A nanosecond file: only >= 10^9 is bad; ns changes nothing.
+        assert_eq!(
+            Nanoseconds.pcap_ts(7, 5, true, None),
+            (7_000_000_005, false)
+        );
+        assert_eq!(
+            Keep.pcap_ts(7, 1_000_000_000, true, None),
+            (8_000_000_000, true)
+        );
+        assert!(Nanoseconds.pcap_ts(7, u32::MAX, true, None).1);
+        // The largest fields do not overflow.
+        assert_eq!(
+            Keep.pcap_ts(u32::MAX, u32::MAX, false, None).0,
+            u64::from(u32::MAX) * 1_000_000_000 + u64::from(u32::MAX) * 1000
+        );
     }
 
     #[test]

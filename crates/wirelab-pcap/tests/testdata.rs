@@ -274,13 +274,13 @@ const EXPECTED_ERRORS: &[(&str, u64, u64, &str)] = &[
         "libpcap/pcap-invalid-version-1.pcap",
         0,
         4,
-        "unsupported pcap version 1.4",
+        "unsupported pcap version 1.4 (libpcap reads 2.0 to 2.4, and DG/UX's 543.0)",
     ),
     (
         "libpcap/pcapng-invalid-vers-1.pcapng",
         0,
         12,
-        "unsupported pcapng version 0.1",
+        "unsupported pcapng version 0.1 (libpcap reads 1.0 and 1.2 in the first section header block)",
     ),
     // Cut short 1 byte into the second record header (capinfos: "cut short in the middle of a packet").
     (

@@ -636,6 +636,17 @@ pub enum VlanArg {
     Retag,
 }
 
+/// `replay --bad-ts`: classic pcap sub-second fields of one second or more.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadTsArg {
+    /// As read: the excess carries into the seconds
+    Keep,
+    /// The previous packet's time
+    Clamp,
+    /// Read every sub-second field of a microsecond file as nanoseconds
+    Ns,
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FixLenArg {
     Pad,
@@ -696,6 +707,11 @@ pub struct ReplayArgs {
     /// Stop after this many packets
     #[arg(short = 'L', long, value_name = "N")]
     pub limit: Option<u64>,
+    /// pcap records whose sub-second field is 1 s or more (ns written into a µs file):
+    /// keep them as read, clamp them to the previous packet's time, or read the file's
+    /// sub-second fields as ns
+    #[arg(long, value_enum, default_value = "keep", value_name = "POLICY")]
+    pub bad_ts: BadTsArg,
     #[command(flatten)]
     pub catch_up: CatchUpArgs,
     /// Timed replay of a trace that fits in memory (see --phase)

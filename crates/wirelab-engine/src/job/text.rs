@@ -158,6 +158,9 @@ pub fn write_replay(r: &ReplayReport, out: &mut dyn Write) -> io::Result<()> {
         "  trace: {} packet(s) per pass, {} bytes held in {} (budget {} bytes), read {} / selected {} / filtered {} / too short {} / oversize {}",
         r.load.packets, r.load.bytes, r.load.mode, r.load.max_preload_bytes, r.read.read, r.read.selected, r.read.filtered, r.read.too_short, r.read.oversize
     )?;
+    for line in replay_input_notes(r) {
+        writeln!(out, "  {line}")?;
+    }
     if r.rewrite.changed > 0 || r.rewrite.dropped > 0 {
         writeln!(
             out,
@@ -165,7 +168,7 @@ pub fn write_replay(r: &ReplayReport, out: &mut dyn Write) -> io::Result<()> {
             r.rewrite.changed, r.rewrite.dropped, r.rewrite.truncated, r.rewrite.csum_recomputed, r.rewrite.csum_unfixable
         )?;
     }
-    if r.tx != "file" {
+    if r.tx != "file" && r.nothing_sent.is_none() {
         let d = &f.departure_error;
         let g = &f.interdeparture_error;
         writeln!(out, "  departure error (actual - scheduled): {}", tail(d))?;
@@ -236,6 +239,51 @@ pub fn write_replay(r: &ReplayReport, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  departure = {}", r.departure)?;
     }
     Ok(())
+}
+
+/// What reading found and changed that the user must know: broken
+/// timestamps and the schedule they make, an FCS removed, lengths a pcap
+/// file normalises, frames too large, nothing sent.
+fn replay_input_notes(r: &ReplayReport) -> Vec<String> {
+    let rd = &r.read;
+    let mut v = vec![];
+    if rd.ts_bad_fraction + rd.ts_backwards + rd.ts_missing > 0 {
+        v.push(format!(
+            "timestamps: {} with a sub-second field of 1 s or more (--bad-ts {}), {} going backwards and {} missing (sent at the latest time before them); one pass scheduled {}, timestamps spanning {}",
+            rd.ts_bad_fraction,
+            rd.bad_ts,
+            rd.ts_backwards,
+            rd.ts_missing,
+            ns_u64(rd.schedule_ns),
+            ns_u64(rd.span_ns)
+        ));
+    }
+    if rd.fcs_stripped > 0 {
+        v.push(format!(
+            "fcs: removed from {} frame(s), as the file's link-type field or packet flags announce",
+            rd.fcs_stripped
+        ));
+    }
+    if r.tx == "file" && rd.orig_len_below_caplen > 0 {
+        v.push(format!(
+            "written: {} record(s) whose original length is below the captured length (first: packet {}) got the captured length, as pcap requires",
+            rd.orig_len_below_caplen,
+            rd.orig_len_below_caplen_first.unwrap_or(0)
+        ));
+    }
+    if r.rewrite.pad_oversize > 0 {
+        v.push(format!(
+            "fixlen pad: {} frame(s) not sent: their original length exceeds the {} bytes {} takes (counted as oversize)",
+            r.rewrite.pad_oversize,
+            rd.pad_limit_bytes.unwrap_or(0),
+            r.output
+        ));
+    }
+    if let Some(n) = &r.nothing_sent {
+        let verb = if r.tx == "file" { "written" } else { "sent" };
+        v.push(format!("nothing {verb}: {}", n.reason));
+    }
+    v
 }
 
 fn ns_u64(ns: u64) -> String {

@@ -13,6 +13,7 @@
 //! synchronously, so on veth the frame reaches the peer within that call.
 //! Frames sent in one batch share the departure time of their kick.
 
+mod outcome;
 pub mod trace;
 
 use std::io::{self, BufWriter};
@@ -35,6 +36,7 @@ use crate::pace::{send_batch, wait_for, with_retries, SEND_RETRIES};
 use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};
 use crate::recordlog::{hostname, RecordLog, RecordMeta, RecordWriter};
 use crate::StopFlag;
+pub use outcome::NothingSent;
 pub use trace::{count_packets, side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
 use wirelab_wire::record::{Record, RecordKind, Role};
 
@@ -251,6 +253,8 @@ pub struct ReplayReport {
     pub split: Option<SplitReport>,
     /// The start-phase calibration, when one ran.
     pub phase: Option<PhaseReport>,
+    /// Why no frame was sent (null when one was).
+    pub nothing_sent: Option<NothingSent>,
 }
 
 /// [`RewriteStats`] for the report.
@@ -260,6 +264,9 @@ pub struct RewriteCounters {
     pub changed: u64,
     /// Frames dropped by --fixlen del.
     pub dropped: u64,
+    /// Frames --fixlen pad would have made larger than the output takes
+    /// (not sent; counted in `read.oversize` too).
+    pub pad_oversize: u64,
     /// Frames truncated to the MTU.
     pub truncated: u64,
     /// Frames with checksums recomputed in full.
@@ -273,6 +280,7 @@ impl From<RewriteStats> for RewriteCounters {
         RewriteCounters {
             changed: s.changed,
             dropped: s.dropped,
+            pad_oversize: s.pad_oversize,
             truncated: s.truncated,
             csum_recomputed: s.csum_recomputed,
             csum_unfixable: s.csum_unfixable,
@@ -296,7 +304,12 @@ enum Tx {
     },
     File {
         w: wirelab_pcap::PcapWriter<BufWriter<std::fs::File>>,
+        /// The first selected packet's timestamp: the schedule's origin.
         base_ns: u64,
+        /// Write each packet's own timestamp in the first pass (original
+        /// timing at x1) instead of the origin plus its ideal offset.
+        keep_ts: bool,
+        /// (timestamp, original length, frame) until the next kick.
         pending: Vec<(u64, u32, Vec<u8>)>,
     },
 }
@@ -310,6 +323,7 @@ impl Tx {
         }
     }
 
+    /// `ts_ns`: the packet's own timestamp, for a file.
     fn push(
         &mut self,
         data: &[u8],
@@ -317,6 +331,7 @@ impl Tx {
         pass: u64,
         unique: bool,
         ideal: u64,
+        ts_ns: u64,
     ) -> io::Result<bool> {
         let edit = |d: &mut [u8]| {
             if unique && pass > 0 {
@@ -336,10 +351,20 @@ impl Tx {
                 *n += 1;
                 Ok(true)
             }
-            Tx::File { pending, .. } => {
+            Tx::File {
+                pending,
+                base_ns,
+                keep_ts,
+                ..
+            } => {
                 let mut v = data.to_vec();
                 edit(&mut v);
-                pending.push((ideal, orig_len, v));
+                let ts = if *keep_ts && pass == 0 {
+                    ts_ns
+                } else {
+                    *base_ns + ideal
+                };
+                pending.push((ts, orig_len, v));
                 Ok(true)
             }
         }
@@ -391,16 +416,12 @@ impl Tx {
                 *n = 0;
                 lost
             }
-            Tx::File {
-                w,
-                base_ns,
-                pending,
-            } => {
+            Tx::File { w, pending, .. } => {
                 let mut lost = 0;
-                for (ideal, orig, v) in pending.drain(..) {
-                    if w.write_packet(*base_ns + ideal, orig.max(v.len() as u32), &v)
-                        .is_err()
-                    {
+                for (ts, orig, v) in pending.drain(..) {
+                    // The writer raises an original length below the
+                    // captured one (pcap requires it); ReadStats counts them.
+                    if w.write_packet(ts, orig, &v).is_err() {
                         st.failures += 1;
                         lost += 1;
                     }
@@ -636,7 +657,7 @@ impl<C: Clock> Sender<'_, C> {
                 // wait only the send call stands between the deadline and
                 // the wire, and send it right after the wait instead of when
                 // the next packet has been read and scheduled.
-                if !self.stage(side, data, p.orig_len, pass, ideal, p.number) {
+                if !self.stage(side, data, p, pass, ideal) {
                     return true;
                 }
                 staged = true;
@@ -649,7 +670,7 @@ impl<C: Clock> Sender<'_, C> {
                 }
             }
         }
-        if !staged && !self.stage(side, data, p.orig_len, pass, ideal, p.number) {
+        if !staged && !self.stage(side, data, p, pass, ideal) {
             return true;
         }
         let left = if self.paced {
@@ -675,17 +696,10 @@ impl<C: Clock> Sender<'_, C> {
     /// Copies frame `number` into the transmit buffers of `side` (rewrites
     /// applied), kicking what is queued when they are full. False: the
     /// frame cannot be sent (counted as a failure).
-    fn stage(
-        &mut self,
-        side: usize,
-        data: &[u8],
-        orig_len: u32,
-        pass: u64,
-        ideal: u64,
-        number: u64,
-    ) -> bool {
+    fn stage(&mut self, side: usize, data: &[u8], p: &Pkt, pass: u64, ideal: u64) -> bool {
+        let number = p.number;
         loop {
-            match self.tx[side].push(data, orig_len, pass, self.cfg.unique_ip, ideal) {
+            match self.tx[side].push(data, p.orig_len, pass, self.cfg.unique_ip, ideal, p.ts_ns) {
                 Ok(true) => return true,
                 Ok(false) => {
                     self.send.retries += 1;
@@ -768,6 +782,7 @@ fn open_output(out: &Output, batch: usize) -> Result<Opened, ReplayError> {
                 Tx::File {
                     w,
                     base_ns: 0,
+                    keep_ts: false,
                     pending: Vec::new(),
                 },
                 p.display().to_string(),
@@ -817,39 +832,49 @@ fn run_on<C: Clock>(
     }
     let mut read = cfg.read.clone();
     read.egress_mtu = egress_mtu;
+    read.max_frame = egress_mtu.map(|m| m as usize + HEADER_BYTES + VLAN_TAG_BYTES);
     let mut stats = ReadStats::default();
     let in_bytes = file_bytes(&read.files);
-    let streaming = in_bytes > cfg.max_preload;
     let t0 = clock.now_ns();
-    let (trace, span, count, first_ts) = if streaming {
-        // One pass over the timestamps only, for the loop clock.
-        let mut n = 0u64;
-        let mut span = 0u64;
-        let mut s2 = ReadStats::default();
-        trace::scan(&read, &mut s2, |_, _, t, _| {
-            n += 1;
-            span = t;
-            true
-        })?;
-        (None, span, n, first_timestamp(&read))
-    } else {
-        let t = trace::preload(&read, &mut stats)?;
-        let (s, c) = (t.span_ns(), t.pkts.len() as u64);
-        (Some(t), s, c, first_timestamp(&read))
+    // Preload within the budget (rewrites can grow frames past the file's
+    // size: checked as it loads), else stream.
+    let trace = match in_bytes <= cfg.max_preload {
+        true => trace::preload(&read, &mut stats, cfg.max_preload)?,
+        false => None,
     };
+    let streaming = trace.is_none();
+    let count = match &trace {
+        Some(t) => t.pkts.len() as u64,
+        None => {
+            // One full pass for the loop clock and the counts (the same a
+            // preload makes: a pass of the replay may stop early).
+            stats = ReadStats::default();
+            let mut n = 0u64;
+            trace::scan(&read, &mut stats, |_, _| {
+                n += 1;
+                true
+            })?;
+            n
+        }
+    };
+    let span = stats.schedule_ns;
     let load = LoadInfo {
         mode: if streaming { "stream" } else { "memory" },
-        bytes: trace
-            .as_ref()
-            .map(|t| t.arena.len() as u64)
-            .unwrap_or(in_bytes),
+        bytes: trace.as_ref().map(Trace::bytes).unwrap_or(in_bytes),
         packets: count,
         load_ns: clock.now_ns() - t0,
         max_preload_bytes: cfg.max_preload,
     };
+    let keep_ts = matches!(cfg.timing, Timing::Original { multiplier } if multiplier == 1.0);
     for tx in &mut txs {
-        if let Tx::File { base_ns, .. } = tx {
-            *base_ns = first_ts.unwrap_or(0);
+        if let Tx::File {
+            base_ns,
+            keep_ts: k,
+            ..
+        } = tx
+        {
+            *base_ns = stats.first_ts_ns.unwrap_or(0);
+            *k = keep_ts;
         }
     }
     let log = match &cfg.log {
@@ -860,6 +885,9 @@ fn run_on<C: Clock>(
         None => None,
     };
     let paced = !matches!(cfg.output, Output::File(_));
+    if let Some(note) = trace::schedule_notice(&stats, cfg.timing).filter(|_| paced) {
+        tracing::warn!("{note}");
+    }
     // Departures on a schedule: sent (not written to a file), not at top speed.
     let timed = paced && !matches!(cfg.timing, Timing::Topspeed);
     let (wait, learn) = match cfg.spin {
@@ -940,29 +968,7 @@ fn run_on<C: Clock>(
             None => {
                 let (txc, rxc) = mpsc::sync_channel::<Trace>(4);
                 let rd = read.clone();
-                let reader = std::thread::spawn(move || -> Result<ReadStats, ReplayError> {
-                    let mut st = ReadStats::default();
-                    let mut cur = Trace::default();
-                    let mut ok = true;
-                    trace::scan(&rd, &mut st, |d, orig_len, t_ns, number| {
-                        cur.pkts.push(Pkt {
-                            off: cur.arena.len(),
-                            len: d.len() as u32,
-                            orig_len,
-                            t_ns,
-                            number,
-                        });
-                        cur.arena.extend_from_slice(d);
-                        if cur.arena.len() >= trace::CHUNK_BYTES {
-                            ok = txc.send(std::mem::take(&mut cur)).is_ok();
-                        }
-                        ok
-                    })?;
-                    if ok && !cur.pkts.is_empty() {
-                        let _ = txc.send(cur);
-                    }
-                    Ok(st)
-                });
+                let reader = std::thread::spawn(move || trace::stream(&rd, &txc));
                 'chunks: for chunk in rxc.iter() {
                     for p in &chunk.pkts {
                         if !s.packet(p, chunk.data(p), pass) {
@@ -972,12 +978,9 @@ fn run_on<C: Clock>(
                     }
                 }
                 drop(rxc);
-                let st = reader
+                reader
                     .join()
                     .map_err(|_| ReplayError::Input("the reader thread panicked".into()))??;
-                if pass == 0 {
-                    stats = st;
-                }
             }
         }
         pass += 1;
@@ -1002,13 +1005,14 @@ fn run_on<C: Clock>(
         l.finish()?;
     }
     let rewrite = stats.rewrite.into();
-    Ok(ReplayReport {
+    let mut report = ReplayReport {
         schema: SCHEMA,
         output: out_desc.clone(),
         tx: kind,
         qdisc_bypass: bypass,
         departure: match kind {
-            "file" => "none (written to a file; times are the ideal schedule)",
+            "file" if keep_ts => "none (written to a file: each packet's own timestamp in the first pass, the first packet's time plus the ideal offset in later passes)",
+            "file" => "none (written to a file: the first packet's time plus each packet's ideal offset)",
             _ => "CLOCK_MONOTONIC just before the send() that hands the frame to the kernel (TX ring kick / sendmmsg)",
         },
         files: cfg.read.files.iter().map(|f| f.display().to_string()).collect(),
@@ -1031,7 +1035,10 @@ fn run_on<C: Clock>(
         }),
         wait: wait_report(cfg.spin, &s.pacer, s.waited),
         phase,
-    })
+        nothing_sent: None,
+    };
+    report.nothing_sent = report.why_nothing_sent();
+    Ok(report)
 }
 
 /// How the sender waited; all zero when no packet waited (top speed, a file).
@@ -1049,14 +1056,6 @@ fn wait_report(spin: Spin, pacer: &Pacer, waited: bool) -> WaitReport {
         sleeps_past_deadline: st.sleeps_past_deadline,
         oversleep_max_ns: st.oversleep_max_ns,
     }
-}
-
-fn first_timestamp(read: &ReadSpec) -> Option<u64> {
-    let f = read.files.first()?;
-    let file = std::fs::File::open(f).ok()?;
-    let mut r = wirelab_pcap::PcapReader::new(std::io::BufReader::new(file)).ok()?;
-    let p = r.next_packet().ok()??;
-    Some(p.ts_ns)
 }
 
 #[cfg(test)]

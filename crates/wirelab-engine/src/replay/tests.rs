@@ -48,7 +48,9 @@ fn config(file: PathBuf) -> ReplayConfig {
             files: vec![file],
             select: Selection::default(),
             rewrite: Default::default(),
+            max_frame: None,
             egress_mtu: None,
+            bad_ts: Default::default(),
         },
         timing: Timing::Original { multiplier: 1.0 },
         late: LatePolicy::DEFAULT,
@@ -80,7 +82,7 @@ fn replay(cfg: &ReplayConfig, clock: SimClock, link: &Link) -> ReplayReport {
         bufs,
         n: 0,
     };
-    let out = (tx, "sim0".to_string(), "sendmmsg", false, Some(1514));
+    let out = (tx, "sim0".to_string(), "sendmmsg", false, Some(1500));
     run_on(cfg, &StopFlag::new(), clock, vec![out]).unwrap()
 }
 
@@ -192,4 +194,108 @@ fn transient_errors_are_retried_and_a_failing_frame_is_skipped() {
     assert_eq!((rep.send.failures, rep.send.frames_lost), (1, 1));
     assert_eq!(rep.fidelity.packets, 9);
     let _ = std::fs::remove_file(file);
+}
+
+/// A µs pcap of `frames` (length, timestamp in µs), written raw.
+fn raw_trace(name: &str, frames: &[(usize, u64)]) -> PathBuf {
+    let p = tmp(name);
+    let mut b = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    b.extend_from_slice(&262_144u32.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    for (i, &(len, us)) in frames.iter().enumerate() {
+        let mut frame = vec![0u8; len];
+        frame[..4].copy_from_slice(&(i as u32).to_be_bytes());
+        for v in [
+            (us / 1_000_000) as u32,
+            (us % 1_000_000) as u32,
+            len as u32,
+            len as u32,
+        ] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&frame);
+    }
+    std::fs::write(&p, b).unwrap();
+    p
+}
+
+#[test]
+fn preloaded_and_streamed_replays_count_the_same() {
+    // One frame the 1514-byte link takes, one it does not.
+    let file = raw_trace("mixed.pcap", &[(100, 1_000_000), (65_535, 1_000_100)]);
+    let mut reports = vec![];
+    for budget in [1 << 30, 1] {
+        let mut cfg = config(file.clone());
+        cfg.max_preload = budget;
+        let clock = SimClock::new(1_000_000_000);
+        let link = Link(Arc::new(Mutex::new(SimTx::new(&clock, 3_000, 100))));
+        let rep = replay(&cfg, clock, &link);
+        assert_eq!(link.sent().len(), 1);
+        reports.push(rep);
+    }
+    assert_eq!(reports[0].load.mode, "memory");
+    assert_eq!(reports[1].load.mode, "stream");
+    for r in &reports {
+        let rd = &r.read;
+        assert_eq!(
+            (rd.read, rd.selected, rd.filtered, rd.oversize),
+            (2, 1, 0, 1),
+            "{}",
+            r.load.mode
+        );
+        assert_eq!(rd.max_frame_bytes, Some(1518));
+        assert!(r.nothing_sent.is_none());
+    }
+    let _ = std::fs::remove_file(file);
+}
+
+#[test]
+fn a_replay_that_sends_nothing_says_why_both_ways() {
+    let file = raw_trace("big.pcap", &[(65_535, 1_000_000)]);
+    for budget in [1 << 30, 1] {
+        let mut cfg = config(file.clone());
+        cfg.max_preload = budget;
+        let clock = SimClock::new(1_000_000_000);
+        let link = Link(Arc::new(Mutex::new(SimTx::new(&clock, 3_000, 100))));
+        let rep = replay(&cfg, clock, &link);
+        assert_eq!((rep.read.read, rep.read.oversize), (1, 1), "{budget}");
+        let n = rep.nothing_sent.expect("nothing sent");
+        assert!(!n.asked);
+        assert_eq!(
+            n.reason,
+            "all 1 packet(s) read were left out: 1 as larger than sim0 takes (1518 bytes: its MTU + 14 bytes of Ethernet header + a VLAN tag if tagged); --mtu-trunc cuts frames to --mtu, or raise the MTU"
+        );
+    }
+    // Left out by the user's own selection, or a zero limit: asked for.
+    let small = raw_trace("small.pcap", &[(100, 1_000_000)]);
+    let mut cfg = config(small.clone());
+    cfg.read.select.include_ranges = Ranges::parse("5").unwrap();
+    let clock = SimClock::new(1_000_000_000);
+    let link = Link(Arc::new(Mutex::new(SimTx::new(&clock, 3_000, 100))));
+    let n = replay(&cfg, clock, &link).nothing_sent.unwrap();
+    assert!(n.asked);
+    assert_eq!(
+        n.reason,
+        "all 1 packet(s) read were left out: 1 by the selection (--include/--exclude/--packets)"
+    );
+    let mut cfg = config(small.clone());
+    cfg.limit = Some(0);
+    let clock = SimClock::new(1_000_000_000);
+    let link = Link(Arc::new(Mutex::new(SimTx::new(&clock, 3_000, 100))));
+    let n = replay(&cfg, clock, &link).nothing_sent.unwrap();
+    assert!(n.asked && n.reason.contains("--limit"));
+    // An empty input is not.
+    let empty = raw_trace("empty.pcap", &[]);
+    let clock = SimClock::new(1_000_000_000);
+    let link = Link(Arc::new(Mutex::new(SimTx::new(&clock, 3_000, 100))));
+    let n = replay(&config(empty.clone()), clock, &link)
+        .nothing_sent
+        .unwrap();
+    assert_eq!(
+        (n.asked, n.reason.as_str()),
+        (false, "the input holds no packets")
+    );
+    for f in [file, small, empty] {
+        let _ = std::fs::remove_file(f);
+    }
 }

@@ -252,7 +252,10 @@ pub enum Vlan {
 /// (captured length below the original length).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FixLen {
-    /// Pad with zero bytes to the original length, fix checksums.
+    /// Pad with zero bytes to the original length, fix checksums; a frame
+    /// whose original length exceeds [`RewriteSpec::pad_limit`] is not padded
+    /// but [`Verdict::Oversize`] (the original length is a number from the
+    /// file, so it never sizes an allocation beyond the limit).
     Pad,
     /// Shrink the IP length fields to what was captured, fix checksums.
     Trunc,
@@ -283,11 +286,17 @@ pub struct RewriteSpec {
     pub mtu_trunc: Option<usize>,
     /// Short-capture handling.
     pub fixlen: Option<FixLen>,
+    /// Longest frame `--fixlen pad` makes (the output's largest frame);
+    /// `None`: [`PAD_LIMIT`].
+    pub pad_limit: Option<usize>,
     /// Recompute every checksum in full.
     pub fixcsum: bool,
     /// Seeded pseudo-random, consistent address remapping (tcprewrite `--seed`).
     pub seed: Option<u64>,
 }
+
+/// Default [`RewriteSpec::pad_limit`]: libpcap's largest snapshot length.
+pub const PAD_LIMIT: usize = 262_144;
 
 /// What happened to frames, summed over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -296,6 +305,9 @@ pub struct RewriteStats {
     pub changed: u64,
     /// Frames dropped by `--fixlen del`.
     pub dropped: u64,
+    /// Frames `--fixlen pad` refused: their original length exceeds the pad
+    /// limit ([`Verdict::Oversize`]).
+    pub pad_oversize: u64,
     /// Frames truncated to the MTU.
     pub truncated: u64,
     /// Frames whose checksums were recomputed in full.
@@ -312,6 +324,10 @@ pub enum Verdict {
     Keep,
     /// Do not send it (`--fixlen del`).
     Drop,
+    /// Padded to its original length it would exceed
+    /// [`RewriteSpec::pad_limit`]: not sent (the caller counts it as too
+    /// large for the output).
+    Oversize,
 }
 
 fn addr_at(b: &[u8], off: usize, kind: L3Kind) -> Option<IpAddr> {
@@ -529,6 +545,11 @@ impl RewriteSpec {
                     return Verdict::Drop;
                 }
                 FixLen::Pad => {
+                    let limit = self.pad_limit.unwrap_or(PAD_LIMIT);
+                    if *orig_len as usize > limit {
+                        st.pad_oversize += 1;
+                        return Verdict::Oversize;
+                    }
                     b.resize(*orig_len as usize, 0);
                     full_fix = true;
                 }

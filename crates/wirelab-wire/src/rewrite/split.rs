@@ -412,7 +412,21 @@ impl SideMap {
         }
         match std::str::from_utf8(bytes) {
             Ok(t) => SideMap::from_text(t),
-            Err(_) => Err(SpecError(not_a_cache())),
+            Err(e) => {
+                // A text cache damaged further on is not "not a cache": name
+                // the line and byte that are not text.
+                let good = &bytes[..e.valid_up_to()];
+                let first = good.split(|&c| c == b'\n').next().unwrap_or(&[]);
+                if good.contains(&b'\n') && first.trim_ascii() == CACHE_MAGIC.as_bytes() {
+                    let line = 1 + good.iter().filter(|&&c| c == b'\n').count();
+                    Err(SpecError(format!(
+                        "cache line {line}: byte {} is not UTF-8 text; the file is damaged — write it again with --save-cache",
+                        e.valid_up_to()
+                    )))
+                } else {
+                    Err(SpecError(not_a_cache()))
+                }
+            }
         }
     }
 
@@ -701,6 +715,19 @@ mod tests {
         let e = SideMap::load(b"hello").unwrap_err().0;
         assert!(e.contains("tcpprep") && e.contains(CACHE_MAGIC), "{e}");
         assert!(SideMap::load(&[0xff, 0xfe, 0]).is_err());
+        // A valid first line and bad UTF-8 further on: the damage is named,
+        // not the first line.
+        let mut damaged = t.clone().into_bytes();
+        let at = t.find("mode").unwrap();
+        damaged[at] = 0xff;
+        assert_eq!(
+            SideMap::load(&damaged).unwrap_err().0,
+            format!("cache line 3: byte {at} is not UTF-8 text; the file is damaged — write it again with --save-cache")
+        );
+        let e = SideMap::load(&[b"hello\n".as_slice(), &[0xff]].concat())
+            .unwrap_err()
+            .0;
+        assert!(e.starts_with("not a cache file"), "{e}");
         let cut = t.replace("packets 150", "packets 151");
         assert!(SideMap::from_text(&cut)
             .unwrap_err()

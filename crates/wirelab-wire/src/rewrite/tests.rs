@@ -187,6 +187,37 @@ fn fixlen_pad_trunc_del() {
 }
 
 #[test]
+fn fixlen_pad_never_allocates_past_the_limit() {
+    // An original length read from a file (0xFFFFFFF0) must not size the
+    // buffer: the frame is refused as oversize, untouched in size.
+    let cut = udp4(&[1u8; 50])[..60].to_vec();
+    let mut st = RewriteStats::default();
+    for (limit, orig, want) in [
+        (None, 0xFFFF_FFF0u32, Verdict::Oversize),
+        (None, PAD_LIMIT as u32 + 1, Verdict::Oversize),
+        (None, PAD_LIMIT as u32, Verdict::Keep),
+        (Some(1514), 1515, Verdict::Oversize),
+        (Some(1514), 1514, Verdict::Keep),
+    ] {
+        let mut f = cut.clone();
+        let mut ol = orig;
+        let v = RewriteSpec {
+            fixlen: Some(FixLen::Pad),
+            pad_limit: limit,
+            ..Default::default()
+        }
+        .apply(&mut f, &mut ol, &mut st);
+        assert_eq!(v, want, "limit {limit:?}, orig {orig}");
+        if v == Verdict::Oversize {
+            assert_eq!((f.len(), f.capacity() <= 4096), (60, true));
+        } else {
+            assert_eq!(f.len(), orig as usize);
+        }
+    }
+    assert_eq!(st.pad_oversize, 3);
+}
+
+#[test]
 fn unique_ip_matches_tcpreplay_and_keeps_checksums() {
     let f0 = udp4(b"abc");
     let mut f = f0.clone();

@@ -1,6 +1,6 @@
 //! `wirelab replay`.
 
-use crate::cli::{FixLenArg, RateLayerArg, ReplayArgs, ReplayTxArg, VlanArg};
+use crate::cli::{BadTsArg, FixLenArg, RateLayerArg, ReplayArgs, ReplayTxArg, VlanArg};
 use crate::error::{rt_error, usage};
 use crate::values;
 use anyhow::{Context, Result};
@@ -310,7 +310,13 @@ pub fn run(a: ReplayArgs) -> Result<()> {
             files: a.files.clone(),
             select,
             rewrite: rewrite_spec(&a)?,
+            max_frame: None,
             egress_mtu: None,
+            bad_ts: match a.bad_ts {
+                BadTsArg::Keep => wirelab_pcap::FractionPolicy::Keep,
+                BadTsArg::Clamp => wirelab_pcap::FractionPolicy::Clamp,
+                BadTsArg::Ns => wirelab_pcap::FractionPolicy::Nanoseconds,
+            },
         },
         timing,
         late,
@@ -374,5 +380,12 @@ pub fn run(a: ReplayArgs) -> Result<()> {
     } else {
         text::write_replay(&rep, &mut std::io::stdout().lock())?;
     }
-    Ok(())
+    // Nothing sent and not asked for: a failure, with the reason.
+    match rep.nothing_sent {
+        Some(n) if !n.asked => {
+            let verb = if rep.tx == "file" { "written" } else { "sent" };
+            Err(anyhow::anyhow!("nothing {verb}: {}", n.reason))
+        }
+        _ => Ok(()),
+    }
 }
