@@ -46,7 +46,7 @@ pub enum ErrorKind {
     #[error("read error: {0}")]
     Io(String),
     /// No records at all (only blank lines and comments, or no bytes).
-    #[error("empty trace: no records (only blank lines or # comments)")]
+    #[error("empty trace: no records")]
     Empty,
     /// A value is not a number of the expected form.
     #[error("{what}: expected {expected}, found {found:?}")]

@@ -290,7 +290,7 @@ pub enum FormatError {
         value: String,
         expected: &'static str,
     },
-    #[error("unknown trace option {0:?}: use fmt=, order=, neg= or period=")]
+    #[error("unknown trace option {0:?}: use order=, neg= or period= (fmt= names the format)")]
     UnknownOption(String),
 }
 

@@ -487,7 +487,7 @@ mod tests {
         assert_eq!(Decimal::parse("-1.5").unwrap().scaled(1000), Some(-1500));
         assert_eq!(Decimal::parse(".0005").unwrap().scaled(1000), Some(1));
         assert_eq!(Decimal::parse("1.0004").unwrap().scaled(1000), Some(1000));
-        assert_eq!(Decimal::parse("-0").unwrap().negative, false);
+        assert!(!Decimal::parse("-0").unwrap().negative);
         for bad in [
             "", "-", ".", "1e3", "inf", "nan", "1.2.3", " 1", "0x10", "1,5",
         ] {

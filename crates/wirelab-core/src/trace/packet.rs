@@ -243,7 +243,14 @@ mod tests {
     fn chain_of_conversions_returns_to_the_start() {
         let o = TraceOptions::default();
         let bin = conv(Format::NistTxt, S1_TXT.as_bytes(), Format::NistBin, &o).unwrap();
-        assert_eq!(bin.len(), 28);
+        // The hexdump in docs/trace.md.
+        assert_eq!(
+            bin,
+            [
+                0xe8, 0x03, 0, 0, 0, 0, 0, 0x40, 0xd0, 0x07, 0, 0x80, 0xb8, 0x0b, 0, 0, 0xf4, 0x01,
+                0, 0x80, 0x58, 0x02, 0, 0x80, 0xbc, 0x02, 0, 0
+            ]
+        );
         let csv = conv(Format::NistBin, &bin, Format::PktCsv, &o).unwrap();
         assert_eq!(
             String::from_utf8(csv.clone()).unwrap(),

@@ -266,7 +266,7 @@ mod tests {
         };
         assert_eq!(
             msg("action,delay_us\n"),
-            ["p.csv:2:1: empty trace: no records (only blank lines or # comments)"]
+            ["p.csv:2:1: empty trace: no records"]
         );
         assert_eq!(
             msg("pass,1\nskip,2\n"),
