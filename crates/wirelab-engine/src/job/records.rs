@@ -122,6 +122,49 @@ pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirelab_wire::record::RecordFileHeader;
+
+    fn write(path: &std::path::Path, role: Role, meta: &str, recs: &[Record], raw_tail: &[u8]) {
+        let mut b = RecordFileHeader {
+            role,
+            metadata: meta.into(),
+        }
+        .to_bytes();
+        for r in recs {
+            b.extend_from_slice(&r.to_bytes());
+        }
+        b.extend_from_slice(raw_tail);
+        std::fs::write(path, b).unwrap();
+    }
+
+    #[test]
+    fn repeated_files_unknown_kinds_and_misplaced_records_are_counted() {
+        let dir = std::env::temp_dir().join(format!("wl-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rx = |seq| Record {
+            flow: 1,
+            seq,
+            kind: RecordKind::Rx,
+            ..Record::default()
+        };
+        let recs: Vec<Record> = (0..5).map(rx).collect();
+        let (a, b, c) = (dir.join("a.wlr"), dir.join("b.wlr"), dir.join("c.wlr"));
+        // b is a copy of a; c has the same header but other records.
+        write(&a, Role::Receiver, r#"{"start_unix_ns":1}"#, &recs, &[]);
+        std::fs::copy(&a, &b).unwrap();
+        let mut unknown = rx(9).to_bytes();
+        unknown[57] = 200;
+        let tx = Record {
+            kind: RecordKind::Tx,
+            ..rx(7)
+        };
+        write(&c, Role::Receiver, r#"{"start_unix_ns":1}"#, &[rx(5), tx], &unknown);
+        let run = read_run(&[a.clone(), b.clone(), c.clone(), a.clone()]).unwrap();
+        assert_eq!(run.records.rx.len(), 6);
+        assert_eq!(run.repeated, vec![(b, a.clone()), (a.clone(), a)]);
+        assert_eq!((run.unknown_kind, run.ignored), (1, 1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn requested_comes_from_the_recorded_specs_and_ignores_garbage() {
