@@ -180,13 +180,8 @@ pub fn analyze(sets: &RecordSets<'_>, cfg: &AnalysisConfig) -> Result<Summary, A
             ..cfg.flow
         };
         for r in g[1].records(rr) {
-            rx.get_or_insert_with(|| FlowStats::new(flow, fcfg)).observe(
-                r.seq,
-                r.tx_ns,
-                r.rx_ns,
-                r.size,
-                ProbeFlags(r.probe_flags),
-            );
+            rx.get_or_insert_with(|| FlowStats::new(flow, fcfg))
+                .observe(r.seq, r.tx_ns, r.rx_ns, r.size, ProbeFlags(r.probe_flags));
             if sets.tx.is_some() {
                 rx_seqs.push(r.seq);
             }
@@ -649,7 +644,8 @@ mod tests {
         assert_eq!((w.code, w.flow), ("sender_records_incomplete", Some(1)));
         assert!(
             w.message.contains("62 of 100 received")
-                && w.message.contains("38 recorded, up to seq 37; received up to seq 99"),
+                && w.message
+                    .contains("38 recorded, up to seq 37; received up to seq 99"),
             "{}",
             w.message
         );

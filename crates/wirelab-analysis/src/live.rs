@@ -241,7 +241,10 @@ mod tests {
         assert!(live.flows.values().all(|f| !f.is_built()));
         let s = live.finish();
         assert_eq!(s.flows.len(), 3);
-        assert_eq!((s.totals.untracked_flows, s.totals.untracked_packets), (7, 14));
+        assert_eq!(
+            (s.totals.untracked_flows, s.totals.untracked_packets),
+            (7, 14)
+        );
         assert_eq!(s.flows[0].received, Some(1));
     }
 
@@ -279,7 +282,9 @@ mod tests {
         };
         let req = Requested::default();
         assert!(SendAccum::new(info, None).stats.is_built());
-        assert!(!SendAccum::new(info, Some(STAGE_RECORDS as u64)).stats.is_built());
+        assert!(!SendAccum::new(info, Some(STAGE_RECORDS as u64))
+            .stats
+            .is_built());
         for n in [2, STAGE_RECORDS as u64 + 5] {
             let mut acc = SendAccum::new(info, Some(n));
             let mut direct = SenderStats::new(info, RateModel::default());

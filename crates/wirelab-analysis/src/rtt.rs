@@ -206,7 +206,10 @@ mod tests {
                 staged.observe(args.0, args.1, args.2, args.3, args.4, ProbeFlags::empty());
                 full.observe(args.0, args.1, args.2, args.3, args.4, ProbeFlags::empty());
             }
-            assert_eq!(staged.acc.is_built(), n > crate::staged::STAGE_RECORDS as u64);
+            assert_eq!(
+                staged.acc.is_built(),
+                n > crate::staged::STAGE_RECORDS as u64
+            );
             assert_eq!(staged.finish(Some(n + 1)), full.finish(Some(n + 1)));
         }
     }

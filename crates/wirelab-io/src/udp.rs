@@ -585,13 +585,17 @@ mod tests {
         let first = UdpSock::bind("127.0.0.1:0".parse().unwrap(), true).unwrap();
         let addr = first.local_addr().unwrap();
         for share in [false, true] {
-            let e = UdpSock::bind_with(addr, true, share).err().map(|e| e.kind());
+            let e = UdpSock::bind_with(addr, true, share)
+                .err()
+                .map(|e| e.kind());
             assert_eq!(e, Some(io::ErrorKind::AddrInUse), "share {share}");
         }
         let a = UdpSock::bind_with("127.0.0.1:0".parse().unwrap(), true, true).unwrap();
         let b = UdpSock::bind_with(a.local_addr().unwrap(), true, true).unwrap();
         assert_eq!(a.local_addr().unwrap(), b.local_addr().unwrap());
-        let e = UdpSock::bind(a.local_addr().unwrap(), true).err().map(|e| e.kind());
+        let e = UdpSock::bind(a.local_addr().unwrap(), true)
+            .err()
+            .map(|e| e.kind());
         assert_eq!(e, Some(io::ErrorKind::AddrInUse));
     }
 

@@ -55,7 +55,9 @@ fn measured(ns: Option<&str>, rss: &Path, args: &[&OsStr]) -> Command {
 /// The peak RSS the measuring parent wrote, in KiB.
 fn peak_kib(rss: &Path) -> u64 {
     let s = std::fs::read_to_string(rss).unwrap_or_else(|e| panic!("{}: {e}", rss.display()));
-    s.trim().parse().unwrap_or_else(|e| panic!("peak RSS {s:?}: {e}"))
+    s.trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("peak RSS {s:?}: {e}"))
 }
 
 fn assert_small(what: &str, rss: &Path) {
@@ -232,7 +234,10 @@ fn recv_facing_spoofed_flow_ids_stays_small_and_counts_what_it_cannot_track() {
     assert_eq!(t["untracked_packets"], (flows - 4096) * per, "{t}");
     assert_eq!(t["received"], 4096 * per, "{t}");
     let f = flow(&v, 4096);
-    assert_eq!((f["received"].as_u64(), f["lost"].as_u64()), (Some(2), Some(0)));
+    assert_eq!(
+        (f["received"].as_u64(), f["lost"].as_u64()),
+        (Some(2), Some(0))
+    );
 }
 
 /// The untracked count in the text summary, with a small --max-flows.
@@ -260,10 +265,16 @@ fn recv_text_says_how_many_probes_it_did_not_track() {
     let t = stdout(&out);
     // 3 untracked flows of 10 probes and 3 end markers each.
     assert!(
-        t.contains("note: 39 probes of 3 flows past the --max-flows limit were counted but not analyzed"),
+        t.contains(
+            "note: 39 probes of 3 flows past the --max-flows limit were counted but not analyzed"
+        ),
         "{t}"
     );
-    assert_eq!(t.lines().filter(|l| l.starts_with("total")).count(), 1, "{t}");
+    assert_eq!(
+        t.lines().filter(|l| l.starts_with("total")).count(),
+        1,
+        "{t}"
+    );
 }
 
 /// 256 sending flows used to take 840 MB: per-flow statistics and KS
@@ -312,13 +323,21 @@ fn send_with_256_flows_stays_small() {
 /// take the traffic, both exiting 0; sharing is now asked for explicitly.
 #[test]
 fn recv_refuses_a_held_port_unless_every_receiver_shares_it() {
-    if !netns_available(&[]) {
+    if !netns_available(&["ss"]) {
         return;
     }
     let lab = Lab::new();
     let recv = |port: &str, share: bool| {
         let mut c = lab.wirelab(&lab.r);
-        c.args(["recv", "--port", port, "--json", "--quiet", "--timeout", "60s"]);
+        c.args([
+            "recv",
+            "--port",
+            port,
+            "--json",
+            "--quiet",
+            "--timeout",
+            "60s",
+        ]);
         if share {
             c.arg("--reuse-port");
         }
@@ -329,16 +348,27 @@ fn recv_refuses_a_held_port_unless_every_receiver_shares_it() {
     lab.wait_udp(&lab.r, 6104);
     for share in [false, true] {
         let second = recv("6104", share).output().unwrap();
-        assert_eq!(second.status.code(), Some(2), "share {share}: {}", stderr(&second));
+        assert_eq!(
+            second.status.code(),
+            Some(2),
+            "share {share}: {}",
+            stderr(&second)
+        );
         assert!(
             stderr(&second).contains("port 6104 is already in use"),
             "{}",
             stderr(&second)
         );
     }
-    run(lab
-        .wirelab(&lab.s)
-        .args(["send", "198.18.0.2", "--port", "6104", "--count", "100", "--quiet"]));
+    run(lab.wirelab(&lab.s).args([
+        "send",
+        "198.18.0.2",
+        "--port",
+        "6104",
+        "--count",
+        "100",
+        "--quiet",
+    ]));
     let first = first.wait_with_output().unwrap();
     assert!(first.status.success(), "{}", stderr(&first));
     assert_eq!(json(&first)["totals"]["received"], 100);
@@ -362,7 +392,12 @@ fn recv_refuses_a_held_port_unless_every_receiver_shares_it() {
         .args(["send", "198.18.0.2", "--port", "6105", "--flows", "16"])
         .args(["--count", "50", "--rate", "2kpps", "--quiet"]));
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-    assert!(a.status.success() && b.status.success(), "{}{}", stderr(&a), stderr(&b));
+    assert!(
+        a.status.success() && b.status.success(),
+        "{}{}",
+        stderr(&a),
+        stderr(&b)
+    );
     let (ja, jb) = (json(&a), json(&b));
     let got = |j: &serde_json::Value, k: &str| j["totals"][k].as_u64().unwrap_or(0);
     assert_eq!(got(&ja, "flows") + got(&jb, "flows"), 16, "{ja}\n{jb}");
@@ -430,7 +465,11 @@ fn analyze_warns_about_inconsistent_inputs() {
     let v = json(&out);
     assert_eq!(v["warnings"][0]["code"], "sender_records_incomplete");
     assert_eq!(v["warnings"][0]["flow"], 1);
-    assert!(stderr(&out).contains("warning: flow 1: 62 of 100"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: flow 1: 62 of 100"),
+        "{}",
+        stderr(&out)
+    );
 
     // The same receiver file twice: read once, said so, no duplicates.
     let copy = d.file("rx-copy.wlr");
@@ -441,8 +480,15 @@ fn analyze_warns_about_inconsistent_inputs() {
         .arg(&copy));
     let v = json(&out);
     let f = flow(&v, 1);
-    assert_eq!((f["received"].as_u64(), f["duplicates"].as_u64()), (Some(100), Some(0)));
-    assert_eq!(v["warnings"][0]["code"], "same_recording_twice", "{}", v["warnings"]);
+    assert_eq!(
+        (f["received"].as_u64(), f["duplicates"].as_u64()),
+        (Some(100), Some(0))
+    );
+    assert_eq!(
+        v["warnings"][0]["code"], "same_recording_twice",
+        "{}",
+        v["warnings"]
+    );
     let out = run(Command::new(exe()).arg("analyze").arg(&rxf).arg(&rxf));
     let t = stdout(&out);
     assert!(

@@ -158,7 +158,13 @@ mod tests {
             kind: RecordKind::Tx,
             ..rx(7)
         };
-        write(&c, Role::Receiver, r#"{"start_unix_ns":1}"#, &[rx(5), tx], &unknown);
+        write(
+            &c,
+            Role::Receiver,
+            r#"{"start_unix_ns":1}"#,
+            &[rx(5), tx],
+            &unknown,
+        );
         let run = read_run(&[a.clone(), b.clone(), c.clone(), a.clone()]).unwrap();
         assert_eq!(run.records.rx.len(), 6);
         assert_eq!(run.repeated, vec![(b, a.clone()), (a.clone(), a)]);
