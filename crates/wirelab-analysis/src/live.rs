@@ -152,8 +152,9 @@ pub struct SendAccum {
 impl SendAccum {
     /// `probes`: the Tx records the flow will feed, when known (a count).
     /// With more than [`STAGE_RECORDS`] or unknown, the full statistics are
-    /// built now, before the flow starts: building them takes a few hundred
-    /// µs, which on the sending thread would make probes late.
+    /// built now, before the flow starts: building them (zeroing their
+    /// histograms) mid-run would stall the sending thread and make probes
+    /// late.
     pub fn new(info: SenderInfo, probes: Option<u64>) -> Self {
         let mut stats = Staged::new();
         if probes.is_none_or(|n| n > STAGE_RECORDS as u64) {
