@@ -5,11 +5,11 @@ use thiserror::Error;
 /// Everything that can go wrong in analysis, rendering or export.
 #[derive(Debug, Error)]
 pub enum AnalysisError {
-    /// The records name more flows than the configured limit; each flow holds
-    /// bounded but non-trivial state, so a hostile file must not make us
-    /// allocate per distinct flow id without limit.
-    #[error("records contain more than {limit} flows; raise `AnalysisConfig::max_flows` if this is intended")]
-    TooManyFlows { limit: usize },
+    /// The records name more flows than the configured limit (checked
+    /// before anything per flow is allocated): a hostile file must not make
+    /// us keep a report per distinct flow id without limit.
+    #[error("the records hold {found} flows, more than the limit of {limit}")]
+    TooManyFlows { limit: usize, found: u64 },
     /// A configuration value is out of range.
     #[error("invalid analysis configuration: {0}")]
     InvalidConfig(&'static str),

@@ -2,9 +2,11 @@
 //!
 //! Used live by the receiver (up to ~1 Mpps) and by the offline analyzer.
 //! Every [`FlowStats::observe`] is O(1) amortised and allocation free in the
-//! steady state: the duplicate/loss bitmap and the IPDV ring are allocated at
-//! construction, the reordering history and HDR histograms grow to a bounded
-//! size, throughput windows grow with time only. [`FlowStats::finish`] takes
+//! steady state: the duplicate/loss bitmap, the IPDV ring and the HDR
+//! histograms (about 1.2 MiB in all) are allocated at construction, the
+//! reordering history grows to a bounded size (128 KiB), throughput windows
+//! grow with time only. A live receiver builds it only once a flow has
+//! sent enough to need it ([`crate::staged`]). [`FlowStats::finish`] takes
 //! `&self`, so a live receiver can report and keep observing.
 //!
 //! Metric definitions (DESIGN.md §4):
@@ -24,8 +26,9 @@ use crate::report::{
     SentSource, SizeAcc,
 };
 use crate::seqwin::{SeqOutcome, SeqWindow};
+use crate::staged::Accumulate;
 use crate::window::{RateModel, Windows};
-use wirelab_wire::ProbeFlags;
+use wirelab_wire::{ProbeFlags, Record};
 
 /// Sequence-number span of the IPDV pairing ring.
 pub const IPDV_RING: usize = 1024;
@@ -296,6 +299,13 @@ impl FlowStats {
             sender: None,
             rtt: None,
         }
+    }
+}
+
+impl Accumulate for FlowStats {
+    /// Feeds one Rx record.
+    fn feed(&mut self, r: &Record) {
+        self.observe(r.seq, r.tx_ns, r.rx_ns, r.size, ProbeFlags(r.probe_flags));
     }
 }
 

@@ -11,19 +11,22 @@
 //! flag when present. Records must be in file order (send order for the
 //! sender, arrival order for the receiver).
 //!
-//! Memory: the streaming accumulators per flow plus, with sender records,
-//! two sorted sequence-number vectors (8 bytes per record). The number of
-//! flows is capped by [`AnalysisConfig::max_flows`].
+//! Memory: the caller's records, 8 bytes per record to group them by flow,
+//! the accumulators of one flow at a time (at most about 3.7 MiB, dropped
+//! once its report is made) with, given sender records, its sorted sequence
+//! numbers (8 bytes per record), and one report per flow. Flows are counted
+//! before anything per flow is allocated, against
+//! [`AnalysisConfig::max_flows`].
 
 use crate::buckets::LenHistogram;
 use crate::error::AnalysisError;
 use crate::flow::{FlowConfig, FlowStats};
 use crate::latency::SignedHistogram;
-use crate::report::{ratio, FlowReport, SentSource, Summary};
+use crate::report::{ratio, FlowReport, SentSource, Summary, Warning};
 use crate::rtt::RttStats;
 use crate::sender::{SenderInfo, SenderStats};
 use crate::seqwin::{BurstStats, MAX_LOST_SEQS};
-use std::collections::BTreeMap;
+use std::ops::Range;
 use wirelab_wire::{ProbeFlags, Record, RecordKind};
 
 /// Default cap on distinct flows.
@@ -76,27 +79,56 @@ impl Default for AnalysisConfig {
     }
 }
 
-#[derive(Default)]
-struct FlowAcc {
-    rx: Option<FlowStats>,
-    tx: Option<SenderStats>,
-    echo: Option<RttStats>,
-    tx_seqs: Vec<u64>,
-    rx_seqs: Vec<u64>,
+/// One input set's records of the expected kind, grouped by flow id
+/// (ascending), in record order within a flow.
+struct Groups<'a> {
+    recs: &'a [Record],
+    idx: Vec<usize>,
 }
 
-struct Flows {
-    map: BTreeMap<u32, FlowAcc>,
-    max: usize,
-}
-
-impl Flows {
-    fn get(&mut self, flow: u32) -> Result<&mut FlowAcc, AnalysisError> {
-        if !self.map.contains_key(&flow) && self.map.len() >= self.max {
-            return Err(AnalysisError::TooManyFlows { limit: self.max });
+impl<'a> Groups<'a> {
+    fn new(recs: Option<&'a [Record]>, kind: RecordKind, ignored: &mut u64) -> Groups<'a> {
+        let recs = recs.unwrap_or(&[]);
+        let mut idx = Vec::new();
+        for (i, r) in recs.iter().enumerate() {
+            if r.kind == kind {
+                idx.push(i);
+            } else {
+                *ignored += 1;
+            }
         }
-        Ok(self.map.entry(flow).or_default())
+        // Stable: record order is kept within a flow.
+        idx.sort_by_key(|&i| recs.get(i).map_or(0, |r| r.flow));
+        Groups { recs, idx }
     }
+
+    fn flow_at(&self, k: usize) -> Option<u32> {
+        let i = *self.idx.get(k)?;
+        self.recs.get(i).map(|r| r.flow)
+    }
+
+    fn records(&self, range: Range<usize>) -> impl Iterator<Item = &'a Record> + '_ {
+        let recs = self.recs;
+        self.idx
+            .get(range)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(move |&i| recs.get(i))
+    }
+}
+
+/// The next flow over the three groups from the cursors `at`, with each
+/// group's range of it; advances the cursors past it.
+fn next_flow(g: &[Groups; 3], at: &mut [usize; 3]) -> Option<(u32, [Range<usize>; 3])> {
+    let flow = (0..3).filter_map(|k| g[k].flow_at(at[k])).min()?;
+    let mut take = |k: usize| {
+        let from = at[k];
+        while g[k].flow_at(at[k]) == Some(flow) {
+            at[k] += 1;
+        }
+        from..at[k]
+    };
+    Some((flow, [take(0), take(1), take(2)]))
 }
 
 /// Analyses a run; see the module docs.
@@ -104,80 +136,81 @@ pub fn analyze(sets: &RecordSets<'_>, cfg: &AnalysisConfig) -> Result<Summary, A
     if cfg.max_flows == 0 {
         return Err(AnalysisError::InvalidConfig("max_flows must be at least 1"));
     }
-    let mut flows = Flows {
-        map: BTreeMap::new(),
-        max: cfg.max_flows,
-    };
     let mut ignored = 0u64;
-    let model = cfg.flow.rate_model;
+    let g = [
+        Groups::new(sets.tx, RecordKind::Tx, &mut ignored),
+        Groups::new(sets.rx, RecordKind::Rx, &mut ignored),
+        Groups::new(sets.echo, RecordKind::EchoReply, &mut ignored),
+    ];
+    let mut at = [0usize; 3];
+    let mut found = 0u64;
+    while next_flow(&g, &mut at).is_some() {
+        found += 1;
+    }
+    if found > cfg.max_flows as u64 {
+        return Err(AnalysisError::TooManyFlows {
+            limit: cfg.max_flows,
+            found,
+        });
+    }
+
     let interval = cfg
         .sender
         .and_then(|s| s.interval_ns)
         .or(cfg.flow.requested_interval_ns);
-
-    for r in sets.tx.unwrap_or(&[]) {
-        if r.kind != RecordKind::Tx {
-            ignored += 1;
-            continue;
+    let mut owd_all = SignedHistogram::new();
+    let mut reports = Vec::with_capacity(found as usize);
+    let mut warnings = Vec::new();
+    let mut at = [0usize; 3];
+    while let Some((flow, [tr, rr, er])) = next_flow(&g, &mut at) {
+        let mut tx: Option<SenderStats> = None;
+        let mut tx_seqs = Vec::new();
+        for r in g[0].records(tr) {
+            tx.get_or_insert_with(|| match cfg.sender {
+                Some(info) => SenderStats::new(info, cfg.flow.rate_model),
+                None => SenderStats::estimating_start(interval, cfg.flow.rate_model),
+            })
+            .observe_record(r);
+            tx_seqs.push(r.seq);
         }
-        let acc = flows.get(r.flow)?;
-        let tx = acc.tx.get_or_insert_with(|| match cfg.sender {
-            Some(info) => SenderStats::new(info, model),
-            None => SenderStats::estimating_start(interval, model),
-        });
-        tx.observe_record(r);
-        acc.tx_seqs.push(r.seq);
-    }
-    for r in sets.rx.unwrap_or(&[]) {
-        if r.kind != RecordKind::Rx {
-            ignored += 1;
-            continue;
-        }
-        let acc = flows.get(r.flow)?;
+        let mut rx: Option<FlowStats> = None;
+        let mut rx_seqs = Vec::new();
         let fcfg = FlowConfig {
             requested_interval_ns: interval,
             ..cfg.flow
         };
-        acc.rx
-            .get_or_insert_with(|| FlowStats::new(r.flow, fcfg))
-            .observe(r.seq, r.tx_ns, r.rx_ns, r.size, ProbeFlags(r.probe_flags));
-        if sets.tx.is_some() {
-            acc.rx_seqs.push(r.seq);
+        for r in g[1].records(rr) {
+            rx.get_or_insert_with(|| FlowStats::new(flow, fcfg))
+                .observe(r.seq, r.tx_ns, r.rx_ns, r.size, ProbeFlags(r.probe_flags));
+            if sets.tx.is_some() {
+                rx_seqs.push(r.seq);
+            }
         }
-    }
-    for r in sets.echo.unwrap_or(&[]) {
-        if r.kind != RecordKind::EchoReply {
-            ignored += 1;
-            continue;
+        let mut echo: Option<RttStats> = None;
+        for r in g[2].records(er) {
+            echo.get_or_insert_with(RttStats::new).observe_record(r);
         }
-        flows
-            .get(r.flow)?
-            .echo
-            .get_or_insert_with(RttStats::new)
-            .observe_record(r);
-    }
 
-    let mut owd_all = SignedHistogram::new();
-    let mut reports = Vec::with_capacity(flows.map.len());
-    for (flow, mut acc) in flows.map {
-        let sent = acc.tx.as_ref().map(SenderStats::sent);
-        let mut rep = match &acc.rx {
+        let sent = tx.as_ref().map(SenderStats::sent);
+        let mut rep = match &rx {
             Some(rx) => {
                 owd_all.merge(rx.owd_histogram());
                 rx.finish(sent)
             }
             None => FlowReport::empty(flow),
         };
-        if let Some(tx) = &acc.tx {
+        drop(rx);
+        if let Some(tx) = &tx {
             rep.sent = Some(tx.sent());
             rep.sent_source = Some(SentSource::SenderRecords);
             rep.sender = Some(tx.finish());
-            if acc.rx.is_some() {
-                exact_loss(&mut rep, &mut acc.tx_seqs, &mut acc.rx_seqs);
+            if rep.receiver.is_some() {
+                exact_loss(&mut rep, &mut tx_seqs, &mut rx_seqs);
+                warnings.extend(incomplete_sender(&rep, &tx_seqs, &rx_seqs));
             }
         }
-        if let Some(e) = &acc.echo {
-            let requests = acc.tx.as_ref().map(|t| t.finish().echo_requests);
+        if let Some(e) = &echo {
+            let requests = rep.sender.as_ref().map(|s| s.echo_requests);
             rep.rtt = Some(e.finish(requests));
         }
         reports.push(rep);
@@ -185,7 +218,31 @@ pub fn analyze(sets: &RecordSets<'_>, cfg: &AnalysisConfig) -> Result<Summary, A
     let mut summary = Summary::new(reports);
     summary.totals.ignored_records = ignored;
     summary.totals.latency = owd_all.stats();
+    summary.warnings = warnings;
     Ok(summary)
+}
+
+/// A warning when a flow received sequence numbers its sender's records
+/// lack: `sent` and `lost` then count only what the sender recorded
+/// (sorted, deduplicated `tx` and `rx`).
+fn incomplete_sender(rep: &FlowReport, tx: &[u64], rx: &[u64]) -> Option<Warning> {
+    let unexpected = rep.receiver.as_ref()?.unexpected.filter(|&u| u > 0)?;
+    let upto = |s: &[u64]| s.last().map_or("-".to_string(), |h| h.to_string());
+    Some(Warning {
+        code: "sender_records_incomplete",
+        flow: Some(rep.flow),
+        message: format!(
+            "flow {}: {unexpected} of {} received sequence numbers are not in the sender's \
+             records ({} recorded, up to seq {}; received up to seq {}): the sender file is \
+             incomplete (cut short?) or from another run, and sent/lost count only what it \
+             recorded",
+            rep.flow,
+            rx.len(),
+            tx.len(),
+            upto(tx),
+            upto(rx),
+        ),
+    })
 }
 
 /// Replaces the window-based loss of `rep` with the exact set difference.
@@ -508,7 +565,10 @@ mod tests {
         };
         assert!(matches!(
             analyze(&sets, &small),
-            Err(AnalysisError::TooManyFlows { limit: 5 })
+            Err(AnalysisError::TooManyFlows {
+                limit: 5,
+                found: 10
+            })
         ));
         let zero = AnalysisConfig {
             max_flows: 0,
@@ -531,6 +591,81 @@ mod tests {
         assert!(s.flows.is_empty());
         let (a, b, c) = RecordSets::split_by_kind(&many);
         assert_eq!((a.len(), b.len(), c.len()), (10, 0, 0));
+    }
+
+    #[test]
+    fn flows_are_counted_before_any_is_analysed() {
+        // Flow ids interleaved over the three inputs: 4 distinct.
+        let txs: Vec<Record> = [3, 1, 3].iter().map(|&f| tx(f, 0, 0)).collect();
+        let rxs: Vec<Record> = [2, 1].iter().map(|&f| rx(&tx(f, 0, 0), 10)).collect();
+        let echo = vec![Record {
+            kind: RecordKind::EchoReply,
+            ..tx(4, 0, 0)
+        }];
+        let sets = RecordSets {
+            tx: Some(&txs),
+            rx: Some(&rxs),
+            echo: Some(&echo),
+        };
+        let cap = |max_flows| AnalysisConfig {
+            max_flows,
+            ..AnalysisConfig::default()
+        };
+        assert!(matches!(
+            analyze(&sets, &cap(3)),
+            Err(AnalysisError::TooManyFlows { limit: 3, found: 4 })
+        ));
+        let s = analyze(&sets, &cap(4)).unwrap();
+        let ids: Vec<u32> = s.flows.iter().map(|f| f.flow).collect();
+        assert_eq!(ids, vec![1, 2, 3, 4]);
+        assert_eq!(s.flows[2].sender.as_ref().unwrap().repeats, 1);
+        assert!(s.flows[3].rtt.is_some() && s.flows[1].receiver.is_some());
+    }
+
+    #[test]
+    fn a_short_sender_file_is_warned_about() {
+        // The sender's file holds seqs 0..38, the receiver got 0..100.
+        let txs: Vec<Record> = (0..100).map(|s| tx(1, s, 0)).collect();
+        let rxs: Vec<Record> = txs.iter().map(|t| rx(t, 50_000)).collect();
+        let s = analyze(
+            &RecordSets {
+                tx: Some(&txs[..38]),
+                rx: Some(&rxs),
+                echo: None,
+            },
+            &cfg(),
+        )
+        .unwrap();
+        let f = &s.flows[0];
+        assert_eq!((f.sent, f.received, f.lost), (Some(38), Some(100), Some(0)));
+        assert_eq!(f.receiver.as_ref().unwrap().unexpected, Some(62));
+        assert_eq!(s.warnings.len(), 1);
+        let w = &s.warnings[0];
+        assert_eq!((w.code, w.flow), ("sender_records_incomplete", Some(1)));
+        assert!(
+            w.message.contains("62 of 100 received")
+                && w.message
+                    .contains("38 recorded, up to seq 37; received up to seq 99"),
+            "{}",
+            w.message
+        );
+        let mut out = Vec::new();
+        crate::text::render_text(&s, &mut out).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(t.contains("warning: flow 1: 62 of 100"), "{t}");
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["warnings"][0]["code"], "sender_records_incomplete");
+        // A consistent run has none.
+        let s = analyze(
+            &RecordSets {
+                tx: Some(&txs),
+                rx: Some(&rxs),
+                echo: None,
+            },
+            &cfg(),
+        )
+        .unwrap();
+        assert!(s.warnings.is_empty());
     }
 
     #[test]

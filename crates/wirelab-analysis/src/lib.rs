@@ -2,7 +2,8 @@
 //!
 //! Pure functions and streaming accumulators: no I/O beyond `impl Write`,
 //! no clock, no `unsafe`, no panics on any record content (records come
-//! from files that may be hostile), bounded memory per flow.
+//! from files that may be hostile), memory per flow that grows with its
+//! records up to a fixed cap ([`staged`]).
 //!
 //! * [`FlowStats`] — streaming per-flow receiver metrics (live receiver and
 //!   offline): loss vs highest and vs the sender's count, loss bursts,
@@ -22,7 +23,8 @@
 //! * [`Percentiles`] — the one summary of a non-negative ns distribution.
 //! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy;
 //!   [`Requested`] and [`analyze_run`] join it to a run.
-//! * [`LiveFlows`], [`SendAccum`] — streaming statistics of running jobs.
+//! * [`LiveFlows`], [`SendAccum`] — streaming statistics of running jobs,
+//!   per-flow state built as a flow's packets need it ([`staged`]).
 //! * [`schema`] — the typed JSON reports `wirelab.send/1`, `wirelab.recv/1`.
 //! * [`render_text`], [`export_csv`], [`export_jsonl`] — output.
 #![forbid(unsafe_code)]
@@ -45,6 +47,7 @@ pub mod rtt;
 pub mod schema;
 pub mod sender;
 pub mod seqwin;
+pub mod staged;
 pub mod text;
 pub mod window;
 
@@ -56,9 +59,9 @@ pub use flow::{Arrival, FlowConfig, FlowStats};
 pub use join::{analyze, departure_interval_samples, size_samples, AnalysisConfig, RecordSets};
 pub use ks::{ks_distance, ks_two_sample};
 pub use latency::{DelayStats, SignedHistogram};
-pub use live::{LiveFlows, Reservoir, SendAccum};
+pub use live::{LiveFlows, Reservoir, SendAccum, DEFAULT_MAX_LIVE_FLOWS};
 pub use percentiles::Percentiles;
-pub use report::{FlowReport, SentSource, Summary, Totals, OWD_CLOCK_NOTE, SCHEMA};
+pub use report::{FlowReport, SentSource, Summary, Totals, Warning, OWD_CLOCK_NOTE, SCHEMA};
 pub use requested::{analyze_run, fill_ks, Cdf, Requested, RunRecords};
 pub use rtt::RttStats;
 pub use sender::{SenderInfo, SenderStats};

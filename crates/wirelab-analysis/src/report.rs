@@ -12,7 +12,8 @@
 //!   "schema": "wirelab.analysis/1",
 //!   "owd_clock_note": "...",            // how to read one-way delays
 //!   "flows": [FlowReport...],            // ascending flow id
-//!   "totals": Totals
+//!   "totals": Totals,
+//!   "warnings": [Warning...]             // inputs that make figures doubtful
 //! }
 //! FlowReport {
 //!   "flow": u32,
@@ -61,13 +62,26 @@ pub enum SentSource {
     LastFlag,
 }
 
-/// The whole analysis: `{schema, owd_clock_note, flows, totals}`.
+/// The whole analysis: `{schema, owd_clock_note, flows, totals, warnings}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     pub schema: &'static str,
     pub owd_clock_note: &'static str,
     pub flows: Vec<FlowReport>,
     pub totals: Totals,
+    pub warnings: Vec<Warning>,
+}
+
+/// An inconsistency in the inputs that makes some figures doubtful (JSON
+/// `{code, flow, message}`; `flow` is null for a whole-input matter).
+/// Codes: `sender_records_incomplete` (received sequence numbers the
+/// sender's records lack), `same_recording_twice` (an input file repeats
+/// another; read once), `file_cut_short` (a partial record at a file's end).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Warning {
+    pub code: &'static str,
+    pub flow: Option<u32>,
+    pub message: String,
 }
 
 impl Summary {
@@ -81,6 +95,7 @@ impl Summary {
             owd_clock_note: OWD_CLOCK_NOTE,
             flows,
             totals,
+            warnings: Vec::new(),
         }
     }
 
@@ -108,6 +123,14 @@ pub struct Totals {
     /// Records skipped because their kind did not match the input slot
     /// (e.g. an Rx record among the sender's Tx records).
     pub ignored_records: u64,
+    /// Records of a kind this wirelab does not know (a newer writer or a
+    /// damaged file), skipped when reading.
+    pub unknown_kind_records: u64,
+    /// Live receiver: flows past its `--max-flows`, whose probes are
+    /// counted but not analyzed (distinct ids counted up to 65 536).
+    pub untracked_flows: u64,
+    /// Live receiver: probes of those flows.
+    pub untracked_packets: u64,
 }
 
 fn sum_opt(flows: &[FlowReport], f: impl Fn(&FlowReport) -> Option<u64>) -> Option<u64> {
@@ -138,6 +161,9 @@ impl Totals {
             reordered: sum_opt(flows, |f| f.reordered),
             latency: None,
             ignored_records: 0,
+            unknown_kind_records: 0,
+            untracked_flows: 0,
+            untracked_packets: 0,
         }
     }
 }

@@ -52,12 +52,13 @@ pub struct RunRecords {
     pub sender_start_unix_ns: Option<u64>,
 }
 
-/// The whole-run analysis of `wirelab analyze`: joins the record sets and
-/// adds the KS distances against `req`.
+/// The whole-run analysis of `wirelab analyze`: joins the record sets of
+/// at most `max_flows` flows and adds the KS distances against `req`.
 pub fn analyze_run(
     run: &RunRecords,
     req: &Requested,
     window_ns: u64,
+    max_flows: usize,
 ) -> Result<Summary, AnalysisError> {
     let interval_ns = req.mean_interval_ns;
     let cfg = AnalysisConfig {
@@ -71,7 +72,7 @@ pub fn analyze_run(
             interval_ns,
             late_threshold_ns: None,
         }),
-        ..AnalysisConfig::default()
+        max_flows,
     };
     let has_sender = run.sender_start_unix_ns.is_some() || !run.tx.is_empty();
     let sets = RecordSets {

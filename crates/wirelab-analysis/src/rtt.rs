@@ -12,15 +12,64 @@
 //!
 //! The reflector times are used only when both are non-zero. Duplicate
 //! replies and warm-up replies are excluded.
+//!
+//! Memory: replies are kept as records until a flow has more than
+//! [`crate::staged::STAGE_RECORDS`] (64 bytes each), then the histograms
+//! (about 1.5 MiB) are built; a sender without echo replies holds nothing.
 
 use crate::latency::SignedHistogram;
 use crate::report::{diff_ns, ClockOffset, RttReport};
 use crate::seqwin::{SeqOutcome, SeqWindow};
-use wirelab_wire::{ProbeFlags, Record};
+use crate::staged::{Accumulate, Staged};
+use wirelab_wire::{ProbeFlags, Record, RecordKind};
 
-/// Streaming RTT accumulator for one flow.
+/// Streaming RTT accumulator for one flow; see the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct RttStats {
+    acc: Staged<RttAcc>,
+}
+
+impl RttStats {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds one echo reply.
+    pub fn observe(
+        &mut self,
+        seq: u64,
+        tx_ns: u64,
+        rx_ns: u64,
+        refl_rx_ns: u64,
+        refl_tx_ns: u64,
+        flags: ProbeFlags,
+    ) {
+        self.observe_record(&Record {
+            seq,
+            tx_ns,
+            rx_ns,
+            refl_rx_ns,
+            refl_tx_ns,
+            probe_flags: flags.bits(),
+            kind: RecordKind::EchoReply,
+            ..Record::default()
+        });
+    }
+
+    /// Feeds one EchoReply record.
+    pub fn observe_record(&mut self, r: &Record) {
+        self.acc.observe(r, RttAcc::default);
+    }
+
+    /// `requests`: echo requests sent (without warm-up), when known.
+    pub fn finish(&self, requests: Option<u64>) -> RttReport {
+        self.acc.with(RttAcc::default, |a| a.finish(requests))
+    }
+}
+
+/// The full accumulator, histograms allocated.
+#[derive(Debug, Clone, Default)]
+struct RttAcc {
     seqs: SeqWindow,
     replies: u64,
     duplicates: u64,
@@ -32,13 +81,8 @@ pub struct RttStats {
     best: Option<(i64, ClockOffset)>,
 }
 
-impl RttStats {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Feeds one echo reply record.
-    pub fn observe(
+impl RttAcc {
+    fn observe(
         &mut self,
         seq: u64,
         tx_ns: u64,
@@ -88,25 +132,7 @@ impl RttStats {
         }
     }
 
-    /// Distinct measured replies.
-    /// Feeds one EchoReply record.
-    pub fn observe_record(&mut self, r: &Record) {
-        self.observe(
-            r.seq,
-            r.tx_ns,
-            r.rx_ns,
-            r.refl_rx_ns,
-            r.refl_tx_ns,
-            ProbeFlags(r.probe_flags),
-        );
-    }
-
-    pub fn replies(&self) -> u64 {
-        self.replies
-    }
-
-    /// `requests`: echo requests sent (without warm-up), when known.
-    pub fn finish(&self, requests: Option<u64>) -> RttReport {
+    fn finish(&self, requests: Option<u64>) -> RttReport {
         RttReport {
             replies: self.replies,
             duplicates: self.duplicates,
@@ -119,6 +145,19 @@ impl RttStats {
             one_way_assumes_synced_clocks: true,
             clock_offset: self.best.as_ref().map(|(_, o)| o.clone()),
         }
+    }
+}
+
+impl Accumulate for RttAcc {
+    fn feed(&mut self, r: &Record) {
+        self.observe(
+            r.seq,
+            r.tx_ns,
+            r.rx_ns,
+            r.refl_rx_ns,
+            r.refl_tx_ns,
+            ProbeFlags(r.probe_flags),
+        );
     }
 }
 
@@ -154,6 +193,25 @@ mod tests {
         assert_eq!((off.offset_ns, off.uncertainty_ns, off.seq), (100, 500, 0));
         let j = serde_json::to_value(r.finish(None)).unwrap();
         assert!(j.get("return").is_some());
+    }
+
+    #[test]
+    fn staged_replies_give_the_figures_of_a_full_accumulator() {
+        for n in [3u64, crate::staged::STAGE_RECORDS as u64 + 2] {
+            let mut staged = RttStats::new();
+            let mut full = RttAcc::default();
+            for seq in 0..n {
+                let t = 1_000_000 * seq;
+                let args = (seq, t, t + 900 + seq % 37, t + 400, t + 450 + seq % 5);
+                staged.observe(args.0, args.1, args.2, args.3, args.4, ProbeFlags::empty());
+                full.observe(args.0, args.1, args.2, args.3, args.4, ProbeFlags::empty());
+            }
+            assert_eq!(
+                staged.acc.is_built(),
+                n > crate::staged::STAGE_RECORDS as u64
+            );
+            assert_eq!(staged.finish(Some(n + 1)), full.finish(Some(n + 1)));
+        }
     }
 
     #[test]

@@ -129,7 +129,9 @@ impl<O, L> RecvReport<O, L> {
 
     /// The flows and totals as an analysis [`Summary`] (for its text).
     pub fn summary(&self) -> Summary {
-        Summary::new(self.flows.clone())
+        let mut s = Summary::new(self.flows.clone());
+        s.totals = self.totals.clone();
+        s
     }
 }
 

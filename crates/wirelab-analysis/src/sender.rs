@@ -17,6 +17,7 @@
 use crate::latency::SignedHistogram;
 use crate::report::{diff_ns, DriftStats, IntervalStats, RateAcc, SenderReport, SizeAcc};
 use crate::seqwin::{SeqOutcome, SeqWindow};
+use crate::staged::Accumulate;
 use crate::window::RateModel;
 use wirelab_wire::{ProbeFlags, Record};
 
@@ -222,6 +223,13 @@ impl SenderStats {
             echo_requests: self.echo_requests,
             start_estimated: self.estimate_start,
         }
+    }
+}
+
+impl Accumulate for SenderStats {
+    /// Feeds one Tx record.
+    fn feed(&mut self, r: &Record) {
+        self.observe_record(r);
     }
 }
 

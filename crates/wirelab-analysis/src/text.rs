@@ -174,12 +174,35 @@ pub fn render_text(summary: &Summary, w: &mut impl Write) -> Result<(), Analysis
         writeln!(w)?;
         writeln!(w, "note: {}", crate::report::OWD_CLOCK_NOTE)?;
     }
-    if summary.totals.ignored_records > 0 {
+    let t = &summary.totals;
+    if t.ignored_records > 0 {
         writeln!(
             w,
             "note: {} records of an unexpected kind were ignored",
-            summary.totals.ignored_records
+            t.ignored_records
         )?;
+    }
+    if t.unknown_kind_records > 0 {
+        writeln!(
+            w,
+            "note: {} records of an unknown kind were skipped (written by a newer wirelab, or damaged)",
+            t.unknown_kind_records
+        )?;
+    }
+    if t.untracked_packets > 0 {
+        writeln!(
+            w,
+            "note: {} probes of {} flows past the --max-flows limit were counted but not analyzed",
+            t.untracked_packets,
+            if t.untracked_flows >= crate::live::MAX_UNTRACKED_IDS as u64 {
+                format!("at least {}", t.untracked_flows)
+            } else {
+                t.untracked_flows.to_string()
+            }
+        )?;
+    }
+    for warn in &summary.warnings {
+        writeln!(w, "warning: {}", warn.message)?;
     }
     Ok(())
 }

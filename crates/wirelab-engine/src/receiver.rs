@@ -80,6 +80,9 @@ pub struct RecvConfig {
     pub wait: RecvWait,
     /// Probe layout expected (LUNA flows get ids by source address).
     pub format: ProbeFormat,
+    /// Share the port with other receivers that share it (SO_REUSEPORT);
+    /// otherwise a port already held is refused.
+    pub reuse_port: bool,
 }
 
 impl Default for RecvConfig {
@@ -97,6 +100,7 @@ impl Default for RecvConfig {
             forever: false,
             wait: RecvWait::Block,
             format: ProbeFormat::Wirelab,
+            reuse_port: false,
         }
     }
 }
@@ -212,7 +216,7 @@ struct FlowEnd {
 
 impl Receiver {
     pub fn bind(cfg: RecvConfig) -> io::Result<Receiver> {
-        let mut sock = UdpSock::bind(cfg.bind, cfg.v6only)?;
+        let mut sock = UdpSock::bind_with(cfg.bind, cfg.v6only, cfg.reuse_port)?;
         sock.enable_rx_timestamps();
         let rcvbuf = sock.set_recv_buffer(cfg.rcvbuf).unwrap_or(0);
         sock.set_read_timeout(Duration::from_millis(50))?;

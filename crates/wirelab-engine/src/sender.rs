@@ -33,6 +33,8 @@ use wirelab_wire::record::{Record, RecordKind};
 
 /// Largest UDP payload over IPv4.
 pub const MAX_PAYLOAD: usize = 65_507;
+/// Bytes of each batch slot's probe buffer before a larger probe grows it.
+const PROBE_BUF_START: usize = 2048;
 const MAX_BATCH: usize = 64;
 /// Mixed into the flow's seed for the random padding stream.
 const PADDING_SEED: u64 = 0x005e_ed0f_9add;
@@ -264,11 +266,16 @@ pub fn pace_probes<C: Clock, T: Transmit>(
     };
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ PADDING_SEED);
     let max_batch = cfg.max_batch.clamp(1, MAX_BATCH);
+    // One buffer per batch slot, sized before the start for probes up to
+    // PROBE_BUF_START bytes; a larger probe grows its slot to the next power
+    // of two (a few times at most), so a flow's buffers follow its sizes
+    // instead of taking --batch × 64 KiB each.
+    let fill = match cfg.padding {
+        Padding::Const(b) => b,
+        Padding::Random => 0,
+    };
     let mut bufs: Vec<Vec<u8>> = (0..max_batch)
-        .map(|_| match cfg.padding {
-            Padding::Const(b) => vec![b; MAX_PAYLOAD],
-            Padding::Random => vec![0u8; MAX_PAYLOAD],
-        })
+        .map(|_| vec![fill; PROBE_BUF_START])
         .collect();
     let mut lens = vec![0usize; max_batch];
 
@@ -369,6 +376,9 @@ pub fn pace_probes<C: Clock, T: Transmit>(
                 flags = flags.with(ProbeFlags::WARMUP);
             }
             let b = &mut bufs[i];
+            if b.len() < len {
+                b.resize(len.next_power_of_two().min(MAX_PAYLOAD), fill);
+            }
             if luna {
                 let l = LunaProbe {
                     seq: (seq + i as u64) as u32,

@@ -64,9 +64,20 @@ pub struct UdpSock {
 }
 
 impl UdpSock {
-    /// A socket bound to `bind`. For an IPv6 wildcard bind, `v6only = false`
-    /// accepts IPv4 too (as v4-mapped addresses).
+    /// A socket bound to `bind`, which it holds alone: a port another
+    /// socket holds gives `AddrInUse`. For an IPv6 wildcard bind, `v6only =
+    /// false` accepts IPv4 too (as v4-mapped addresses).
     pub fn bind(bind: SocketAddr, v6only: bool) -> io::Result<UdpSock> {
+        UdpSock::bind_with(bind, v6only, false)
+    }
+
+    /// Like [`UdpSock::bind`], but with `share` the port can be bound by
+    /// other sockets that share it too (SO_REUSEPORT, same user): the
+    /// kernel then gives each source address and port to one of them.
+    /// Without `share` no socket option lets a second socket in: with
+    /// SO_REUSEADDR, UDP would let a second receiver take the port's
+    /// unicast traffic from the first without an error.
+    pub fn bind_with(bind: SocketAddr, v6only: bool, share: bool) -> io::Result<UdpSock> {
         let domain = if bind.is_ipv6() {
             Domain::IPV6
         } else {
@@ -76,7 +87,9 @@ impl UdpSock {
         if bind.is_ipv6() {
             sock.set_only_v6(v6only)?;
         }
-        sock.set_reuse_address(true)?;
+        if share {
+            sockopt::set_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+        }
         sock.bind(&SockAddr::from(bind))?;
         Ok(UdpSock {
             sock,
@@ -565,6 +578,25 @@ mod tests {
             e.kind(),
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
         ));
+    }
+
+    #[test]
+    fn a_held_port_is_refused_unless_both_share_it() {
+        let first = UdpSock::bind("127.0.0.1:0".parse().unwrap(), true).unwrap();
+        let addr = first.local_addr().unwrap();
+        for share in [false, true] {
+            let e = UdpSock::bind_with(addr, true, share)
+                .err()
+                .map(|e| e.kind());
+            assert_eq!(e, Some(io::ErrorKind::AddrInUse), "share {share}");
+        }
+        let a = UdpSock::bind_with("127.0.0.1:0".parse().unwrap(), true, true).unwrap();
+        let b = UdpSock::bind_with(a.local_addr().unwrap(), true, true).unwrap();
+        assert_eq!(a.local_addr().unwrap(), b.local_addr().unwrap());
+        let e = UdpSock::bind(a.local_addr().unwrap(), true)
+            .err()
+            .map(|e| e.kind());
+        assert_eq!(e, Some(io::ErrorKind::AddrInUse));
     }
 
     #[test]

@@ -339,6 +339,16 @@ pub struct RecvArgs {
     /// Window for throughput over time in the summary
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = units::parse_duration_ns)]
     pub window: u64,
+    /// Most flows measured live (up to about 1.3 MiB each once a flow has sent over 1024
+    /// probes); probes of further flows are counted, not measured
+    #[arg(long, default_value_t = wirelab_analysis::DEFAULT_MAX_LIVE_FLOWS as u32,
+          value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_flows: u32,
+    /// Share the port with other receivers started with --reuse-port (SO_REUSEPORT: the
+    /// kernel gives each sender address and port to one of them); without it a port
+    /// already in use is refused
+    #[arg(long)]
+    pub reuse_port: bool,
     /// Pin the receiving thread to this CPU
     #[arg(long)]
     pub cpu: Option<usize>,
@@ -374,6 +384,10 @@ pub struct AnalyzeArgs {
     /// Window for throughput over time
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub window: String,
+    /// Most flows analyzed; inputs with more are refused before any is analyzed
+    #[arg(long, default_value_t = wirelab_analysis::join::DEFAULT_MAX_FLOWS as u32,
+          value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_flows: u32,
     /// Print the report as JSON (schema wirelab.analysis/1)
     #[arg(long)]
     pub json: bool,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use thiserror::Error;
 use wirelab_analysis::{Requested, RunRecords};
 use wirelab_core::gen::{GenSpec, SpecUnit};
-use wirelab_wire::record::{RecordError, RecordKind, RecordReader, Role};
+use wirelab_wire::record::{Record, RecordError, RecordKind, RecordReader, Role};
 
 #[derive(Debug, Error)]
 pub enum ReadError {
@@ -25,6 +25,14 @@ pub struct Run {
     pub requested: Requested,
     /// Files that ended in a partial record (cut short), with its length.
     pub partial: Vec<(PathBuf, usize)>,
+    /// Records of a kind this wirelab does not know, skipped.
+    pub unknown_kind: u64,
+    /// Records of a kind their file's role does not write (e.g. Rx records
+    /// in a sender file), ignored.
+    pub ignored: u64,
+    /// Files skipped as a repeat of an earlier one (same header and first
+    /// record: the same recording), with the file they repeat.
+    pub repeated: Vec<(PathBuf, PathBuf)>,
 }
 
 /// The interval and size specs a sender recorded in its metadata (the
@@ -45,11 +53,16 @@ pub fn requested_from_config(config: &serde_json::Value) -> Requested {
 
 /// Reads every file whole: Tx and echo replies from sender files, Rx from
 /// receiver and reflector files. The first sender file's metadata gives
-/// the run's start and what was requested.
+/// the run's start and what was requested. A file whose header and first
+/// record equal an earlier file's is the same recording given twice: it
+/// is read once (its probes would otherwise all count as duplicates).
 pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
     let mut records = RunRecords::default();
     let mut sender_meta: Option<RecordMeta> = None;
     let mut partial = Vec::new();
+    let (mut unknown_kind, mut ignored) = (0u64, 0u64);
+    let mut repeated = Vec::new();
+    let mut seen: Vec<(Role, String, Option<Record>, PathBuf)> = Vec::new();
     for p in paths {
         let read = |source| ReadError::Read {
             path: p.clone(),
@@ -65,17 +78,29 @@ pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
         })?;
         let mut r = RecordReader::new(io::BufReader::with_capacity(1 << 20, f)).map_err(header)?;
         let role = r.header().role;
+        let first = r.next_record().map_err(read)?;
+        let same = seen
+            .iter()
+            .find(|(ro, meta, fr, _)| *ro == role && *meta == r.header().metadata && *fr == first);
+        if let Some((.., earlier)) = same {
+            repeated.push((p.clone(), earlier.clone()));
+            continue;
+        }
+        seen.push((role, r.header().metadata.clone(), first, p.clone()));
         if role == Role::Sender && sender_meta.is_none() {
             sender_meta = serde_json::from_str(&r.header().metadata).ok();
         }
-        while let Some(rec) = r.next_record().map_err(read)? {
+        let mut next = first;
+        while let Some(rec) = next {
             match (role, rec.kind) {
                 (Role::Sender, RecordKind::Tx) => records.tx.push(rec),
                 (Role::Sender, RecordKind::EchoReply) => records.echo.push(rec),
                 (Role::Receiver | Role::Reflector, RecordKind::Rx) => records.rx.push(rec),
-                _ => {}
+                _ => ignored += 1,
             }
+            next = r.next_record().map_err(read)?;
         }
+        unknown_kind += r.skipped;
         if r.trailing_bytes > 0 {
             partial.push((p.to_path_buf(), r.trailing_bytes));
         }
@@ -88,12 +113,64 @@ pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
         records,
         requested,
         partial,
+        unknown_kind,
+        ignored,
+        repeated,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirelab_wire::record::RecordFileHeader;
+
+    fn write(path: &std::path::Path, role: Role, meta: &str, recs: &[Record], raw_tail: &[u8]) {
+        let mut b = RecordFileHeader {
+            role,
+            metadata: meta.into(),
+        }
+        .to_bytes();
+        for r in recs {
+            b.extend_from_slice(&r.to_bytes());
+        }
+        b.extend_from_slice(raw_tail);
+        std::fs::write(path, b).unwrap();
+    }
+
+    #[test]
+    fn repeated_files_unknown_kinds_and_misplaced_records_are_counted() {
+        let dir = std::env::temp_dir().join(format!("wl-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rx = |seq| Record {
+            flow: 1,
+            seq,
+            kind: RecordKind::Rx,
+            ..Record::default()
+        };
+        let recs: Vec<Record> = (0..5).map(rx).collect();
+        let (a, b, c) = (dir.join("a.wlr"), dir.join("b.wlr"), dir.join("c.wlr"));
+        // b is a copy of a; c has the same header but other records.
+        write(&a, Role::Receiver, r#"{"start_unix_ns":1}"#, &recs, &[]);
+        std::fs::copy(&a, &b).unwrap();
+        let mut unknown = rx(9).to_bytes();
+        unknown[57] = 200;
+        let tx = Record {
+            kind: RecordKind::Tx,
+            ..rx(7)
+        };
+        write(
+            &c,
+            Role::Receiver,
+            r#"{"start_unix_ns":1}"#,
+            &[rx(5), tx],
+            &unknown,
+        );
+        let run = read_run(&[a.clone(), b.clone(), c.clone(), a.clone()]).unwrap();
+        assert_eq!(run.records.rx.len(), 6);
+        assert_eq!(run.repeated, vec![(b, a.clone()), (a.clone(), a)]);
+        assert_eq!((run.unknown_kind, run.ignored), (1, 1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn requested_comes_from_the_recorded_specs_and_ignores_garbage() {

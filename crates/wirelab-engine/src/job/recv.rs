@@ -54,6 +54,8 @@ pub struct RecvJob {
     pub rt: RtSetup,
     /// Throughput window of the live statistics.
     pub window_ns: u64,
+    /// Most flows the live statistics track; probes of others are counted.
+    pub max_flows: usize,
     pub record: Option<PathBuf>,
     /// Stamp received packets with this interface's hardware clock.
     pub hw_timestamps: Option<String>,
@@ -134,7 +136,7 @@ impl RecvJob {
         };
         let stop = super::stop_on_signals().map_err(super::JobFileError::Signals)?;
         Ok(RecvRun {
-            flows: LiveFlows::new(self.window_ns),
+            flows: LiveFlows::new(self.window_ns, self.max_flows),
             rx,
             local,
             hw,

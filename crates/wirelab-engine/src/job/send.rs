@@ -202,7 +202,7 @@ impl SendJob {
             let reply_log = log.as_ref().filter(|_| cfg.echo).map(|l| l.writer());
             let rt = self.rt;
             let mut sink = TxSink {
-                acc: SendAccum::new(info),
+                acc: SendAccum::new(info, cfg.limits.count),
                 sent: sent.clone(),
             };
             threads.push(std::thread::spawn(

@@ -175,6 +175,7 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     super::analyze::run(crate::cli::AnalyzeArgs {
         files: vec![tx_file, rx_file],
         window: "1s".into(),
+        max_flows: wirelab_analysis::join::DEFAULT_MAX_FLOWS as u32,
         json: a.json,
     })?;
     if let Some(d) = &a.keep {

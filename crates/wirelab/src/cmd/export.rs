@@ -39,6 +39,13 @@ pub fn run(a: ExportArgs) -> Result<()> {
     if let Some(e) = err {
         return Err(e).with_context(|| format!("reading {}", a.file.display()));
     }
+    if r.skipped > 0 {
+        eprintln!(
+            "wirelab: {}: skipped {} records of an unknown kind (written by a newer wirelab, or damaged)",
+            a.file.display(),
+            r.skipped
+        );
+    }
     if r.trailing_bytes > 0 {
         eprintln!(
             "wirelab: {}: ignored a partial record of {} bytes at the end",

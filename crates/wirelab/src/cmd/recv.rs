@@ -34,6 +34,7 @@ pub fn run(a: RecvArgs) -> Result<()> {
                 d => d.map(Duration::from_nanos),
             },
             format: a.format.engine(),
+            reuse_port: a.reuse_port,
             max_duration: a.timeout.map(Duration::from_nanos),
             forever: a.forever,
             wait: match a.wait {
@@ -52,6 +53,7 @@ pub fn run(a: RecvArgs) -> Result<()> {
             mlock: false,
         },
         window_ns: a.window.max(1_000_000),
+        max_flows: a.max_flows as usize,
         record: a.record.clone(),
         hw_timestamps: a.hw_timestamps.clone(),
         settings: RecvSettings {
@@ -112,7 +114,8 @@ fn recv_error(e: RecvError, bind: std::net::SocketAddr) -> anyhow::Error {
         RecvError::HwStamping(e) => anyhow::Error::new(e).context("--hw-timestamps"),
         RecvError::Bind { source, .. } => match source.kind() {
             ErrorKind::AddrInUse => usage(format!(
-                "port {} is already in use on {}: pick another with --port",
+                "port {} is already in use on {}: pick another with --port (receivers that all \
+                 pass --reuse-port share a port)",
                 bind.port(),
                 bind.ip()
             )),
