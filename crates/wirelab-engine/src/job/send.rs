@@ -145,6 +145,9 @@ fn clamp_note(values: Values, spec: &GenSpec, below: f64, above: f64, b: Bounds)
     )
 }
 
+/// A flow's interval and size generators.
+type FlowGenerators = (Generator, Generator);
+
 /// What one flow's thread hands back.
 struct FlowOutcome {
     stats: FlowSendStats,
@@ -229,7 +232,7 @@ impl SendJob {
     /// Every flow's generators, built up front so a bad file or a value out
     /// of bounds fails before anything is sent; and notes on the share of
     /// values the bounds will clamp.
-    fn generators(&self) -> Result<(Vec<(Generator, Generator)>, Vec<String>), SendError> {
+    fn generators(&self) -> Result<(Vec<FlowGenerators>, Vec<String>), SendError> {
         let err = |values, spec: &GenSpec| {
             let spec = spec.to_string();
             move |source| SendError::Spec {

@@ -59,11 +59,12 @@ pub fn write_send(r: &SendJobReport, out: &mut dyn Write) -> io::Result<()> {
         } else {
             writeln!(
                 out,
-                "flow {}: {} probes ({} bytes) at {:.1} pps; lateness p50 {} p99 {} p99.9 {} max {}; missed deadlines {}; drift {} ppm",
+                "flow {}: {} probes ({} bytes) at {} pps; lateness p50 {} p99 {} p99.9 {} max {}; missed deadlines {}; drift {} ppm",
                 f.report.flow,
                 sent,
                 e.bytes,
-                rate.unwrap_or(0.0),
+                // No rate without time between the first and last departure.
+                rate.map_or("-".into(), |p| format!("{p:.1}")),
                 ns(lat.map(|l| l.p50_ns as f64)),
                 ns(lat.map(|l| l.p99_ns as f64)),
                 ns(lat.map(|l| l.p999_ns as f64)),
@@ -421,7 +422,8 @@ mod tests {
         assert!(t.contains("as fast as possible (interval 0)"), "{t}");
         assert!(!t.contains("0.0 pps") && !t.contains("drift -"), "{t}");
         let t = send_text("const:1ms");
-        assert!(t.contains("drift - ppm") && !t.contains("as fast"), "{t}");
+        assert!(t.contains("at - pps") && t.contains("drift - ppm"), "{t}");
+        assert!(!t.contains("as fast"), "{t}");
     }
 
     #[test]

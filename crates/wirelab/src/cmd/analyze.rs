@@ -1,14 +1,12 @@
 //! `wirelab analyze`: record files in, the `wirelab.analysis/1` report out.
 
 use crate::cli::AnalyzeArgs;
-use crate::values;
 use anyhow::Result;
 use std::io::Write;
 use wirelab_analysis::{analyze_run, render_text};
 use wirelab_engine::job::records::read_run;
 
 pub fn run(a: AnalyzeArgs) -> Result<()> {
-    let window_ns = values::duration_ns("--window", &a.window)?.max(1_000_000);
     let run = read_run(&a.files)?;
     for (path, bytes) in &run.partial {
         eprintln!(
@@ -16,7 +14,7 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
             path.display()
         );
     }
-    let summary = analyze_run(&run.records, &run.requested, window_ns)?;
+    let summary = analyze_run(&run.records, &run.requested, a.window)?;
     if a.json {
         println!("{}", summary.to_json()?);
     } else {
