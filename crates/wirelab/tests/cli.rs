@@ -522,6 +522,11 @@ fn send_recv_and_capture_values_out_of_range_are_usage_errors() {
     capture("--rotate-size", "0", "must be at least 4KiB");
     capture("--rotate-every", "0", "must be at least 1s");
     capture("--stats-interval", "0", "must be at least 10ms");
+    capture(
+        "--block-count",
+        "4294967295",
+        "a ring must stay below 4 GiB",
+    );
     refused(
         &["analyze", "--window", "0", "x.wlr"],
         &["--window", "must be at least 1ms"],
@@ -540,6 +545,20 @@ fn a_cpu_that_does_not_exist_is_a_usage_error_not_a_privilege_error() {
             "--port",
             &port,
             "-n",
+            "1",
+            "--cpu",
+            "999",
+        ],
+        &["--cpu: cannot pin to CPU 999"],
+    );
+    refused(
+        &[
+            "capture",
+            "-i",
+            "lo",
+            "-w",
+            "/dev/null",
+            "-c",
             "1",
             "--cpu",
             "999",

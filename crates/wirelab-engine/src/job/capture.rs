@@ -7,6 +7,17 @@ use crate::capture::{
 };
 use crate::StopFlag;
 use std::time::Duration;
+use thiserror::Error;
+use wirelab_io::rt::{pin_to_cpu, RtError};
+
+#[derive(Debug, Error)]
+pub enum CaptureJobError {
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// A CPU to pin to that this process cannot run on.
+    #[error(transparent)]
+    Cpu(RtError),
+}
 
 /// An open capture, its ring set up and its signals handled.
 pub struct CaptureJob {
@@ -16,8 +27,17 @@ pub struct CaptureJob {
 }
 
 impl CaptureJob {
-    pub fn open(cfg: CaptureConfig) -> Result<CaptureJob, CaptureError> {
-        let stop = super::stop_on_signals()?;
+    /// Checks the CPUs to pin to (each by pinning a short-lived thread: the
+    /// capture threads pin themselves only once running), installs the
+    /// signal handlers and sets up the rings.
+    pub fn open(cfg: CaptureConfig) -> Result<CaptureJob, CaptureJobError> {
+        for &c in &cfg.cpus {
+            std::thread::spawn(move || pin_to_cpu(c))
+                .join()
+                .unwrap_or(Ok(()))
+                .map_err(CaptureJobError::Cpu)?;
+        }
+        let stop = super::stop_on_signals().map_err(CaptureError::from)?;
         let cap = Capture::open(cfg.clone())?;
         Ok(CaptureJob { cap, cfg, stop })
     }
@@ -112,6 +132,43 @@ mod tests {
         assert!(
             l.contains("3.0 MB  ring drops 2  wake-ups 10/s  mode poll (1 switches)"),
             "{l}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod open_tests {
+    use super::*;
+    use crate::capture::{FileFormat, Rotation};
+    use wirelab_io::ring_rx::{FanoutMode, RingConfig};
+
+    #[test]
+    fn a_cpu_this_process_cannot_run_on_is_refused_before_the_ring() {
+        let cfg = CaptureConfig {
+            ifname: "wlnosuch0".into(),
+            filter: String::new(),
+            snaplen: 262_144,
+            ring: RingConfig::default(),
+            wait: WaitPolicy::Block,
+            poll_period_ns: 1_000_000,
+            count: Some(1),
+            duration_ns: None,
+            threads: 1,
+            fanout: FanoutMode::Hash,
+            path: None,
+            merge: true,
+            format: FileFormat::Pcapng,
+            rotation: Rotation::default(),
+            cpus: vec![100_000],
+            avoid_rps_cpus: false,
+            direct_io: false,
+        };
+        let e = CaptureJob::open(cfg)
+            .err()
+            .expect("CPU 100000 does not exist");
+        assert!(
+            matches!(e, CaptureJobError::Cpu(RtError::Pin { cpu: 100_000, .. })),
+            "{e}"
         );
     }
 }

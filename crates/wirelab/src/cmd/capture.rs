@@ -4,12 +4,12 @@
 use crate::cli::{
     CaptureArgs, CaptureFormatArg, CaptureWaitArg, DirectionArg, FanoutArg, TsPrecArg,
 };
-use crate::error::{usage, Privilege};
+use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
 use std::io::Write;
 use std::time::Duration;
 use wirelab_engine::capture::{CaptureConfig, CaptureError, FileFormat, Rotation, WaitPolicy};
-use wirelab_engine::job::capture::CaptureJob;
+use wirelab_engine::job::capture::{CaptureJob, CaptureJobError};
 use wirelab_engine::job::text;
 use wirelab_io::ring_rx::{Direction, FanoutMode, RingConfig, RingError};
 use wirelab_pcap::PcapPrecision;
@@ -21,6 +21,12 @@ fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
             a.block_size
         ))
     })?;
+    let ring = u64::from(block_size) * u64::from(a.block_count);
+    if ring > u64::from(u32::MAX) {
+        return Err(usage(format!(
+            "--block-size x --block-count is {ring} bytes: a ring must stay below 4 GiB (the kernel's limit)"
+        )));
+    }
     if a.retire != 0 && a.retire < 1_000_000 {
         return Err(usage(
             "--retire has millisecond resolution: use 0 (kernel default) or at least 1ms",
@@ -75,7 +81,11 @@ fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
     })
 }
 
-fn map_err(e: CaptureError) -> anyhow::Error {
+fn map_err(e: impl Into<CaptureJobError>) -> anyhow::Error {
+    let e = match e.into() {
+        CaptureJobError::Cpu(e) => return rt_error(e),
+        CaptureJobError::Capture(e) => e,
+    };
     match e {
         CaptureError::Ring(RingError::Privilege { .. }) => Privilege(e.to_string()).into(),
         CaptureError::Ring(RingError::Config(m)) => {
