@@ -1,11 +1,12 @@
 //! The rewrite option parsers and the rewriter itself over arbitrary input:
 //! the first line is parsed by every spec parser (MAC, CIDR, IP map, port
-//! map, TTL, port set, cache file), the rest is a frame rewritten with a
+//! map, TTL, port set, cache file, TPID, source MAC), the rest is a frame rewritten with a
 //! spec built from whatever parsed, then classified for two-interface
 //! replay. Nothing may panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use wirelab_wire::rewrite::arg::{SourceMac, Tpid, VlanFields, VlanOp};
 use wirelab_wire::rewrite::split::{self, AutoSplit, PortSet, SideMap, SplitMode};
 use wirelab_wire::rewrite::{
     parse_mac, unique_ip, Cidr, FixLen, IpMap, PortMap, RewriteSpec, RewriteStats, Ttl, Vlan,
@@ -21,6 +22,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = split::parse_cidrs(s);
     let ports = PortSet::parse(s).ok();
     let _ = SideMap::from_text(s);
+    let _ = s.parse::<SourceMac>();
+    let tpid = s.parse::<Tpid>().ok();
     let mut r = RewriteSpec::default();
     if let Ok(m) = IpMap::parse(s) {
         r.src_map.push(m);
@@ -43,19 +46,21 @@ fuzz_target!(|data: &[u8]| {
         3 => Some(FixLen::Del),
         _ => None,
     };
-    r.vlan = match (k >> 4) & 3 {
-        1 => Some(Vlan::Add {
-            tpid: 0x88a8,
-            tci: 42,
-        }),
-        2 => Some(Vlan::Strip),
-        3 => Some(Vlan::Retag {
-            vid: Some(7),
-            pcp: None,
-            tpid: None,
-        }),
-        _ => None,
+    // VLAN fields from the frame's next bytes, in range or not.
+    let f = |i: usize| frame.get(i).copied().unwrap_or(0);
+    let fields = VlanFields {
+        vid: (f(1) & 1 != 0).then(|| u16::from_be_bytes([f(2), f(3)])),
+        pcp: (f(1) & 2 != 0).then(|| f(4)),
+        dei: (f(1) & 4 != 0).then(|| f(5)),
+        tpid,
     };
+    let op = [
+        None,
+        Some(VlanOp::Add),
+        Some(VlanOp::Del),
+        Some(VlanOp::Retag),
+    ][usize::from((k >> 4) & 3)];
+    r.vlan = op.and_then(|op| Vlan::from_fields(op, fields).ok());
     let mut b = frame.to_vec();
     let mut orig = (b.len() as u32).saturating_add(u32::from(k));
     let mut st = RewriteStats::default();

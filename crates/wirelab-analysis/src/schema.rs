@@ -255,6 +255,124 @@ pub struct CaptureCpu {
     pub utilization: f64,
 }
 
+// ---- wirelab.replay/1 and wirelab.replay.cache/1 ----
+
+pub const REPLAY_SCHEMA: &str = "wirelab.replay/1";
+pub const REPLAY_CACHE_SCHEMA: &str = "wirelab.replay.cache/1";
+
+/// The parts of `wirelab.replay/1` the replay driver measures about itself,
+/// as its own types (serialized as they are).
+pub trait ReplayParts {
+    /// How the trace was held.
+    type Load: Serialize + Clone + std::fmt::Debug;
+    /// Reading and selection counters.
+    type Read: Serialize + Clone + std::fmt::Debug;
+    /// Rewrite counters.
+    type Rewrite: Serialize + Clone + std::fmt::Debug;
+    /// Send problems.
+    type Send: Serialize + Clone + std::fmt::Debug;
+    /// How the sender waited.
+    type Wait: Serialize + Clone + std::fmt::Debug;
+    /// The two-interface split.
+    type Split: Serialize + Clone + std::fmt::Debug;
+    /// The start-phase calibration.
+    type Phase: Serialize + Clone + std::fmt::Debug;
+}
+
+/// `wirelab.replay/1`, printed with its keys in this declaration order (its
+/// documented form).
+#[derive(Debug, Clone, Serialize)]
+#[serde(bound = "")]
+pub struct ReplayReport<P: ReplayParts> {
+    pub schema: &'static str,
+    /// Output description.
+    pub output: String,
+    /// "ring", "sendmmsg" or "file".
+    pub tx: &'static str,
+    pub qdisc_bypass: bool,
+    /// What departure time means.
+    pub departure: &'static str,
+    pub files: Vec<String>,
+    pub load: P::Load,
+    pub read: P::Read,
+    pub rewrite: P::Rewrite,
+    /// Timing mode, as text.
+    pub timing: String,
+    /// Late policy, as text.
+    pub late_policy: String,
+    /// Passes started.
+    pub loops: u64,
+    /// Why it stopped: "done", "limit", "duration", "signal".
+    pub stopped_by: &'static str,
+    pub fidelity: crate::FidelityReport,
+    pub send: P::Send,
+    pub wait: P::Wait,
+    /// Null with one interface.
+    pub split: Option<P::Split>,
+    /// Null when no calibration ran.
+    pub phase: Option<P::Phase>,
+    /// Why no frame was sent (null when one was).
+    pub nothing_sent: Option<NothingSent>,
+}
+
+/// A replay that sent (or wrote) no frame, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NothingSent {
+    /// Why, with the counts and the flag that changes it.
+    pub reason: String,
+    /// The user asked for it (a selection that matches nothing, `--limit
+    /// 0`, a `--duration` over before the first frame, a signal, a cache
+    /// file's "don't send"); otherwise it is a failure.
+    pub asked: bool,
+}
+
+/// `wirelab.replay.cache/1`: a run that only classified packets into
+/// client and server and wrote the cache file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplayCacheReport {
+    pub schema: &'static str,
+    pub cachefile: String,
+    /// How packets were classified: auto, cidr, port, or tcpprep.
+    pub mode: String,
+    /// A tcpprep cache's comment (its command line), else empty.
+    pub comment: String,
+    pub packets: u64,
+    pub client_packets: u64,
+    pub server_packets: u64,
+    /// Packets a tcpprep cache marks "don't send".
+    pub skipped_packets: u64,
+}
+
+impl ReplayCacheReport {
+    /// One line, keys sorted (the documented form).
+    pub fn to_json(&self) -> Result<String, AnalysisError> {
+        Ok(serde_json::to_string(&serde_json::to_value(self)?)?)
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::*;
+
+    #[test]
+    fn replay_cache_report_is_one_line_with_sorted_keys() {
+        let r = ReplayCacheReport {
+            schema: REPLAY_CACHE_SCHEMA,
+            cachefile: "c.txt".into(),
+            mode: "auto".into(),
+            comment: String::new(),
+            packets: 179,
+            client_packets: 99,
+            server_packets: 80,
+            skipped_packets: 0,
+        };
+        assert_eq!(
+            r.to_json().unwrap(),
+            r#"{"cachefile":"c.txt","client_packets":99,"comment":"","mode":"auto","packets":179,"schema":"wirelab.replay.cache/1","server_packets":80,"skipped_packets":0}"#
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -198,8 +198,8 @@ pub fn format_ns(ns: f64) -> String {
     }
 }
 
-/// Parses a plain unitless decimal (shape parameters).
-pub(crate) fn parse_number(s: &str) -> Result<f64, UnitError> {
+/// Parses a plain unitless decimal (shape parameters, factors).
+pub fn parse_number(s: &str) -> Result<f64, UnitError> {
     match split(s) {
         Some((num, "")) => Ok(num.to_f64(1)),
         _ => Err(UnitError::Number(s.trim().to_string())),

@@ -1,10 +1,18 @@
 //! Command-line interface definitions.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use crate::values::{self, NONZERO_DURATION, WINDOW};
+use clap::{value_parser, Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use wirelab_core::gen::GenSpec;
 use wirelab_core::replay::LatePolicy;
 use wirelab_core::units;
-use wirelab_wire::rewrite::{parse_mac, IpMap, PortMap, Ttl};
+use wirelab_engine::job::net::{BindAddr, Family};
+use wirelab_engine::job::replay::select::Selector;
+use wirelab_engine::replay::{Ranges, Spin};
+use wirelab_engine::sender::Padding;
+use wirelab_wire::rewrite::arg::{SourceMac, Tpid, VlanOp};
+use wirelab_wire::rewrite::split::PortSet;
+use wirelab_wire::rewrite::{parse_mac, Cidr, FixLen, IpMap, PortMap, Ttl};
 
 pub const DEFAULT_PORT: u16 = 5757;
 
@@ -69,11 +77,8 @@ pub enum FormatArg {
 
 impl CatchUpArgs {
     /// The policy; `rebase_threshold_ns` is the lateness --late rebase shifts on.
-    pub fn policy(&self, rebase_threshold_ns: u64) -> Result<LatePolicy, anyhow::Error> {
-        if !(0.0..=1.0).contains(&self.spread_factor) {
-            return Err(crate::error::usage("--spread-factor must be within 0..=1"));
-        }
-        Ok(match self.late {
+    pub fn policy(&self, rebase_threshold_ns: u64) -> LatePolicy {
+        match self.late {
             LateArg::Burst => LatePolicy::Burst,
             LateArg::Rebase => LatePolicy::Rebase {
                 threshold_ns: rebase_threshold_ns,
@@ -83,7 +88,7 @@ impl CatchUpArgs {
                 max_shrink_ns: self.spread_max_shrink,
                 horizon: self.spread_horizon,
             },
-        })
+        }
     }
 }
 
@@ -106,25 +111,17 @@ pub struct PhaseArgs {
     /// at once
     #[arg(long, value_enum, default_value_t = PhaseArg::Auto)]
     pub phase: PhaseArg,
-    /// How long --phase auto watches for stalls (40ms to 10s)
-    #[arg(long, default_value = "200ms", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    /// How long --phase auto watches for stalls (40ms, two 20ms folds, to 10s)
+    #[arg(long, default_value = "200ms", value_name = "DURATION",
+          value_parser = values::duration(40_000_000, 10_000_000_000, "between 40ms and 10s"))]
     pub phase_calibration: u64,
 }
 
 impl PhaseArgs {
     /// The calibration to run, or None with --phase off.
-    pub fn config(&self) -> Result<Option<wirelab_engine::phase::PhaseConfig>, anyhow::Error> {
-        let ns = self.phase_calibration;
-        if !(40_000_000..=10_000_000_000).contains(&ns) {
-            return Err(crate::error::usage(
-                "--phase-calibration must be between 40ms (two 20ms folds) and 10s",
-            ));
-        }
-        Ok(match self.phase {
-            PhaseArg::Off => None,
-            PhaseArg::Auto => Some(wirelab_engine::phase::PhaseConfig {
-                calibrate: std::time::Duration::from_nanos(ns),
-            }),
+    pub fn config(&self) -> Option<wirelab_engine::phase::PhaseConfig> {
+        (self.phase == PhaseArg::Auto).then(|| wirelab_engine::phase::PhaseConfig {
+            calibrate: std::time::Duration::from_nanos(self.phase_calibration),
         })
     }
 }
@@ -158,6 +155,16 @@ pub struct IpFamily {
     pub ipv6: bool,
 }
 
+impl IpFamily {
+    pub fn family(&self) -> Family {
+        match (self.ipv4, self.ipv6) {
+            (true, _) => Family::V4,
+            (_, true) => Family::V6,
+            _ => Family::Any,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 #[command(after_long_help = "INTERVAL AND SIZE SPECS:\n  \
 1ms | const:1ms          constant\n  \
@@ -181,37 +188,39 @@ pub struct SendArgs {
     /// Receiver host name or address
     pub host: String,
     /// Receiver UDP port
-    #[arg(short, long, default_value_t = DEFAULT_PORT)]
+    #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = value_parser!(u16).range(1..))]
     pub port: u16,
     #[command(flatten)]
     pub family: IpFamily,
     /// Local address to bind (default: any)
     #[arg(long, value_name = "ADDR")]
-    pub bind: Option<String>,
+    pub bind: Option<BindAddr>,
     /// Flow id of the first flow (0..2^32); each flow has its own sequence space
     #[arg(long, default_value_t = 1)]
     pub flow: u32,
     /// Number of concurrent flows (ids FLOW, FLOW+1, ...), each on its own socket and thread
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub flows: u32,
-    /// Interval between probes as a spec (see below), e.g. 100us, exp:1ms
-    #[arg(short, long, value_name = "SPEC", conflicts_with_all = ["rate", "bitrate"])]
-    pub interval: Option<String>,
+    /// Interval between probes as a spec (see below), e.g. 100us, exp:1ms; 0 sends as fast
+    /// as possible (no schedule); at most 1h
+    #[arg(short, long, value_name = "SPEC", conflicts_with_all = ["rate", "bitrate"],
+          value_parser = values::INTERVAL)]
+    pub interval: Option<GenSpec>,
     /// Constant packet rate, e.g. 10kpps, 1Mpps, 500
-    #[arg(short, long, value_name = "RATE", conflicts_with = "bitrate",
-          value_parser = units::parse_rate_pps)]
+    #[arg(short, long, value_name = "RATE", conflicts_with = "bitrate", value_parser = values::RATE)]
     pub rate: Option<f64>,
     /// Constant bit rate of UDP payload, e.g. 50Mbit, 1Gbit (uses the mean size)
-    #[arg(short, long, value_name = "BITRATE", value_parser = units::parse_bitrate_bps)]
+    #[arg(short, long, value_name = "BITRATE", value_parser = values::BITRATE)]
     pub bitrate: Option<f64>,
-    /// UDP payload size as a spec, e.g. 100, uniform:64,1400 (min 24; 40 with --echo)
-    #[arg(short, long, value_name = "SPEC", default_value = "64")]
-    pub size: String,
+    /// UDP payload size as a spec, e.g. 100, uniform:64,1400: 24 (40 with --echo, 21 with
+    /// --format luna) to 65507 bytes; a distribution's tail beyond them is clamped and counted
+    #[arg(short, long, value_name = "SPEC", default_value = "64", value_parser = values::SIZE)]
+    pub size: GenSpec,
     /// Stop after this many probes
-    #[arg(short = 'n', long)]
+    #[arg(short = 'n', long, value_parser = values::at_least(1u64))]
     pub count: Option<u64>,
     /// Stop after this long, e.g. 5s, 500ms (default 10s when no --count)
-    #[arg(short, long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    #[arg(short, long, value_name = "DURATION", value_parser = NONZERO_DURATION)]
     pub duration: Option<u64>,
     /// DSCP code point (0-63), set in the TOS/traffic-class byte
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=63), conflicts_with = "tos")]
@@ -221,7 +230,7 @@ pub struct SendArgs {
     pub tos: Option<u8>,
     /// Padding after the probe header: a byte value (0x00-0xff) or "random"
     #[arg(long, default_value = "0")]
-    pub padding: String,
+    pub padding: Padding,
     /// Flag the first N probes as warm-up (analysis excludes them)
     #[arg(long, default_value_t = 0)]
     pub warmup: u64,
@@ -233,12 +242,12 @@ pub struct SendArgs {
     /// at 500 pps and more the sender then spins through every gap) and drops to 100us while
     /// the sender waits for a CPU shared with busy work; a duration fixes it
     #[arg(long, default_value = "auto", value_name = "DURATION|auto")]
-    pub spin_margin: String,
+    pub spin_margin: Spin,
     /// Most probes sent in one sendmmsg call when behind schedule
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub batch: u16,
     /// Run the sending threads under SCHED_FIFO at this priority (1-99; needs CAP_SYS_NICE)
-    #[arg(long, value_name = "PRIO")]
+    #[arg(long, value_name = "PRIO", value_parser = value_parser!(i32).range(1..=99))]
     pub rt_priority: Option<i32>,
     /// Pin the sending thread to this CPU (flow i goes to CPU+i)
     #[arg(long)]
@@ -292,12 +301,12 @@ wirelab recv --echo --forever          # a standing reflector for `wirelab send 
 wirelab recv --record rx.wlr           # per-packet records for `wirelab analyze`\n\n\
 It ends on Ctrl-C / SIGTERM, or once every flow has sent its end marker (then --linger), or after --idle-timeout.")]
 pub struct RecvArgs {
-    /// UDP port to listen on
+    /// UDP port to listen on (0: a free port, shown at the start)
     #[arg(short, long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
     /// Local address to bind (default: all addresses)
     #[arg(long, value_name = "ADDR")]
-    pub bind: Option<String>,
+    pub bind: Option<BindAddr>,
     #[command(flatten)]
     pub family: IpFamily,
     /// Reflect echo requests back to their sender with receive/transmit times
@@ -308,36 +317,37 @@ pub struct RecvArgs {
     /// marker; echo requests mirrored unchanged)
     #[arg(long, value_enum, default_value = "wirelab")]
     pub format: FormatArg,
-    /// Socket receive buffer size
-    #[arg(long, default_value = "32MiB")]
-    pub rcvbuf: String,
+    /// Socket receive buffer size (4KiB to 1GiB)
+    #[arg(long, default_value = "32MiB", value_parser = values::bytes(4096, 1 << 30, "between 4KiB and 1GiB"))]
+    pub rcvbuf: u64,
     /// Datagrams taken per recvmmsg call
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub batch: u16,
-    /// SO_BUSY_POLL in µs (0 = off; above the sysctl needs CAP_NET_ADMIN)
-    #[arg(long, default_value_t = 0)]
+    /// SO_BUSY_POLL in µs (0 = off, at most 1000000; above the sysctl needs CAP_NET_ADMIN)
+    #[arg(long, default_value_t = 0, value_parser = value_parser!(u32).range(..=1_000_000))]
     pub busy_poll: u32,
     /// How to wait for packets: block in recvmmsg, poll every --poll-period, or let the
     /// arrival-rate forecaster switch between the two (few wake-ups under floods)
     #[arg(long, value_enum, default_value_t = RecvWaitArg::Adaptive)]
     pub wait: RecvWaitArg,
-    /// Poll period of --wait poll and adaptive
-    #[arg(long, default_value = "200us", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    /// Poll period of --wait poll and adaptive (1us to 1s)
+    #[arg(long, default_value = "200us", value_name = "DURATION",
+          value_parser = values::duration(1_000, 1_000_000_000, "between 1us and 1s"))]
     pub poll_period: u64,
     /// After every flow has ended, wait this long for late packets
     #[arg(long, default_value = "300ms", value_name = "DURATION", value_parser = units::parse_duration_ns)]
     pub linger: u64,
     /// End when nothing has arrived for this long (after the first packet)
-    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", value_parser = NONZERO_DURATION)]
     pub idle_timeout: Option<u64>,
     /// End after this long in any case
-    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", value_parser = NONZERO_DURATION)]
     pub timeout: Option<u64>,
     /// Keep running after flows end (only a signal or --timeout ends it)
     #[arg(long)]
     pub forever: bool,
-    /// Window for throughput over time in the summary
-    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    /// Window for throughput over time in the summary (at least 1ms)
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = WINDOW)]
     pub window: u64,
     /// Most flows measured live (up to about 1.3 MiB each once a flow has sent over 1024
     /// probes); probes of further flows are counted, not measured
@@ -352,8 +362,8 @@ pub struct RecvArgs {
     /// Pin the receiving thread to this CPU
     #[arg(long)]
     pub cpu: Option<usize>,
-    /// Run the receiving thread under SCHED_FIFO at this priority (needs CAP_SYS_NICE)
-    #[arg(long, value_name = "PRIO")]
+    /// Run the receiving thread under SCHED_FIFO at this priority (1-99; needs CAP_SYS_NICE)
+    #[arg(long, value_name = "PRIO", value_parser = value_parser!(i32).range(1..=99))]
     pub rt_priority: Option<i32>,
     /// Have the NIC IF stamp every received packet in hardware (SIOCSHWTSTAMP, needs
     /// CAP_NET_ADMIN); the NIC's setting is restored at exit. Stamps are on the NIC's
@@ -381,9 +391,9 @@ pub struct AnalyzeArgs {
     /// Record files written by `send --record` and `recv --record`
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Window for throughput over time
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub window: String,
+    /// Window for throughput over time (at least 1ms)
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = WINDOW)]
+    pub window: u64,
     /// Most flows analyzed; inputs with more are refused before any is analyzed
     #[arg(long, default_value_t = wirelab_analysis::join::DEFAULT_MAX_FLOWS as u32,
           value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -424,13 +434,15 @@ pub struct ExportArgs {
 )]
 pub struct DemoArgs {
     /// How long the sender runs
-    #[arg(short, long, default_value = "3s", value_name = "DURATION")]
-    pub duration: String,
+    #[arg(short, long, default_value = "3s", value_name = "DURATION", value_parser = NONZERO_DURATION)]
+    pub duration: u64,
     /// Interval spec of the sender
-    #[arg(short, long, default_value = "exp:500us", value_name = "SPEC")]
+    #[arg(short, long, default_value = "exp:500us", value_name = "SPEC",
+          value_parser = |s: &str| values::INTERVAL(s).map(|_| s.to_string()))]
     pub interval: String,
     /// Size spec of the sender
-    #[arg(short, long, default_value = "uniform:64,512", value_name = "SPEC")]
+    #[arg(short, long, default_value = "uniform:64,512", value_name = "SPEC",
+          value_parser = |s: &str| values::SIZE(s).map(|_| s.to_string()))]
     pub size: String,
     /// Run over loopback even as root
     #[arg(long)]
@@ -509,13 +521,13 @@ pub struct CaptureArgs {
     #[arg(short = 'w', long = "write", value_name = "FILE")]
     pub write: PathBuf,
     /// Stop after this many packets
-    #[arg(short = 'c', long)]
+    #[arg(short = 'c', long, value_parser = values::at_least(1u64))]
     pub count: Option<u64>,
     /// Stop after this long (e.g. 10s, 5min)
-    #[arg(short, long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    #[arg(short, long, value_name = "DURATION", value_parser = NONZERO_DURATION)]
     pub duration: Option<u64>,
-    /// Bytes kept of each packet
-    #[arg(short, long, default_value_t = 262_144)]
+    /// Bytes kept of each packet (1 to 262144)
+    #[arg(short, long, default_value_t = 262_144, value_parser = value_parser!(u32).range(1..=262_144))]
     pub snaplen: u32,
     /// Do not put the interface into promiscuous mode
     #[arg(short = 'p', long)]
@@ -535,26 +547,28 @@ pub struct CaptureArgs {
     /// Ring block count (halved automatically while the kernel lacks memory)
     #[arg(long, default_value_t = 64)]
     pub block_count: u32,
-    /// Block retire timeout: longest a partly filled block waits (ms resolution; 0 = kernel)
-    #[arg(long, default_value = "10ms", value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    /// Block retire timeout: longest a partly filled block waits (ms resolution, at most
+    /// 10s; 0 = kernel)
+    #[arg(long, default_value = "10ms", value_name = "DURATION",
+          value_parser = values::duration(0, 10_000_000_000, "0 (the kernel's) or 1ms to 10s"))]
     pub retire: u64,
     /// How to wait for packets
     #[arg(long, value_enum, default_value_t = CaptureWaitArg::Adaptive)]
     pub wait: CaptureWaitArg,
-    /// Poll period in µs for --wait poll|adaptive
-    #[arg(long, default_value_t = 1000, value_name = "US")]
+    /// Poll period in µs for --wait poll|adaptive (1 to 1000000)
+    #[arg(long, default_value_t = 1000, value_name = "US", value_parser = value_parser!(u64).range(1..=1_000_000))]
     pub poll_period: u64,
-    /// Start a new file once one reaches this size (e.g. 100MB)
-    #[arg(long, value_name = "SIZE", value_parser = units::parse_bytes)]
+    /// Start a new file once one reaches this size (e.g. 100MB; at least 4KiB)
+    #[arg(long, value_name = "SIZE", value_parser = values::bytes(4096, u64::MAX, "at least 4KiB"))]
     pub rotate_size: Option<u64>,
-    /// Start a new file every DURATION
-    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    /// Start a new file every DURATION (at least 1s)
+    #[arg(long, value_name = "DURATION", value_parser = values::duration(1_000_000_000, u64::MAX, "at least 1s"))]
     pub rotate_every: Option<u64>,
     /// Cut --rotate-every files at multiples of DURATION since the epoch (wall clock)
     #[arg(long, requires = "rotate_every")]
     pub rotate_align: bool,
     /// Keep only the newest N files (a ring of files)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::at_least(1u32))]
     pub rotate_files: Option<u32>,
     /// Capture threads joined by PACKET_FANOUT (merged into FILE, or FILE.tN.EXT with --split)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
@@ -573,8 +587,8 @@ pub struct CaptureArgs {
     /// files where the filesystem allows it: no copy into the page cache)
     #[arg(long)]
     pub buffered_io: bool,
-    /// Print a live statistics line on stderr this often (e.g. 1s)
-    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    /// Print a live statistics line on stderr this often (e.g. 1s; at least 10ms)
+    #[arg(long, value_name = "DURATION", value_parser = values::duration(10_000_000, u64::MAX, "at least 10ms"))]
     pub stats_interval: Option<u64>,
     /// Print the summary as JSON (schema wirelab.capture/1)
     #[arg(long)]
@@ -618,8 +632,8 @@ pub struct CatchUpArgs {
     /// Catch-up policy when late
     #[arg(long, value_enum, default_value = "spread")]
     pub late: LateArg,
-    /// Fraction of the original gap kept at least while catching up (--late spread)
-    #[arg(long, default_value_t = 0.5, value_name = "F")]
+    /// Fraction of the original gap kept at least while catching up (--late spread; 0 to 1)
+    #[arg(long, default_value = "0.5", value_name = "F", value_parser = values::number(0.0, 1.0, "within 0..=1"))]
     pub spread_factor: f64,
     /// Most a gap is shortened while catching up (--late spread): each catch-up gap is off
     /// by at most this much; larger values catch up faster
@@ -668,6 +682,26 @@ pub enum FixLenArg {
     Del,
 }
 
+impl From<VlanArg> for VlanOp {
+    fn from(v: VlanArg) -> VlanOp {
+        match v {
+            VlanArg::Add => VlanOp::Add,
+            VlanArg::Del => VlanOp::Del,
+            VlanArg::Retag => VlanOp::Retag,
+        }
+    }
+}
+
+impl From<FixLenArg> for FixLen {
+    fn from(f: FixLenArg) -> FixLen {
+        match f {
+            FixLenArg::Pad => FixLen::Pad,
+            FixLenArg::Trunc => FixLen::Trunc,
+            FixLenArg::Del => FixLen::Del,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 #[command(
     after_long_help = "TIMING: original (default), --multiplier, --pps, --mbps, --topspeed. Deadlines are absolute \
@@ -690,15 +724,17 @@ pub struct ReplayArgs {
     pub intf: Option<String>,
     #[command(flatten)]
     pub split: Box<ReplaySplitArgs>,
-    /// Speed-up factor of the original timing (2 = twice as fast)
-    #[arg(short = 'x', long, value_name = "X", conflicts_with_all = ["pps", "mbps", "topspeed"])]
+    /// Speed-up factor of the original timing (2 = twice as fast; 0.000001 to 1000000)
+    #[arg(short = 'x', long, value_name = "X", conflicts_with_all = ["pps", "mbps", "topspeed"],
+          value_parser = values::number(1e-6, 1e6, "between 0.000001 and 1000000"))]
     pub multiplier: Option<f64>,
-    /// Fixed packet rate (e.g. 1000, 100kpps)
+    /// Fixed packet rate (e.g. 1000, 100kpps; at least 0.001)
     #[arg(short = 'p', long, value_name = "RATE", conflicts_with_all = ["mbps", "topspeed"],
-          value_parser = units::parse_rate_pps)]
+          value_parser = values::RATE)]
     pub pps: Option<f64>,
-    /// Fixed bit rate in Mbit/s (see --rate-layer)
-    #[arg(short = 'M', long, value_name = "MBPS", conflicts_with = "topspeed")]
+    /// Fixed bit rate in Mbit/s (see --rate-layer; at least 0.001)
+    #[arg(short = 'M', long, value_name = "MBPS", conflicts_with = "topspeed",
+          value_parser = values::number(1e-3, f64::MAX, "at least 0.001 (1 kbit/s)"))]
     pub mbps: Option<f64>,
     /// What --mbps counts
     #[arg(long, value_enum, default_value = "l2")]
@@ -707,7 +743,7 @@ pub struct ReplayArgs {
     #[arg(short = 't', long)]
     pub topspeed: bool,
     /// Packets per tick with --pps/--mbps
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = values::at_least(1u32))]
     pub burst: u32,
     /// Passes over the trace (0 = until stopped)
     #[arg(short = 'l', long = "loop", default_value_t = 1, value_name = "N")]
@@ -716,10 +752,10 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
     pub loop_delay: Option<u64>,
     /// Stop after this much time
-    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", value_parser = NONZERO_DURATION)]
     pub duration: Option<u64>,
     /// Stop after this many packets
-    #[arg(short = 'L', long, value_name = "N")]
+    #[arg(short = 'L', long, value_name = "N", value_parser = values::at_least(1u64))]
     pub limit: Option<u64>,
     /// pcap records whose sub-second field is 1 s or more (ns written into a µs file):
     /// keep them as read, clamp them to the previous packet's time, or read the file's
@@ -738,24 +774,24 @@ pub struct ReplayArgs {
     /// from how late this machine's sleeps wake up (1ms..2ms: gaps shorter than that are
     /// spun through)
     #[arg(long, default_value = "auto", value_name = "DURATION|auto")]
-    pub spin: String,
+    pub spin: Spin,
     /// Transmit method
     #[arg(long, value_enum, default_value = "auto")]
     pub tx: ReplayTxArg,
     /// Go through the qdisc layer (default: PACKET_QDISC_BYPASS)
     #[arg(long)]
     pub no_qdisc_bypass: bool,
-    /// Slots of the TX ring
-    #[arg(long, default_value_t = 1024, value_name = "N")]
-    pub ring_slots: usize,
-    /// Most frames per send call
-    #[arg(long, default_value_t = 64, value_name = "N")]
-    pub batch: usize,
+    /// Slots of the TX ring (8 to 65536; each holds a frame of the interface's MTU)
+    #[arg(long, default_value_t = 1024, value_name = "N", value_parser = value_parser!(u32).range(8..=65_536))]
+    pub ring_slots: u32,
+    /// Most frames per send call (1 to 1024, the kernel's limit for sendmmsg)
+    #[arg(long, default_value_t = 64, value_name = "N", value_parser = value_parser!(u16).range(1..=1024))]
+    pub batch: u16,
     /// Preload budget; larger inputs are streamed with read-ahead
     #[arg(long, default_value = "1GiB", value_name = "BYTES", value_parser = units::parse_bytes)]
     pub max_preload: u64,
     /// SCHED_FIFO priority (1-99)
-    #[arg(long, value_name = "PRIO")]
+    #[arg(long, value_name = "PRIO", value_parser = value_parser!(i32).range(1..=99))]
     pub rt_priority: Option<i32>,
     /// Pin the sending thread to this CPU
     #[arg(long, value_name = "CPU")]
@@ -767,14 +803,14 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// Send only these packets: numbers (7,11,20-23,174- or P:LIST) or a BPF filter (F:EXPR or plain text)
-    #[arg(long, value_name = "SPEC")]
-    pub include: Option<String>,
+    #[arg(long, value_name = "SPEC", value_parser = values::SELECT)]
+    pub include: Option<Selector>,
     /// Never send these packets: numbers or a BPF filter, as --include
-    #[arg(long, value_name = "SPEC")]
-    pub exclude: Option<String>,
+    #[arg(long, value_name = "SPEC", value_parser = values::SELECT)]
+    pub exclude: Option<Selector>,
     /// Send only these packet numbers (1-100,200-)
-    #[arg(long, value_name = "RANGES")]
-    pub packets: Option<String>,
+    #[arg(long, value_name = "RANGES", value_parser = Ranges::parse)]
+    pub packets: Option<Ranges>,
     #[command(flatten)]
     pub rw: Box<ReplayRewriteArgs>,
     /// Move addresses apart by the loop number in every pass after the first (tcpreplay --unique-ip)
@@ -801,14 +837,15 @@ pub struct ReplaySplitArgs {
     pub auto: bool,
     /// Split by source address: packets from these networks are server packets
     /// (tcpprep -c), e.g. 192.168.0.0/16,[fd00::/8]
-    #[arg(long, value_name = "CIDRS", conflicts_with_all = ["port_split", "cachefile"])]
-    pub cidr: Option<String>,
+    #[arg(long, value_name = "CIDRS", conflicts_with_all = ["port_split", "cachefile"],
+          value_delimiter = ',', value_parser = |s: &str| Cidr::parse(s.trim_start_matches('[').trim_end_matches(']')))]
+    pub cidr: Vec<Cidr>,
     /// Split by port: a source port in --server-ports makes a server packet (tcpprep -p)
     #[arg(long, conflicts_with = "cachefile")]
     pub port_split: bool,
     /// Server ports for --port-split (default 0-1023)
-    #[arg(long, value_name = "PORTS", requires = "port_split")]
-    pub server_ports: Option<String>,
+    #[arg(long, value_name = "PORTS", requires = "port_split", value_parser = PortSet::parse)]
+    pub server_ports: Option<PortSet>,
     /// Load the client/server split from this cache file: wirelab's (--save-cache) or
     /// tcpprep's binary one (tcpprep -o; primary = client, secondary = server, "don't
     /// send" packets are skipped). It must cover exactly the packets of the trace
@@ -830,22 +867,22 @@ pub struct ReplayRewriteArgs {
     pub enet_dmac: Option<[u8; 6]>,
     /// Source MAC, or `if` for the sending interface's MAC
     #[arg(long, value_name = "MAC")]
-    pub enet_smac: Option<String>,
+    pub enet_smac: Option<SourceMac>,
     /// VLAN operation on the outer tag
     #[arg(long, value_enum)]
     pub enet_vlan: Option<VlanArg>,
-    /// VLAN id for add/retag
-    #[arg(long, value_name = "VID")]
+    /// VLAN id for add/retag (0-4095)
+    #[arg(long, value_name = "VID", value_parser = value_parser!(u16).range(..=4095))]
     pub enet_vlan_tag: Option<u16>,
-    /// VLAN priority (PCP) for add/retag
-    #[arg(long, value_name = "PCP")]
+    /// VLAN priority (PCP) for add/retag (0-7)
+    #[arg(long, value_name = "PCP", value_parser = value_parser!(u8).range(..=7))]
     pub enet_vlan_pri: Option<u8>,
     /// VLAN CFI/DEI bit for add
-    #[arg(long, value_name = "0|1")]
+    #[arg(long, value_name = "0|1", value_parser = value_parser!(u8).range(..=1))]
     pub enet_vlan_cfi: Option<u8>,
     /// VLAN TPID for add/retag: 802.1q (0x8100) or 802.1ad (0x88a8)
     #[arg(long, value_name = "PROTO")]
-    pub enet_vlan_proto: Option<String>,
+    pub enet_vlan_proto: Option<Tpid>,
     /// Map source addresses FROM:TO by CIDR (repeatable; [v6]/64:[v6]/64 for IPv6)
     #[arg(long, value_name = "MAP", value_parser = IpMap::parse)]
     pub srcipmap: Vec<IpMap>,
@@ -861,9 +898,9 @@ pub struct ReplayRewriteArgs {
     /// TTL / hop limit: N, +N or -N
     #[arg(long, value_name = "TTL", value_parser = Ttl::parse)]
     pub ttl: Option<Ttl>,
-    /// MTU for --mtu-trunc (L3 bytes)
-    #[arg(long, default_value_t = 1500, value_name = "BYTES")]
-    pub mtu: usize,
+    /// MTU for --mtu-trunc (L3 bytes; 68, IPv4's minimum, to 65535)
+    #[arg(long, default_value_t = 1500, value_name = "BYTES", value_parser = value_parser!(u16).range(68..))]
+    pub mtu: u16,
     /// Truncate frames whose L3 part exceeds --mtu (fixes lengths and checksums)
     #[arg(long)]
     pub mtu_trunc: bool,

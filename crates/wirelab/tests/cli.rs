@@ -333,3 +333,236 @@ fn wall_ns() -> u64 {
         .unwrap()
         .as_nanos() as u64
 }
+
+/// A usage error (exit 2) whose message contains every one of `want`.
+fn refused(args: &[&str], want: &[&str]) {
+    let out = wirelab(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    for w in want {
+        assert!(err.contains(w), "{args:?}: {w:?} not in {err}");
+    }
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
+/// A UDP port nothing answers on, held open so the probes have a sink.
+fn sink() -> (std::net::UdpSocket, String) {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = s.local_addr().unwrap().port().to_string();
+    (s, port)
+}
+
+#[test]
+fn sizes_beyond_a_udp_payload_are_refused_not_clamped() {
+    refused(
+        &["send", "127.0.0.1", "--size", "70000", "-n", "1"],
+        &["--size const:70000", "70000 bytes is outside 24..=65507"],
+    );
+    refused(
+        &["send", "127.0.0.1", "--size", "uniform:64,70000", "-n", "1"],
+        &["--size", "outside 24..=65507"],
+    );
+    refused(
+        &["send", "127.0.0.1", "--size", "10", "-n", "1"],
+        &["10 bytes is outside 24..=65507"],
+    );
+    refused(
+        &["send", "127.0.0.1", "--interval", "2h", "-n", "1"],
+        &["--interval const:2h", "outside 0..=3600 s"],
+    );
+    // A distribution whose tail passes the maximum is sent, and says so.
+    let (_sink, port) = sink();
+    let out = wirelab(&[
+        "send",
+        "127.0.0.1",
+        "--port",
+        &port,
+        "--size",
+        "exp:30000",
+        "-n",
+        "3",
+        "--rate",
+        "1kpps",
+        "--phase",
+        "off",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("note: sizes exp:30000: about 11.3% lie above 65507 bytes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn interval_zero_is_as_fast_as_possible_and_the_summary_says_so() {
+    let (_sink, port) = sink();
+    let out = wirelab(&[
+        "send",
+        "127.0.0.1",
+        "--port",
+        &port,
+        "--interval",
+        "0",
+        "-n",
+        "200",
+        "--quiet",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("flow 1: 200 probes (12800 bytes) as fast as possible (interval 0)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(" 0.0 pps") && !text.contains("ppm"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("start phase"),
+        "no schedule, no phase: {text}"
+    );
+}
+
+#[test]
+fn replay_values_that_cannot_work_are_usage_errors_naming_the_range() {
+    let r = |flag: &str, v: &str, want: &str| {
+        refused(
+            &["replay", "-w", "/dev/null", flag, v, "x.pcap"],
+            &[flag, want],
+        );
+    };
+    r("--mtu", "0", "0 is not in 68..=65535");
+    r("--batch", "0", "0 is not in 1..=1024");
+    r("--ring-slots", "0", "0 is not in 8..=65536");
+    r(
+        "--ring-slots",
+        "4294967295",
+        "4294967295 is not in 8..=65536",
+    );
+    r("--burst", "0", "must be at least 1");
+    r("--limit", "0", "must be at least 1");
+    r("--duration", "0", "must be above 0");
+    r("--multiplier", "0", "must be between 0.000001 and 1000000");
+    r("--pps", "0", "must be at least 0.001 pps");
+    r("--mbps", "0", "must be at least 0.001");
+    r("--spread-factor", "2", "must be within 0..=1");
+    r("--phase-calibration", "1ms", "must be between 40ms and 10s");
+    r("--enet-vlan-tag", "4096", "4096 is not in 0..=4095");
+    r("--enet-vlan-pri", "8", "8 is not in 0..=7");
+    r(
+        "--enet-vlan-proto",
+        "qinq",
+        "expected 802.1q (0x8100) or 802.1ad (0x88a8)",
+    );
+    r(
+        "--include",
+        "S:10.0.0.0/8",
+        "use a BPF filter such as 'src net 10.0.0.0/8'",
+    );
+    r("--include", "udp prt 53", "pcap-filter");
+    r("--packets", "0-3", "packet numbers start at 1");
+    r("--rt-priority", "0", "0 is not in 1..=99");
+    refused(
+        &["replay", "-w", "/dev/null", "--enet-vlan", "add", "x.pcap"],
+        &["--enet-vlan: adding a tag needs a VLAN id (--enet-vlan-tag)"],
+    );
+}
+
+#[test]
+fn send_recv_and_capture_values_out_of_range_are_usage_errors() {
+    let send = |flag: &str, v: &str, want: &str| {
+        refused(&["send", "127.0.0.1", flag, v], &[flag, want]);
+    };
+    send("--count", "0", "must be at least 1");
+    send("--duration", "0", "must be above 0");
+    send("--port", "0", "0 is not in 1..=65535");
+    send("--rate", "0", "must be at least 0.001 pps");
+    send("--bitrate", "0", "must be above 0");
+    send("--batch", "0", "0 is not in 1..=64");
+    send("--rt-priority", "0", "0 is not in 1..=99");
+    send("--padding", "256", "give a byte value");
+    refused(
+        &["send", "127.0.0.1", "-n", "5", "--warmup", "5"],
+        &["--warmup 5 flags every one of the 5 probes of --count as warm-up"],
+    );
+    let recv = |flag: &str, v: &str, want: &str| refused(&["recv", flag, v], &[flag, want]);
+    recv("--rcvbuf", "0", "must be between 4KiB and 1GiB");
+    recv("--rcvbuf", "2GiB", "must be between 4KiB and 1GiB");
+    recv("--busy-poll", "4294967295", "is not in 0..=1000000");
+    recv("--poll-period", "0", "must be between 1us and 1s");
+    recv("--timeout", "0", "must be above 0");
+    recv("--idle-timeout", "0", "must be above 0");
+    recv("--window", "0", "must be at least 1ms");
+    let capture = |flag: &str, v: &str, want: &str| {
+        refused(
+            &["capture", "-i", "lo", "-w", "/dev/null", flag, v],
+            &[flag, want],
+        );
+    };
+    capture("--count", "0", "must be at least 1");
+    capture("--duration", "0", "must be above 0");
+    capture("--snaplen", "0", "0 is not in 1..=262144");
+    capture(
+        "--retire",
+        "100000h",
+        "must be 0 (the kernel's) or 1ms to 10s",
+    );
+    capture("--poll-period", "0", "0 is not in 1..=1000000");
+    capture(
+        "--poll-period",
+        "18446744073709551",
+        "is not in 1..=1000000",
+    );
+    capture("--rotate-files", "0", "must be at least 1");
+    capture("--rotate-size", "0", "must be at least 4KiB");
+    capture("--rotate-every", "0", "must be at least 1s");
+    capture("--stats-interval", "0", "must be at least 10ms");
+    capture(
+        "--block-count",
+        "4294967295",
+        "a ring must stay below 4 GiB",
+    );
+    refused(
+        &["analyze", "--window", "0", "x.wlr"],
+        &["--window", "must be at least 1ms"],
+    );
+}
+
+/// A CPU or priority the machine cannot take is a bad value (2), not a
+/// missing privilege (3): the process is root here.
+#[test]
+fn a_cpu_that_does_not_exist_is_a_usage_error_not_a_privilege_error() {
+    let (_sink, port) = sink();
+    refused(
+        &[
+            "send",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "-n",
+            "1",
+            "--cpu",
+            "999",
+        ],
+        &["--cpu: cannot pin to CPU 999"],
+    );
+    refused(
+        &[
+            "capture",
+            "-i",
+            "lo",
+            "-w",
+            "/dev/null",
+            "-c",
+            "1",
+            "--cpu",
+            "999",
+        ],
+        &["--cpu: cannot pin to CPU 999"],
+    );
+}

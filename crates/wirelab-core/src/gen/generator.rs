@@ -196,6 +196,26 @@ impl Generator {
     pub fn mean(&self) -> Option<f64> {
         self.node.mean()
     }
+
+    /// The least and greatest value of a spec that names its values itself
+    /// (`const`, `uniform`, `file:`, `cdf:`), before clamping; `None` for
+    /// the parametric distributions, whose tails the bounds clamp by design,
+    /// and for `onoff`. Callers refuse a named value outside their bounds.
+    pub fn value_range(&self) -> Option<(f64, f64)> {
+        match &self.node {
+            Node::Dist {
+                dist: Dist::Const { value },
+                ..
+            } => Some((*value, *value)),
+            Node::Dist {
+                dist: Dist::Uniform { min, max },
+                ..
+            } => Some((*min, *max)),
+            Node::Dist { .. } | Node::OnOff(_) => None,
+            Node::Seq { sorted, .. } => Some((*sorted.first()?, *sorted.last()?)),
+            Node::Cdf(c) => Some((c.quantile(0.0), c.quantile(1.0))),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -478,5 +498,28 @@ mod tests {
         let g = s.build(&fs, 0, Bounds::NON_NEGATIVE).unwrap();
         let got: Vec<f64> = g.collect();
         assert_eq!(got, [1e6, 1e6, 3e6, 1e6]);
+    }
+
+    #[test]
+    fn value_range_names_explicit_values_only() {
+        let b = Bounds::NON_NEGATIVE;
+        assert_eq!(gen("70000", Bytes, 0, b).value_range(), Some((7e4, 7e4)));
+        assert_eq!(
+            gen("uniform:64,1400", Bytes, 0, b).value_range(),
+            Some((64.0, 1400.0))
+        );
+        for s in ["exp:1000", "normal:800,100", "pareto:100,1.5"] {
+            assert_eq!(gen(s, Bytes, 0, b).value_range(), None, "{s}");
+        }
+        let fs = files(&[
+            ("/d/v.txt", "900\n64\n1500\n"),
+            ("/d/c.cdf", "64 0\n9000 1\n"),
+        ]);
+        let range = |s: &str| {
+            let g = GenSpec::parse(s, Bytes).unwrap().build(&fs, 0, b).unwrap();
+            g.value_range()
+        };
+        assert_eq!(range("file:/d/v.txt"), Some((64.0, 1500.0)));
+        assert_eq!(range("cdf:/d/c.cdf"), Some((64.0, 9000.0)));
     }
 }

@@ -7,11 +7,15 @@
 //! - [`recv`]: the receiver/reflector on the calling thread.
 //! - [`replay`]: [`crate::replay`] on the calling thread.
 //! - [`emulate`]: the link emulator, a forwarding thread per direction.
-//! - [`records`]: record files read back for `wirelab analyze`.
+//! - [`capture`]: [`crate::capture`] until its end or a signal.
+//! - [`records`]: record files read back for `wirelab analyze` and `export`.
 //! - [`spec`]: generators built from specs, with the run's seeds.
-//! - [`text`]: human summaries of the send and recv reports.
+//! - [`net`]: hosts to resolve and addresses to bind, as users give them.
+//! - [`text`]: human summaries of the job reports.
 
+pub mod capture;
 pub mod emulate;
+pub mod net;
 pub mod records;
 pub mod recv;
 pub mod replay;

@@ -1,9 +1,11 @@
-//! Record files read back for the whole-run analysis (`wirelab analyze`).
+//! Record files read back: for the whole-run analysis (`wirelab analyze`)
+//! and converted to text (`wirelab export`).
 
 use super::spec;
 use crate::recordlog::RecordMeta;
 use std::io;
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 use wirelab_analysis::{Requested, RunRecords};
 use wirelab_core::gen::{GenSpec, SpecUnit};
@@ -11,6 +13,10 @@ use wirelab_wire::record::{Record, RecordError, RecordKind, RecordReader, Role};
 
 #[derive(Debug, Error)]
 pub enum ReadError {
+    #[error("cannot create {path}: {source}", path = path.display())]
+    Create { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Write(#[from] wirelab_analysis::AnalysisError),
     #[error("cannot open {path}: {source}", path = path.display())]
     Open { path: PathBuf, source: io::Error },
     #[error("{path}: {source}", path = path.display())]
@@ -119,6 +125,84 @@ pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
     })
 }
 
+/// What `export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Csv,
+    /// JSON lines, one record each.
+    Jsonl,
+    /// The file's header metadata (JSON) instead of the records.
+    Header,
+}
+
+/// Streams the records of `path` into `output` (stdout when `None`): they
+/// are converted as they are read, never all held. Returns the length of a
+/// partial record ignored at the end (a file cut short), 0 when none.
+/// What [`export`] could not convert.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExportSkipped {
+    /// Bytes of a partial record at the end of the file.
+    pub partial_bytes: usize,
+    /// Records of a kind this version does not know.
+    pub unknown_kind: u64,
+}
+
+pub fn export(
+    path: &Path,
+    format: ExportFormat,
+    output: Option<&Path>,
+) -> Result<ExportSkipped, ReadError> {
+    let p = path.to_path_buf();
+    let f = std::fs::File::open(path).map_err(|source| ReadError::Open {
+        path: p.clone(),
+        source,
+    })?;
+    let mut r = RecordReader::new(io::BufReader::with_capacity(1 << 20, f)).map_err(|source| {
+        ReadError::Header {
+            path: p.clone(),
+            source,
+        }
+    })?;
+    let out: Box<dyn Write> = match output {
+        Some(o) => Box::new(
+            std::fs::File::create(o).map_err(|source| ReadError::Create {
+                path: o.to_path_buf(),
+                source,
+            })?,
+        ),
+        None => Box::new(io::stdout().lock()),
+    };
+    let mut out = io::BufWriter::with_capacity(1 << 20, out);
+    let io_err = |e: io::Error| ReadError::Write(e.into());
+    if format == ExportFormat::Header {
+        writeln!(out, "{}", r.header().metadata).map_err(io_err)?;
+        return out
+            .flush()
+            .map_err(io_err)
+            .map(|_| ExportSkipped::default());
+    }
+    let mut err = None;
+    let records = std::iter::from_fn(|| match r.next_record() {
+        Ok(x) => x,
+        Err(e) => {
+            err = Some(e);
+            None
+        }
+    });
+    match format {
+        ExportFormat::Jsonl => wirelab_analysis::export_jsonl(records, &mut out)?,
+        _ => wirelab_analysis::export_csv(records, &mut out)?,
+    };
+    out.flush().map_err(io_err)?;
+    match err {
+        Some(source) => Err(ReadError::Read { path: p, source }),
+        None => Ok(ExportSkipped {
+            partial_bytes: r.trailing_bytes,
+            unknown_kind: r.skipped,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,5 +265,49 @@ mod tests {
         assert!(r.size_cdf.is_none(), "a constant has no continuous CDF");
         let r = requested_from_config(&serde_json::json!({"interval": 5, "size": "exp:?"}));
         assert!(r.mean_interval_ns.is_none() && r.interval_cdf.is_none() && r.size_cdf.is_none());
+    }
+
+    #[test]
+    fn export_streams_whole_records_and_reports_a_cut_tail() {
+        use crate::recordlog::RecordLog;
+        use wirelab_wire::record::Record;
+        let dir = std::env::temp_dir().join(format!("wl-export-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (wlr, csv, head) = (dir.join("t.wlr"), dir.join("t.csv"), dir.join("h.json"));
+        let meta = RecordMeta {
+            wirelab_version: "0".into(),
+            role: "sender".into(),
+            host: "h".into(),
+            clock: "c".into(),
+            start_unix_ns: 7,
+            config: serde_json::json!({"interval": "const:1ms"}),
+        };
+        let log = RecordLog::create(&wlr, Role::Sender, &meta).unwrap();
+        let mut w = log.writer();
+        for seq in 0..5 {
+            w.write(&Record {
+                seq,
+                size: 64,
+                ..Record::default()
+            })
+            .unwrap();
+        }
+        drop(w);
+        log.finish().unwrap();
+        let len = std::fs::metadata(&wlr).unwrap().len();
+        let f = std::fs::OpenOptions::new().write(true).open(&wlr).unwrap();
+        f.set_len(len - 3).unwrap();
+        let partial = export(&wlr, ExportFormat::Csv, Some(&csv)).unwrap();
+        assert!(partial > 0, "the cut record is reported");
+        let text = std::fs::read_to_string(&csv).unwrap();
+        assert_eq!(text.lines().count(), 1 + 4, "{text}");
+        assert!(text.starts_with("flow,"), "{text}");
+        export(&wlr, ExportFormat::Header, Some(&head)).unwrap();
+        let h: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&head).unwrap()).unwrap();
+        assert_eq!(h["start_unix_ns"], 7);
+        let missing = export(&dir.join("none.wlr"), ExportFormat::Csv, Some(&csv));
+        assert!(matches!(missing, Err(ReadError::Open { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

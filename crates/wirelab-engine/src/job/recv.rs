@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 use wirelab_analysis::schema::{HwStampReport, RecvReport};
 use wirelab_analysis::LiveFlows;
@@ -42,8 +42,8 @@ pub enum RecvError {
 /// The receiver's settings as given, kept in its record file's metadata.
 #[derive(Debug, Clone, Serialize)]
 pub struct RecvSettings {
-    /// As given (e.g. "32MiB").
-    pub rcvbuf: String,
+    /// Receive buffer asked for, bytes.
+    pub rcvbuf: u64,
     pub batch: u16,
     pub busy_poll_us: u32,
 }
@@ -66,7 +66,7 @@ pub struct RecvJob {
 struct RecordConfig<'a> {
     bind: String,
     echo: bool,
-    rcvbuf: &'a str,
+    rcvbuf: u64,
     batch: u16,
     busy_poll_us: u32,
     hw_timestamps: &'a Option<String>,
@@ -104,7 +104,7 @@ impl RecvJob {
                 let config = RecordConfig {
                     bind: local.to_string(),
                     echo: self.recv.echo,
-                    rcvbuf: &self.settings.rcvbuf,
+                    rcvbuf: self.settings.rcvbuf,
                     batch: self.settings.batch,
                     busy_poll_us: self.settings.busy_poll_us,
                     hw_timestamps: &self.hw_timestamps,
@@ -136,6 +136,7 @@ impl RecvJob {
         };
         let stop = super::stop_on_signals().map_err(super::JobFileError::Signals)?;
         Ok(RecvRun {
+            echo: self.recv.echo,
             flows: LiveFlows::new(self.window_ns, self.max_flows),
             rx,
             local,
@@ -149,6 +150,7 @@ impl RecvJob {
 
 /// A bound receiver, ready to run.
 pub struct RecvRun {
+    echo: bool,
     rx: Receiver,
     local: SocketAddr,
     flows: LiveFlows,
@@ -156,6 +158,26 @@ pub struct RecvRun {
     clock: String,
     log: Option<RecordLog>,
     stop: StopFlag,
+}
+
+/// Progress lines from the live counters, with the packet rate since the
+/// previous line.
+#[derive(Debug, Default)]
+pub struct ProgressLine {
+    last: Option<(u64, Instant)>,
+}
+
+impl ProgressLine {
+    pub fn line(&mut self, c: &RecvCounters) -> String {
+        let now = Instant::now();
+        let (n0, t0) = self.last.unwrap_or((0, now));
+        let rate = c.packets.saturating_sub(n0) as f64 / (now - t0).as_secs_f64().max(1e-3);
+        self.last = Some((c.packets, now));
+        format!(
+            "{} packets, {rate:.0} pps, {} flow(s) ({} ended), {} kernel drops, {} not probes, wait {}",
+            c.packets, c.flows, c.flows_ended, c.kernel_drops, c.malformed, c.wait_mode
+        )
+    }
 }
 
 struct Live<'a>(&'a mut LiveFlows);
@@ -174,6 +196,20 @@ impl RecvRun {
     /// The receive timestamping in use ("kernel (SO_TIMESTAMPING)", ...).
     pub fn timestamping(&self) -> &'static str {
         self.rx.timestamp_mode().as_str()
+    }
+
+    /// Where it listens, how it stamps, whether it reflects.
+    pub fn banner(&self) -> String {
+        format!(
+            "wirelab recv: listening on {} ({}{}), Ctrl-C to stop",
+            self.local,
+            self.timestamping(),
+            if self.echo {
+                ", reflecting echo requests"
+            } else {
+                ""
+            }
+        )
     }
 
     /// Receives until an end condition; `progress` sees the live counters

@@ -3,10 +3,10 @@
 //! per flow, and the `wirelab.send/1` report.
 
 use super::rt::RtSetup;
-use super::spec::{self, FlowSeeds};
+use super::spec::{self, Fit, FlowSeeds};
 use super::Progress;
 use crate::recordlog::{hostname, LogStats, RecordLog, RecordMeta};
-use crate::sender::{run_flow, FlowConfig, FlowSendStats, RecordSink, MAX_PAYLOAD};
+use crate::sender::{run_flow, FlowConfig, FlowSendStats, Padding, RecordSink, MAX_PAYLOAD};
 use crate::{ProbeFormat, StopFlag};
 use std::io;
 use std::path::PathBuf;
@@ -19,6 +19,8 @@ use wirelab_analysis::schema::{
 };
 use wirelab_analysis::{RttStats, SendAccum, SenderInfo};
 use wirelab_core::gen::{Bounds, GenError, GenSpec, Generator};
+use wirelab_core::schedule::WaitStrategy;
+use wirelab_core::units::format_ns;
 use wirelab_io::clock::{mono_ns, mono_to_real_offset};
 use wirelab_io::rt::RtError;
 use wirelab_wire::luna::LUNA_LEN;
@@ -50,6 +52,14 @@ pub enum SendError {
         spec: String,
         source: GenError,
     },
+    /// A spec names a value its generator would clamp.
+    #[error("{spec}: {}", out_of_bounds(.values, .value, .bounds))]
+    Range {
+        values: Values,
+        spec: String,
+        value: f64,
+        bounds: Bounds,
+    },
     #[error(transparent)]
     Rt(#[from] RtError),
     #[error(transparent)]
@@ -77,9 +87,66 @@ pub struct SendJob {
     pub rt: RtSetup,
     /// Per-packet records go here.
     pub record: Option<PathBuf>,
-    /// Echoed in the report and the record file.
-    pub settings: SendSettings,
+    /// The receiver as given (a name or an address), echoed in the report.
+    pub host: String,
 }
+
+/// `--padding`: a byte value (`0`-`255`, `0x00`-`0xff`) or `random`.
+impl std::str::FromStr for Padding {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Padding, String> {
+        if s == "random" {
+            return Ok(Padding::Random);
+        }
+        match s.strip_prefix("0x") {
+            Some(h) => u8::from_str_radix(h, 16).ok(),
+            None => s.parse::<u8>().ok(),
+        }
+        .map(Padding::Const)
+        .ok_or_else(|| format!("{s:?}: give a byte value (0-255 or 0x00-0xff) or \"random\""))
+    }
+}
+
+fn out_of_bounds(values: &Values, value: &f64, b: &Bounds) -> String {
+    match values {
+        Values::Sizes => format!(
+            "a size of {value} bytes is outside {}..={} (from the probe header up to the largest UDP payload over IPv4)",
+            b.min, b.max
+        ),
+        Values::Intervals => format!(
+            "an interval of {} is outside 0..={}",
+            format_ns(*value),
+            format_ns(b.max)
+        ),
+    }
+}
+
+fn clamp_note(values: Values, spec: &GenSpec, below: f64, above: f64, b: Bounds) -> String {
+    let what = match values {
+        Values::Sizes => "sizes",
+        Values::Intervals => "intervals",
+    };
+    let at = |v: f64| match values {
+        Values::Sizes => format!("{v} bytes"),
+        Values::Intervals => format_ns(v),
+    };
+    let mut parts = Vec::new();
+    for (p, side, bound) in [(below, "below", b.min), (above, "above", b.max)] {
+        if p >= spec::CLAMP_NOTE_SHARE {
+            let share = p * 100.0;
+            let at = at(bound);
+            parts.push(format!("{share:.1}% lie {side} {at} and are sent as {at}"));
+        }
+    }
+    format!(
+        "{what} {spec}: about {} (counted as clamped in the summary)",
+        parts.join(", ")
+    )
+}
+
+/// A flow's interval and size generators.
+type FlowGenerators = (Generator, Generator);
 
 /// What one flow's thread hands back.
 struct FlowOutcome {
@@ -113,6 +180,45 @@ impl RecordSink for RttSink {
 }
 
 impl SendJob {
+    /// The settings echoed in send/1 (`config`) and the record file.
+    pub fn settings(&self) -> SendSettings {
+        let f = &self.flow;
+        SendSettings {
+            host: self.host.clone(),
+            target: f.target.to_string(),
+            flow: f.flow,
+            flows: self.flows,
+            interval: self.intervals.to_string(),
+            size: self.sizes.to_string(),
+            count: f.limits.count,
+            duration_ns: f.limits.duration_ns,
+            tos: f.tos,
+            padding: match f.padding {
+                Padding::Const(b) => b.to_string(),
+                Padding::Random => "random".into(),
+            },
+            warmup: f.warmup,
+            wait: match f.wait {
+                WaitStrategy::Sleep => "sleep",
+                WaitStrategy::Spin => "spin",
+                WaitStrategy::Hybrid { .. } => "hybrid",
+            }
+            .into(),
+            echo: f.echo,
+            seed: self.seed,
+            batch: u16::try_from(f.max_batch).unwrap_or(u16::MAX),
+            rt_priority: self.rt.fifo_priority,
+            cpu: self.rt.cpu,
+            format: match f.format {
+                ProbeFormat::Wirelab => "wirelab",
+                ProbeFormat::Luna => "luna",
+            }
+            .into(),
+            late: format!("{:?}", f.late),
+            phase: f.phase.map(|(pc, _)| pc.calibrate.as_nanos() as u64),
+        }
+    }
+
     /// Bounds of generated sizes: the probe header at least.
     fn size_bounds(&self) -> Result<Bounds, GenError> {
         let min = match (self.flow.format, self.flow.echo) {
@@ -123,9 +229,10 @@ impl SendJob {
         Bounds::new(min as f64, MAX_PAYLOAD as f64)
     }
 
-    /// Every flow's generators, built up front so a bad file fails before
-    /// anything is sent.
-    fn generators(&self) -> Result<Vec<(Generator, Generator)>, SendError> {
+    /// Every flow's generators, built up front so a bad file or a value out
+    /// of bounds fails before anything is sent; and notes on the share of
+    /// values the bounds will clamp.
+    fn generators(&self) -> Result<(Vec<FlowGenerators>, Vec<String>), SendError> {
         let err = |values, spec: &GenSpec| {
             let spec = spec.to_string();
             move |source| SendError::Spec {
@@ -139,7 +246,7 @@ impl SendJob {
         let size_bounds = self
             .size_bounds()
             .map_err(err(Values::Sizes, &self.sizes))?;
-        (0..self.flows)
+        let gens = (0..self.flows)
             .map(|i| {
                 let s = FlowSeeds::of(self.seed, i);
                 Ok((
@@ -149,12 +256,35 @@ impl SendJob {
                         .map_err(err(Values::Sizes, &self.sizes))?,
                 ))
             })
-            .collect()
+            .collect::<Result<Vec<_>, SendError>>()?;
+        let mut notes = Vec::new();
+        if let Some((ivals, sizes)) = gens.first() {
+            for (values, spec, g) in [
+                (Values::Intervals, &self.intervals, ivals),
+                (Values::Sizes, &self.sizes, sizes),
+            ] {
+                match spec::fit(g) {
+                    Fit::Within => {}
+                    Fit::Outside(value) => {
+                        return Err(SendError::Range {
+                            values,
+                            spec: spec.to_string(),
+                            value,
+                            bounds: g.bounds(),
+                        })
+                    }
+                    Fit::Clamps { below, above } => {
+                        notes.push(clamp_note(values, spec, below, above, g.bounds()))
+                    }
+                }
+            }
+        }
+        Ok((gens, notes))
     }
 
     /// Starts every flow; SIGINT and SIGTERM stop them.
     pub fn start(self) -> Result<SendRun, SendError> {
-        let gens = self.generators()?;
+        let (gens, notes) = self.generators()?;
         self.rt.lock_memory()?;
         let mono_to_real = mono_to_real_offset();
         // sched_ns counts from the epoch.
@@ -169,7 +299,7 @@ impl SendJob {
                     host: hostname(),
                     clock: "CLOCK_MONOTONIC schedule; tx times CLOCK_REALTIME".into(),
                     start_unix_ns,
-                    config: serde_json::to_value(&self.settings).unwrap_or_default(),
+                    config: serde_json::to_value(self.settings()).unwrap_or_default(),
                 };
                 Some(RecordLog::create(p, Role::Sender, &meta).map_err(|source| {
                     super::JobFileError::RecordCreate {
@@ -241,6 +371,7 @@ impl SendJob {
             log,
             stop,
             sent,
+            notes,
         })
     }
 }
@@ -252,9 +383,15 @@ pub struct SendRun {
     log: Option<RecordLog>,
     stop: StopFlag,
     sent: Arc<AtomicU64>,
+    notes: Vec<String>,
 }
 
 impl SendRun {
+    /// What the user should know about the run (values the bounds clamp).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
     /// Probes sent so far, over all flows.
     pub fn progress(&self) -> Progress {
         Progress(self.sent.clone())
@@ -301,9 +438,51 @@ impl SendRun {
                 flows: flows.len(),
                 sent: flows.iter().map(|f| f.engine.stats.sent).sum(),
             },
-            config: self.job.settings,
+            config: self.job.settings(),
             flows,
             record_log,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_is_a_byte_or_random() {
+        assert_eq!("0".parse(), Ok(Padding::Const(0)));
+        assert_eq!("0xff".parse(), Ok(Padding::Const(255)));
+        assert_eq!("random".parse(), Ok(Padding::Random));
+        for bad in ["256", "0x100", "lots", ""] {
+            let e = bad.parse::<Padding>().unwrap_err();
+            assert!(e.contains("0-255"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn out_of_bounds_values_name_the_range_and_why() {
+        let e = SendError::Range {
+            values: Values::Sizes,
+            spec: "const:70000".into(),
+            value: 70000.0,
+            bounds: Bounds::new(24.0, MAX_PAYLOAD as f64).unwrap(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "const:70000: a size of 70000 bytes is outside 24..=65507 (from the probe header up to the largest UDP payload over IPv4)"
+        );
+        let spec = GenSpec::parse("exp:30000", wirelab_core::gen::SpecUnit::Bytes).unwrap();
+        let n = clamp_note(
+            Values::Sizes,
+            &spec,
+            0.0008,
+            0.1128,
+            Bounds::new(24.0, 65507.0).unwrap(),
+        );
+        assert_eq!(
+            n,
+            "sizes exp:30000: about 11.3% lie above 65507 bytes and are sent as 65507 bytes (counted as clamped in the summary)"
+        );
     }
 }

@@ -5,7 +5,9 @@ use super::send::SendJobReport;
 use crate::capture::CaptureReport;
 use crate::replay::ReplayReport;
 use std::io::{self, Write};
+use wirelab_analysis::schema::ReplayCacheReport;
 use wirelab_analysis::{render_text, Percentiles};
+use wirelab_core::gen::{GenSpec, SpecUnit};
 use wirelab_core::units::format_ns;
 
 fn ns(v: Option<impl Into<f64>>) -> String {
@@ -34,28 +36,46 @@ pub fn write_send(r: &SendJobReport, out: &mut dyn Write) -> io::Result<()> {
         "sent to {}: interval {}, size {}",
         r.target, r.config.interval, r.config.size
     )?;
+    // Interval 0: no schedule, so lateness, deadlines and drift mean nothing.
+    let unpaced =
+        GenSpec::parse(&r.config.interval, SpecUnit::Time).is_ok_and(|s| s.as_const() == Some(0.0));
     for f in &r.flows {
         let e = &f.engine.stats;
         let s = f.report.sender.as_ref();
         let lat = s.and_then(|s| s.lateness.as_ref());
         let sent = f.report.sent.map_or("null".into(), |n| n.to_string());
-        writeln!(
-            out,
-            "flow {}: {} probes ({} bytes) at {:.1} pps; lateness p50 {} p99 {} p99.9 {} max {}; missed deadlines {}; drift {} ppm",
-            f.report.flow,
-            sent,
-            e.bytes,
-            s.and_then(|s| s.rate.as_ref()).and_then(|r| r.rate_pps).unwrap_or(0.0),
-            ns(lat.map(|l| l.p50_ns as f64)),
-            ns(lat.map(|l| l.p99_ns as f64)),
-            ns(lat.map(|l| l.p999_ns as f64)),
-            ns(lat.map(|l| l.max_ns as f64)),
-            s.and_then(|s| s.late).map_or("null".into(), |n| n.to_string()),
-            s.and_then(|s| s.drift.as_ref())
-                .and_then(|d| d.drift_ppm)
-                .map(|d| format!("{d:.2}"))
-                .unwrap_or_else(|| "-".into()),
-        )?;
+        let rate = s.and_then(|s| s.rate.as_ref()).and_then(|r| r.rate_pps);
+        if unpaced {
+            writeln!(
+                out,
+                "flow {}: {} probes ({} bytes) as fast as possible (interval 0) {}; no schedule, so no lateness or drift",
+                f.report.flow,
+                sent,
+                e.bytes,
+                rate.map_or("in one instant (no rate to measure)".into(), |p| format!(
+                    "at {p:.1} pps"
+                )),
+            )?;
+        } else {
+            writeln!(
+                out,
+                "flow {}: {} probes ({} bytes) at {} pps; lateness p50 {} p99 {} p99.9 {} max {}; missed deadlines {}; drift {} ppm",
+                f.report.flow,
+                sent,
+                e.bytes,
+                // No rate without time between the first and last departure.
+                rate.map_or("-".into(), |p| format!("{p:.1}")),
+                ns(lat.map(|l| l.p50_ns as f64)),
+                ns(lat.map(|l| l.p99_ns as f64)),
+                ns(lat.map(|l| l.p999_ns as f64)),
+                ns(lat.map(|l| l.max_ns as f64)),
+                s.and_then(|s| s.late).map_or("null".into(), |n| n.to_string()),
+                s.and_then(|s| s.drift.as_ref())
+                    .and_then(|d| d.drift_ppm)
+                    .map(|d| format!("{d:.2}"))
+                    .unwrap_or_else(|| "-".into()),
+            )?;
+        }
         writeln!(
             out,
             "  {} send calls, {} batched (max {} per call), {} retries, {} errors; clamped: {} intervals, {} sizes; KS distance: intervals {}, sizes {}",
@@ -286,6 +306,23 @@ fn replay_input_notes(r: &ReplayReport) -> Vec<String> {
     v
 }
 
+/// `wirelab replay`'s summary when it only classified packets.
+pub fn write_replay_cache(r: &ReplayCacheReport, out: &mut dyn Write) -> io::Result<()> {
+    write!(
+        out,
+        "cache {}: {} packet(s) classified by {}: {} client (-i), {} server (-I)",
+        r.cachefile, r.packets, r.mode, r.client_packets, r.server_packets
+    )?;
+    if r.skipped_packets > 0 {
+        write!(out, ", {} not sent", r.skipped_packets)?;
+    }
+    writeln!(out)?;
+    if !r.comment.is_empty() {
+        writeln!(out, "  tcpprep comment: {}", r.comment.escape_debug())?;
+    }
+    Ok(())
+}
+
 fn ns_u64(ns: u64) -> String {
     format_ns(ns as f64)
 }
@@ -372,4 +409,96 @@ pub fn capture(r: &CaptureReport) -> String {
         s += &format!("  note: {n}\n");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sender::FlowSendStats;
+    use wirelab_analysis::schema::{
+        SendEngine, SendReport, SendSettings, SendTotals, SentFlowReport, REPLAY_CACHE_SCHEMA,
+        SEND_SCHEMA,
+    };
+    use wirelab_analysis::FlowReport;
+
+    fn send_text(interval: &str) -> String {
+        let r: SendJobReport = SendReport {
+            schema: SEND_SCHEMA,
+            target: "127.0.0.1:5757".into(),
+            config: SendSettings {
+                host: "127.0.0.1".into(),
+                target: "127.0.0.1:5757".into(),
+                flow: 1,
+                flows: 1,
+                interval: interval.into(),
+                size: "const:64".into(),
+                count: Some(10),
+                duration_ns: None,
+                tos: None,
+                padding: "0".into(),
+                warmup: 0,
+                wait: "hybrid".into(),
+                echo: false,
+                seed: 1,
+                batch: 64,
+                rt_priority: None,
+                cpu: None,
+                format: "wirelab".into(),
+                late: "Burst".into(),
+                phase: None,
+            },
+            flows: vec![SentFlowReport {
+                report: FlowReport::empty(1),
+                echo_replies: 0,
+                engine: SendEngine {
+                    stats: FlowSendStats::default(),
+                    clamped_intervals: 0,
+                    clamped_sizes: 0,
+                },
+            }],
+            totals: SendTotals { flows: 1, sent: 10 },
+            record_log: None,
+        };
+        let mut out = Vec::new();
+        write_send(&r, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn an_unpaced_send_says_so_instead_of_a_rate_of_zero() {
+        let t = send_text("const:0ns");
+        assert!(t.contains("as fast as possible (interval 0)"), "{t}");
+        assert!(!t.contains("0.0 pps") && !t.contains("drift -"), "{t}");
+        let t = send_text("const:1ms");
+        assert!(t.contains("at - pps") && t.contains("drift - ppm"), "{t}");
+        assert!(!t.contains("as fast"), "{t}");
+    }
+
+    #[test]
+    fn the_cache_summary_counts_sides_and_skips() {
+        let mut r = ReplayCacheReport {
+            schema: REPLAY_CACHE_SCHEMA,
+            cachefile: "c.txt".into(),
+            mode: "tcpprep".into(),
+            comment: "-c\t10.0.0.0/8".into(),
+            packets: 179,
+            client_packets: 3,
+            server_packets: 147,
+            skipped_packets: 29,
+        };
+        let text = |r: &ReplayCacheReport| {
+            let mut out = Vec::new();
+            write_replay_cache(r, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            text(&r),
+            "cache c.txt: 179 packet(s) classified by tcpprep: 3 client (-i), 147 server (-I), 29 not sent\n  tcpprep comment: -c\\t10.0.0.0/8\n"
+        );
+        (r.skipped_packets, r.comment) = (0, String::new());
+        assert_eq!(
+            text(&r),
+            "cache c.txt: 179 packet(s) classified by tcpprep: 3 client (-i), 147 server (-I)\n"
+        );
+    }
 }

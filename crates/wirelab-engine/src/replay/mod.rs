@@ -20,7 +20,7 @@ use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use thiserror::Error;
-use wirelab_analysis::{Fidelity, FidelityReport};
+use wirelab_analysis::Fidelity;
 use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, WaitStrategy};
 use wirelab_core::phase::{DeadlinePhases, FOLD_PERIOD_NS};
 use wirelab_core::replay::{LoopClock, Schedule, Timing};
@@ -44,7 +44,7 @@ use wirelab_wire::record::{Record, RecordKind, Role};
 const PHASE_MAX_PACKETS: usize = 1_000_000;
 
 /// JSON schema name of the report.
-pub const SCHEMA: &str = "wirelab.replay/1";
+pub const SCHEMA: &str = wirelab_analysis::schema::REPLAY_SCHEMA;
 
 /// Replay failures, each naming the fix.
 #[derive(Debug, Error)]
@@ -214,48 +214,22 @@ pub struct SendStats {
     pub kicks: u64,
 }
 
-/// The full result, `wirelab.replay/1`.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct ReplayReport {
-    /// Schema name and version.
-    pub schema: &'static str,
-    /// Output description.
-    pub output: String,
-    /// "ring", "sendmmsg" or "file".
-    pub tx: &'static str,
-    /// Whether qdisc bypass is active.
-    pub qdisc_bypass: bool,
-    /// What departure time means.
-    pub departure: &'static str,
-    /// Input files.
-    pub files: Vec<String>,
-    /// Loading.
-    pub load: LoadInfo,
-    /// Reading and selection.
-    pub read: ReadStats,
-    /// Rewrite counters.
-    pub rewrite: RewriteCounters,
-    /// Timing mode, as text.
-    pub timing: String,
-    /// Late policy, as text.
-    pub late_policy: String,
-    /// Passes started.
-    pub loops: u64,
-    /// Why it stopped: "done", "limit", "duration", "signal".
-    pub stopped_by: &'static str,
-    /// Fidelity.
-    pub fidelity: FidelityReport,
-    /// Send problems.
-    pub send: SendStats,
-    /// How the sender waited (spin margin).
-    pub wait: WaitReport,
-    /// Two-interface split (null with one interface).
-    pub split: Option<SplitReport>,
-    /// The start-phase calibration, when one ran.
-    pub phase: Option<PhaseReport>,
-    /// Why no frame was sent (null when one was).
-    pub nothing_sent: Option<NothingSent>,
+/// This driver's parts of `wirelab.replay/1`.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportParts;
+
+impl wirelab_analysis::schema::ReplayParts for ReportParts {
+    type Load = LoadInfo;
+    type Read = ReadStats;
+    type Rewrite = RewriteCounters;
+    type Send = SendStats;
+    type Wait = WaitReport;
+    type Split = SplitReport;
+    type Phase = PhaseReport;
 }
+
+/// The full result, `wirelab.replay/1` (the type is analysis's schema).
+pub type ReplayReport = wirelab_analysis::schema::ReplayReport<ReportParts>;
 
 /// [`RewriteStats`] for the report.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -1037,7 +1011,7 @@ fn run_on<C: Clock>(
         phase,
         nothing_sent: None,
     };
-    report.nothing_sent = report.why_nothing_sent();
+    report.nothing_sent = outcome::why_nothing_sent(&report);
     Ok(report)
 }
 

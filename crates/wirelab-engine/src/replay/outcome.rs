@@ -3,21 +3,13 @@
 
 use super::ReplayReport;
 
-/// A replay that sent (or wrote) no frame, and why.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct NothingSent {
-    /// Why, with the counts and the flag that changes it.
-    pub reason: String,
-    /// The user asked for it (a selection that matches nothing, `--limit
-    /// 0`, a `--duration` over before the first frame, a signal, a cache
-    /// file's "don't send"); otherwise it is a failure.
-    pub asked: bool,
-}
+pub use wirelab_analysis::schema::NothingSent;
 
-impl ReplayReport {
-    /// `None` when a frame was sent.
-    pub(crate) fn why_nothing_sent(&self) -> Option<NothingSent> {
-        if self.fidelity.packets > 0 {
+/// `None` when a frame was sent.
+pub(crate) fn why_nothing_sent(report: &ReplayReport) -> Option<NothingSent> {
+    let this = report;
+    {
+        if this.fidelity.packets > 0 {
             return None;
         }
         let asked = |reason: String| {
@@ -32,8 +24,8 @@ impl ReplayReport {
                 asked: false,
             })
         };
-        let r = &self.read;
-        match self.stopped_by {
+        let r = &this.read;
+        match this.stopped_by {
             "signal" => return asked("stopped by a signal before the first frame".into()),
             "limit" => return asked("--limit allows no frame".into()),
             "duration" => return asked("--duration ended before the first frame was due".into()),
@@ -44,7 +36,7 @@ impl ReplayReport {
         }
         if r.selected == 0 {
             let mut parts = vec![];
-            let dropped = self.rewrite.dropped;
+            let dropped = this.rewrite.dropped;
             if r.filtered > dropped {
                 parts.push(format!(
                     "{} by the selection (--include/--exclude/--packets)",
@@ -54,7 +46,7 @@ impl ReplayReport {
             if dropped > 0 {
                 parts.push(format!("{dropped} by --fixlen del"));
             }
-            let pad = self.rewrite.pad_oversize;
+            let pad = this.rewrite.pad_oversize;
             if r.oversize > pad {
                 let max = r.max_frame_bytes.map_or(String::new(), |m| {
                     format!(" ({m} bytes: its MTU + 14 bytes of Ethernet header + a VLAN tag if tagged)")
@@ -62,7 +54,7 @@ impl ReplayReport {
                 parts.push(format!(
                     "{} as larger than {} takes{max}; --mtu-trunc cuts frames to --mtu, or raise the MTU",
                     r.oversize - pad,
-                    self.output
+                    this.output
                 ));
             }
             if r.too_short > 0 {
@@ -75,7 +67,7 @@ impl ReplayReport {
                 parts.push(format!(
                     "{pad} whose original length exceeds the {} bytes --fixlen pad may pad to (the largest frame {} takes)",
                     r.pad_limit_bytes.unwrap_or(0),
-                    self.output
+                    this.output
                 ));
             }
             let reason = format!(
@@ -89,18 +81,18 @@ impl ReplayReport {
                 asked(reason)
             };
         }
-        if let Some(sp) = self.split.as_ref().filter(|sp| sp.skipped_packets > 0) {
-            if self.send.frames_lost == 0 {
+        if let Some(sp) = this.split.as_ref().filter(|sp| sp.skipped_packets > 0) {
+            if this.send.frames_lost == 0 {
                 return asked(format!(
                     "the cache file marks every selected packet \"don't send\" ({} skipped)",
                     sp.skipped_packets
                 ));
             }
         }
-        if self.send.frames_lost > 0 {
+        if this.send.frames_lost > 0 {
             return failed(format!(
                 "every frame failed to send ({} lost, {} failed call(s); see the warnings above)",
-                self.send.frames_lost, self.send.failures
+                this.send.frames_lost, this.send.failures
             ));
         }
         failed(format!(

@@ -16,6 +16,7 @@
 //! [`RewriteStats::csum_unfixable`]). An IPv4 UDP checksum of 0 ("none")
 //! stays 0; a computed 0 is sent as 0xffff.
 
+pub mod arg;
 pub mod csum;
 pub mod layers;
 pub mod split;

@@ -1,14 +1,12 @@
 //! `wirelab analyze`: record files in, the `wirelab.analysis/1` report out.
 
 use crate::cli::AnalyzeArgs;
-use crate::values;
 use anyhow::Result;
 use std::io::Write;
 use wirelab_analysis::{analyze_run, render_text, AnalysisError, Warning};
 use wirelab_engine::job::records::read_run;
 
 pub fn run(a: AnalyzeArgs) -> Result<()> {
-    let window_ns = values::duration_ns("--window", &a.window)?.max(1_000_000);
     let run = read_run(&a.files)?;
     let mut warnings = Vec::new();
     for (path, bytes) in &run.partial {
@@ -32,19 +30,14 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
             ),
         });
     }
-    let mut summary = analyze_run(
-        &run.records,
-        &run.requested,
-        window_ns,
-        a.max_flows as usize,
-    )
-    .map_err(|e| match e {
-        AnalysisError::TooManyFlows { limit, found } => anyhow::anyhow!(
-            "the records hold {found} flows, more than --max-flows {limit}: raise --max-flows \
+    let mut summary = analyze_run(&run.records, &run.requested, a.window, a.max_flows as usize)
+        .map_err(|e| match e {
+            AnalysisError::TooManyFlows { limit, found } => anyhow::anyhow!(
+                "the records hold {found} flows, more than --max-flows {limit}: raise --max-flows \
              to analyze them (each flow's report is kept until the end)"
-        ),
-        e => e.into(),
-    })?;
+            ),
+            e => e.into(),
+        })?;
     summary.totals.ignored_records += run.ignored;
     summary.totals.unknown_kind_records = run.unknown_kind;
     warnings.append(&mut summary.warnings);

@@ -1,15 +1,15 @@
-//! `wirelab capture`.
+//! `wirelab capture`: flags to a [`CaptureJob`], its report to stdout (or
+//! stderr when the capture itself goes to stdout).
 
 use crate::cli::{
     CaptureArgs, CaptureFormatArg, CaptureWaitArg, DirectionArg, FanoutArg, TsPrecArg,
 };
-use crate::error::{usage, Privilege};
+use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
 use std::io::Write;
 use std::time::Duration;
-use wirelab_engine::capture::{
-    Capture, CaptureConfig, CaptureError, FileFormat, LiveSnapshot, Rotation, WaitPolicy,
-};
+use wirelab_engine::capture::{CaptureConfig, CaptureError, FileFormat, Rotation, WaitPolicy};
+use wirelab_engine::job::capture::{CaptureJob, CaptureJobError};
 use wirelab_engine::job::text;
 use wirelab_io::ring_rx::{Direction, FanoutMode, RingConfig, RingError};
 use wirelab_pcap::PcapPrecision;
@@ -21,24 +21,25 @@ fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
             a.block_size
         ))
     })?;
-    let retire_ns = a.retire;
-    if retire_ns != 0 && retire_ns < 1_000_000 {
+    let ring = u64::from(block_size) * u64::from(a.block_count);
+    if ring > u64::from(u32::MAX) {
+        return Err(usage(format!(
+            "--block-size x --block-count is {ring} bytes: a ring must stay below 4 GiB (the kernel's limit)"
+        )));
+    }
+    if a.retire != 0 && a.retire < 1_000_000 {
         return Err(usage(
             "--retire has millisecond resolution: use 0 (kernel default) or at least 1ms",
         ));
     }
-    if a.poll_period == 0 {
-        return Err(usage("--poll-period must be at least 1 µs"));
-    }
-    let path = (a.write.as_os_str() != "-").then(|| a.write.clone());
     Ok(CaptureConfig {
         ifname: a.interface.clone(),
         filter: a.filter.join(" "),
-        snaplen: a.snaplen.max(1),
+        snaplen: a.snaplen,
         ring: RingConfig {
             block_size,
             block_count: a.block_count,
-            retire_ms: (retire_ns / 1_000_000) as u32,
+            retire_ms: (a.retire / 1_000_000) as u32,
             promisc: !a.no_promisc,
             direction: match a.direction {
                 DirectionArg::In => Direction::In,
@@ -55,13 +56,13 @@ fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
         poll_period_ns: a.poll_period * 1_000,
         count: a.count,
         duration_ns: a.duration,
-        threads: a.threads as usize,
+        threads: a.threads.into(),
         fanout: match a.fanout {
             FanoutArg::Hash => FanoutMode::Hash,
             FanoutArg::Cpu => FanoutMode::Cpu,
             FanoutArg::Lb => FanoutMode::RoundRobin,
         },
-        path,
+        path: (a.write.as_os_str() != "-").then(|| a.write.clone()),
         merge: !a.split,
         format: match (a.format, a.tsprec) {
             (CaptureFormatArg::Pcapng, _) => FileFormat::Pcapng,
@@ -80,11 +81,13 @@ fn config(a: &CaptureArgs) -> Result<CaptureConfig> {
     })
 }
 
-fn map_err(e: CaptureError) -> anyhow::Error {
+fn map_err(e: impl Into<CaptureJobError>) -> anyhow::Error {
+    let e = match e.into() {
+        CaptureJobError::Cpu(e) => return rt_error(e),
+        CaptureJobError::Capture(e) => e,
+    };
     match e {
-        CaptureError::Ring(RingError::Privilege { .. }) => {
-            anyhow::Error::new(Privilege(e.to_string()))
-        }
+        CaptureError::Ring(RingError::Privilege { .. }) => Privilege(e.to_string()).into(),
         CaptureError::Ring(RingError::Config(m)) => {
             usage(format!("{m} (--block-size, --block-count)"))
         }
@@ -99,73 +102,31 @@ fn map_err(e: CaptureError) -> anyhow::Error {
             };
             anyhow::anyhow!("{e}{flags}")
         }
-        e => anyhow::Error::new(e),
+        e => e.into(),
     }
 }
 
 pub fn run(a: CaptureArgs) -> Result<()> {
     let cfg = config(&a)?;
     let to_stdout = cfg.path.is_none();
-    let stats_every = a
-        .stats_interval
-        .filter(|&ns| ns > 0)
-        .map(Duration::from_nanos);
-    let stop = wirelab_engine::job::stop_on_signals()?;
-    let cap = Capture::open(cfg.clone()).map_err(map_err)?;
+    let job = CaptureJob::open(cfg).map_err(map_err)?;
     if !a.quiet {
-        for n in cap.notes() {
+        for n in job.notes() {
             eprintln!("wirelab capture: note: {n}");
         }
-        let (bs, bc) = cap.geometry();
-        eprintln!(
-            "wirelab capture: listening on {}{}, ring {} × {} KiB, wait {}, writing {}{}",
-            cfg.ifname,
-            if cfg.filter.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", cfg.filter)
-            },
-            bc,
-            bs / 1024,
-            a.wait_name(),
-            a.write.display(),
-            if cfg.count.is_none() && cfg.duration_ns.is_none() {
-                "; Ctrl-C to stop"
-            } else {
-                ""
-            }
-        );
+        eprintln!("{}", job.banner());
     }
-    let mut last = (0.0f64, 0u64, 0u64);
-    let quiet = a.quiet;
-    let report = cap
-        .run(&stop, stats_every, |s: &LiveSnapshot| {
-            if quiet {
-                return;
+    let stats_every = a.stats_interval.map(Duration::from_nanos);
+    let report = job
+        .run(stats_every, |line| {
+            if !a.quiet {
+                eprintln!("{line}")
             }
-            let dt = (s.elapsed_s - last.0).max(1e-6);
-            let pps = (s.packets - last.1) as f64 / dt;
-            let wps = (s.wakeups - last.2) as f64 / dt;
-            last = (s.elapsed_s, s.packets, s.wakeups);
-            eprintln!(
-                "{:8.1}s {:>12} pkts {:>10.0} pps {:>8.1} MB  ring drops {}  wake-ups {:.0}/s  mode {} ({} switches)",
-                s.elapsed_s,
-                s.packets,
-                pps,
-                s.bytes as f64 / 1e6,
-                s.ring_drops,
-                wps,
-                s.mode.as_str(),
-                s.switches
-            );
         })
         .map_err(map_err)?;
-    let text = if a.json {
-        let mut s = serde_json::to_string_pretty(&report)?;
-        s.push('\n');
-        s
-    } else {
-        text::capture(&report)
+    let text = match a.json {
+        true => format!("{}\n", serde_json::to_string_pretty(&report)?),
+        false => text::capture(&report),
     };
     if to_stdout {
         eprint!("{text}");
@@ -175,14 +136,4 @@ pub fn run(a: CaptureArgs) -> Result<()> {
         o.flush()?;
     }
     Ok(())
-}
-
-impl CaptureArgs {
-    fn wait_name(&self) -> String {
-        match self.wait {
-            CaptureWaitArg::Block => "block".into(),
-            CaptureWaitArg::Poll => format!("poll every {} µs", self.poll_period),
-            CaptureWaitArg::Adaptive => format!("adaptive (poll every {} µs)", self.poll_period),
-        }
-    }
 }

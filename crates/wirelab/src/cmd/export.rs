@@ -1,56 +1,28 @@
 //! `wirelab export`.
 
 use crate::cli::{ExportArgs, ExportFormat};
-use anyhow::{Context, Result};
-use std::io::{BufWriter, Write};
-use wirelab_wire::record::RecordReader;
+use anyhow::Result;
+use wirelab_engine::job::records;
 
 pub fn run(a: ExportArgs) -> Result<()> {
-    let f = std::fs::File::open(&a.file)
-        .with_context(|| format!("cannot open {}", a.file.display()))?;
-    let mut r = RecordReader::new(std::io::BufReader::with_capacity(1 << 20, f))
-        .with_context(|| format!("{}", a.file.display()))?;
-    let out: Box<dyn Write> = match &a.output {
-        Some(p) => Box::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        ),
-        None => Box::new(std::io::stdout().lock()),
+    let format = match (a.header, a.format) {
+        (true, _) => records::ExportFormat::Header,
+        (false, ExportFormat::Csv) => records::ExportFormat::Csv,
+        (false, ExportFormat::Jsonl) => records::ExportFormat::Jsonl,
     };
-    let mut out = BufWriter::with_capacity(1 << 20, out);
-    if a.header {
-        writeln!(out, "{}", r.header().metadata)?;
-        out.flush()?;
-        return Ok(());
-    }
-    // Stream: records are converted as they are read, never all held.
-    let mut err = None;
-    let records = std::iter::from_fn(|| match r.next_record() {
-        Ok(x) => x,
-        Err(e) => {
-            err = Some(e);
-            None
-        }
-    });
-    match a.format {
-        ExportFormat::Csv => wirelab_analysis::export_csv(records, &mut out)?,
-        ExportFormat::Jsonl => wirelab_analysis::export_jsonl(records, &mut out)?,
-    };
-    out.flush()?;
-    if let Some(e) = err {
-        return Err(e).with_context(|| format!("reading {}", a.file.display()));
-    }
-    if r.skipped > 0 {
+    let skipped = records::export(&a.file, format, a.output.as_deref())?;
+    if skipped.unknown_kind > 0 {
         eprintln!(
             "wirelab: {}: skipped {} records of an unknown kind (written by a newer wirelab, or damaged)",
             a.file.display(),
-            r.skipped
+            skipped.unknown_kind
         );
     }
-    if r.trailing_bytes > 0 {
+    let partial = skipped.partial_bytes;
+    if partial > 0 {
         eprintln!(
-            "wirelab: {}: ignored a partial record of {} bytes at the end",
-            a.file.display(),
-            r.trailing_bytes
+            "wirelab: {}: ignored a partial record of {partial} bytes at the end",
+            a.file.display()
         );
     }
     Ok(())

@@ -2,58 +2,53 @@
 
 use crate::cli::{FormatArg, SendArgs, WaitArg};
 use crate::error::{rt_error, usage};
-use crate::values;
 use anyhow::Result;
 use std::time::Duration;
-use wirelab_analysis::schema::{to_json_sorted, SendSettings};
-use wirelab_core::gen::{Dist, SpecKind, SpecUnit};
+use wirelab_analysis::schema::to_json_sorted;
+use wirelab_core::gen::{Dist, SpecKind};
 use wirelab_core::schedule::{Limits, SpinMargin, WaitStrategy};
+use wirelab_engine::job::net::{self, BindAddr, Family};
 use wirelab_engine::job::rt::RtSetup;
 use wirelab_engine::job::send::{SendError, SendJob, Values};
 use wirelab_engine::job::{spec, text};
-use wirelab_engine::sender::{FlowConfig, Padding};
+use wirelab_engine::replay::Spin;
+use wirelab_engine::sender::FlowConfig;
 
 /// Lateness that `--late rebase` shifts the schedule on.
 const REBASE_THRESHOLD_NS: u64 = 10_000;
 
 pub fn run(a: SendArgs) -> Result<()> {
-    let size_spec = values::parse_spec("--size", &a.size, SpecUnit::Bytes)?;
-    let ival_spec = values::interval_spec(
-        a.interval.as_deref(),
-        a.rate,
-        a.bitrate,
-        spec::mean_of(&size_spec),
-    )?;
-    let duration_ns = match (a.duration, a.count) {
-        (Some(d), _) => Some(d),
-        (None, Some(_)) => None,
-        (None, None) => Some(10_000_000_000),
+    // The flag the intervals came from, for messages.
+    let ival_flag = match (a.rate, a.bitrate) {
+        (Some(_), _) => "--rate",
+        (_, Some(_)) => "--bitrate",
+        _ => "--interval",
     };
-    let adaptive_spin = a.spin_margin == "auto";
-    let wait = match a.wait {
-        WaitArg::Sleep => WaitStrategy::Sleep,
-        WaitArg::Spin => WaitStrategy::Spin,
-        WaitArg::Hybrid => WaitStrategy::Hybrid {
-            spin_ns: if adaptive_spin {
-                SpinMargin::DEFAULT_INITIAL_NS
-            } else {
-                values::duration_ns("--spin-margin", &a.spin_margin)?
-            },
-        },
+    let intervals = match (a.interval.clone(), a.rate, a.bitrate) {
+        (Some(i), _, _) => Ok(i),
+        (None, Some(pps), _) => spec::rate_interval(pps),
+        (None, None, Some(bps)) => spec::bitrate_interval(bps, &a.size).ok_or_else(|| {
+            usage("--bitrate needs a --size whose mean is defined (not cauchy, not heavy-tailed pareto)")
+        })?,
+        (None, None, None) => spec::rate_interval(1000.0),
+    }
+    .map_err(|e| usage(format!("{ival_flag}: {e}")))?;
+    let duration_ns = a.duration.or(a.count.is_none().then_some(10_000_000_000));
+    let (spin_ns, adaptive_spin) = match a.spin_margin {
+        Spin::Auto => (SpinMargin::DEFAULT_INITIAL_NS, true),
+        Spin::Fixed(ns) => (ns, false),
     };
-    let late = a.catch_up.policy(REBASE_THRESHOLD_NS)?;
     // The start phase matters only for a periodic schedule.
-    let phase = match (a.phase.config()?, ival_spec.kind()) {
-        (Some(pc), SpecKind::Dist(Dist::Const { value })) => Some((pc, *value)),
+    let phase = match (a.phase.config(), intervals.kind()) {
+        (Some(pc), SpecKind::Dist(Dist::Const { value })) if *value > 0.0 => Some((pc, *value)),
         _ => None,
     };
-    let tos = a.tos.or(a.dscp.map(|d| d << 2));
-    let target = super::resolve(&a.host, a.port, a.family.ipv4, a.family.ipv6)?;
-    let bind = a
-        .bind
-        .as_deref()
-        .map(|b| super::bind_addr(Some(b), 0, false))
-        .transpose()?;
+    if let Some(n) = a.count.filter(|&n| a.warmup >= n) {
+        return Err(usage(format!(
+            "--warmup {} flags every one of the {n} probes of --count as warm-up: nothing would be measured",
+            a.warmup
+        )));
+    }
     if a.format == FormatArg::Luna {
         if a.warmup > 0 {
             return Err(usage(
@@ -66,41 +61,27 @@ pub fn run(a: SendArgs) -> Result<()> {
             ));
         }
     }
-    let settings = SendSettings {
-        host: a.host.clone(),
-        target: target.to_string(),
-        flow: a.flow,
-        flows: a.flows,
-        interval: ival_spec.to_string(),
-        size: size_spec.to_string(),
-        count: a.count,
-        duration_ns,
-        tos,
-        padding: a.padding.clone(),
-        warmup: a.warmup,
-        wait: format!("{:?}", a.wait).to_lowercase(),
-        echo: a.echo,
-        seed: a.seed,
-        batch: a.batch,
-        rt_priority: a.rt_priority,
-        cpu: a.cpu,
-        format: format!("{:?}", a.format).to_lowercase(),
-        late: format!("{late:?}"),
-        phase: phase.map(|(pc, _)| pc.calibrate.as_nanos() as u64),
-    };
+    let target = net::resolve(&a.host, a.port, a.family.family()).map_err(|e| match e {
+        e @ net::ResolveError::NoAddress { .. } => usage(e.to_string()),
+        e => e.into(),
+    })?;
     let job = SendJob {
         flow: FlowConfig {
             target,
-            bind,
+            bind: a.bind.map(|b| BindAddr::or_any(Some(b), 0, Family::Any)),
             flow: a.flow,
             limits: Limits {
                 count: a.count,
                 duration_ns,
             },
-            tos,
+            tos: a.tos.or(a.dscp.map(|d| d << 2)),
             warmup: a.warmup,
-            padding: parse_padding(&a.padding)?,
-            wait,
+            padding: a.padding,
+            wait: match a.wait {
+                WaitArg::Sleep => WaitStrategy::Sleep,
+                WaitArg::Spin => WaitStrategy::Spin,
+                WaitArg::Hybrid => WaitStrategy::Hybrid { spin_ns },
+            },
             adaptive_spin,
             prime: !a.no_prime,
             anchor_first: !a.planned_start,
@@ -108,14 +89,14 @@ pub fn run(a: SendArgs) -> Result<()> {
             echo_wait: Duration::from_nanos(a.echo_wait),
             last_repeats: 3,
             last_gap: Duration::from_millis(2),
-            max_batch: a.batch as usize,
+            max_batch: a.batch.into(),
             lead: Duration::ZERO,
             seed: a.seed,
             epoch_mono_ns: None,
             start_mono_ns: None,
             mono_to_real: 0,
             format: a.format.engine(),
-            late,
+            late: a.catch_up.policy(REBASE_THRESHOLD_NS),
             phase,
         },
         flows: a.flows,
@@ -126,15 +107,30 @@ pub fn run(a: SendArgs) -> Result<()> {
             mlock: a.mlock,
         },
         record: a.record.clone(),
-        settings,
-        intervals: ival_spec,
-        sizes: size_spec,
+        host: a.host.clone(),
+        intervals,
+        sizes: a.size.clone(),
     };
     let msg = format!(
         "sending to {target}: {} flow(s), interval {}, size {}",
         a.flows, job.intervals, job.sizes
     );
+    let send_error = |e| match e {
+        SendError::Spec { values, .. } | SendError::Range { values, .. } => usage(format!(
+            "{} {e}",
+            if values == Values::Sizes {
+                "--size"
+            } else {
+                ival_flag
+            }
+        )),
+        SendError::Rt(e) => rt_error(e),
+        e => e.into(),
+    };
     let run = job.start().map_err(send_error)?;
+    for n in run.notes().iter().filter(|_| !a.quiet) {
+        eprintln!("wirelab send: note: {n}");
+    }
     let sent = run.progress();
     let ticker = crate::progress::ticker(a.quiet || a.json, move |_| {
         format!("{msg}; {} sent", sent.get())
@@ -148,34 +144,4 @@ pub fn run(a: SendArgs) -> Result<()> {
         text::write_send(&report, &mut std::io::stdout().lock())?;
     }
     Ok(())
-}
-
-fn send_error(e: SendError) -> anyhow::Error {
-    match e {
-        SendError::Spec { values, .. } => usage(format!(
-            "{} {e}",
-            match values {
-                Values::Intervals => "--interval",
-                Values::Sizes => "--size",
-            }
-        )),
-        SendError::Rt(e) => rt_error(e),
-        e => anyhow::Error::new(e),
-    }
-}
-
-fn parse_padding(s: &str) -> Result<Padding> {
-    if s == "random" {
-        return Ok(Padding::Random);
-    }
-    let v = if let Some(h) = s.strip_prefix("0x") {
-        u8::from_str_radix(h, 16).ok()
-    } else {
-        s.parse::<u8>().ok()
-    };
-    v.map(Padding::Const).ok_or_else(|| {
-        usage(format!(
-            "--padding {s:?}: give a byte value (0-255 or 0x00-0xff) or \"random\""
-        ))
-    })
 }

@@ -1,0 +1,249 @@
+//! `wirelab demo`'s lab run: as root, two network namespaces joined by a
+//! veth pair, `wirelab recv` in one and `wirelab send` in the other, both
+//! writing record files, and the namespaces removed again (also on error or
+//! a signal); without root, or when asked, the same two processes over
+//! loopback. The caller analyzes the record files.
+
+use crate::lab::{is_root, Lab, LabError, LinkSpec};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+const ADDR_SEND: &str = "198.18.0.1";
+const ADDR_RECV: &str = "198.18.0.2";
+/// The receiver's port in the namespace lab (the default port).
+const LAB_PORT: u16 = 5757;
+
+#[derive(Debug, Error)]
+pub enum DemoError {
+    #[error("cannot build the namespace lab (try --loopback): {0}")]
+    Build(LabError),
+    #[error(transparent)]
+    Lab(#[from] LabError),
+    #[error("the receiver did not start: {0}")]
+    Receiver(LabError),
+    #[error("{what}: {source}")]
+    Io { what: String, source: io::Error },
+    #[error("the receiver did not start listening on port {0} within 5 s")]
+    NotListening(u16),
+    #[error("the {role} failed ({status})")]
+    Failed {
+        role: &'static str,
+        status: std::process::ExitStatus,
+    },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> DemoError {
+    let what = what.into();
+    move |source| DemoError::Io { what, source }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct DemoConfig {
+    /// The wirelab executable.
+    pub exe: PathBuf,
+    /// The sender's interval and size specs.
+    pub interval: String,
+    pub size: String,
+    /// How long the sender sends.
+    pub duration: Duration,
+    /// Loopback even as root.
+    pub loopback: bool,
+    /// Keep the record files here; `None`: a temporary directory, removed
+    /// with the [`Demo`].
+    pub keep: Option<PathBuf>,
+}
+
+/// A finished run: its record files.
+pub struct Demo {
+    pub tx: PathBuf,
+    pub rx: PathBuf,
+    /// A signal cut the run short.
+    pub interrupted: bool,
+    temp: Option<PathBuf>,
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        if let Some(d) = &self.temp {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// `3s`, `500ms`: a duration the sender's `--duration` takes, exactly.
+fn duration_arg(d: Duration) -> String {
+    let ns = d.as_nanos();
+    match [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+        .into_iter()
+        .find(|(unit, _)| ns % unit == 0)
+    {
+        Some((unit, name)) => format!("{}{name}", ns / unit),
+        None => format!("{ns}ns"),
+    }
+}
+
+/// Runs the lab; `say` gets what happens, line by line. The first SIGINT or
+/// SIGTERM lets both processes finish and the run returns what they
+/// recorded; a second one removes the namespaces and exits.
+pub fn run(cfg: &DemoConfig, say: &mut dyn FnMut(String)) -> Result<Demo, DemoError> {
+    let (dir, temp) = match &cfg.keep {
+        Some(d) => (d.clone(), None),
+        None => {
+            let d = std::env::temp_dir().join(format!("wirelab-demo-{}", std::process::id()));
+            (d.clone(), Some(d))
+        }
+    };
+    std::fs::create_dir_all(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
+    let mut demo = Demo {
+        tx: dir.join("tx.wlr"),
+        rx: dir.join("rx.wlr"),
+        interrupted: false,
+        temp,
+    };
+    let use_ns = is_root() && !cfg.loopback;
+    if !use_ns && !cfg.loopback {
+        say("wirelab demo: not running as root, so no network namespaces: running the same lab over loopback (127.0.0.1). \
+Run as root (sudo wirelab demo) for the two-namespace veth lab."
+            .into());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(io_err("signal handlers"))?;
+    }
+    let lab = if use_ns {
+        Some(
+            Lab::new("wl")
+                .namespace("s")
+                .namespace("r")
+                .link(
+                    "s",
+                    "r",
+                    LinkSpec::new().ipv4(&format!("{ADDR_SEND}/24"), &format!("{ADDR_RECV}/24")),
+                )
+                .build()
+                .map_err(DemoError::Build)?,
+        )
+    } else {
+        None
+    };
+    let guard = match &lab {
+        Some(l) => Some(l.guard_signals(stop.clone())?),
+        None => None,
+    };
+    let (port, target) = match &lab {
+        Some(l) => {
+            say(format!(
+                "lab: namespaces {} ({ADDR_SEND}) and {} ({ADDR_RECV}) joined by a veth pair",
+                l.ns("s"),
+                l.ns("r")
+            ));
+            (LAB_PORT, ADDR_RECV)
+        }
+        None => {
+            let port = free_udp_port().map_err(io_err("finding a free UDP port"))?;
+            say(format!("lab: loopback, port {port}"));
+            (port, "127.0.0.1")
+        }
+    };
+    let wirelab = |role: &str| match &lab {
+        Some(l) => l.exec(role, &cfg.exe),
+        None => Command::new(&cfg.exe),
+    };
+    let timeout = format!("{}s", cfg.duration.as_secs() + 15);
+    let mut rx = wirelab("r")
+        .args([
+            "recv",
+            "-4",
+            "--quiet",
+            "--json",
+            "--port",
+            &port.to_string(),
+        ])
+        .args(["--idle-timeout", "5s", "--timeout", &timeout, "--record"])
+        .arg(&demo.rx)
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(io_err("cannot start the receiver"))?;
+    let listening = match &lab {
+        Some(l) => l
+            .wait_udp("r", port, Duration::from_secs(5))
+            .map_err(DemoError::Receiver),
+        None => wait_listening_local(port, Duration::from_secs(5)),
+    };
+    if let Err(e) = listening {
+        let _ = rx.kill();
+        let _ = rx.wait();
+        return Err(e);
+    }
+    let duration = duration_arg(cfg.duration);
+    let send = [
+        "--interval",
+        &cfg.interval,
+        "--size",
+        &cfg.size,
+        "--duration",
+        &duration,
+    ];
+    say(format!("running: wirelab send {target} {}", send.join(" ")));
+    let tx_status = wirelab("s")
+        .args(["send", target, "--quiet", "--port", &port.to_string()])
+        .args(send)
+        .args(["--seed", "42", "--warmup", "0", "--record"])
+        .arg(&demo.tx)
+        .stdout(Stdio::null())
+        .status()
+        .map_err(io_err("cannot start the sender"))?;
+    let rx_status = rx.wait().map_err(io_err("waiting for the receiver"))?;
+    drop(guard);
+    drop(lab);
+    for (role, status) in [("sender", tx_status), ("receiver", rx_status)] {
+        if !status.success() {
+            return Err(DemoError::Failed { role, status });
+        }
+    }
+    demo.interrupted = stop.load(Ordering::SeqCst);
+    Ok(demo)
+}
+
+fn free_udp_port() -> io::Result<u16> {
+    Ok(std::net::UdpSocket::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Waits until a UDP socket is bound to `port` on this host (seen in
+/// /proc/net/udp*).
+fn wait_listening_local(port: u16, timeout: Duration) -> Result<(), DemoError> {
+    let hex = format!(":{port:04X} ");
+    let t0 = Instant::now();
+    while t0.elapsed() < timeout {
+        let bound = ["/proc/net/udp", "/proc/net/udp6"]
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(Path::new(p)).ok())
+            .any(|t| t.contains(&hex));
+        if bound {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(DemoError::NotListening(port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_passed_on_exactly() {
+        assert_eq!(duration_arg(Duration::from_secs(3)), "3s");
+        assert_eq!(duration_arg(Duration::from_millis(2500)), "2500ms");
+        assert_eq!(duration_arg(Duration::from_micros(7)), "7us");
+        assert_eq!(duration_arg(Duration::from_nanos(1_001)), "1001ns");
+    }
+}
