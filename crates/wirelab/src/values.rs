@@ -145,8 +145,3 @@ mod tests {
         assert!(n("-1").is_err());
     }
 }
-
-/// A clap value parser for durations with a unit (`200us`, `5s`), in ns.
-pub fn duration_arg(s: &str) -> std::result::Result<u64, String> {
-    units::parse_duration_ns(s).map_err(|e| e.to_string())
-}

@@ -29,7 +29,7 @@
 //!   set and the slot state hold at most what the limit admits (plus
 //!   65536 slot checkpoints).
 //!
-//! docs/emulate-model.md gives the stage syntax and every semantic choice.
+//! docs/emulate.md gives the stage syntax and every semantic choice.
 //!
 //! ```
 //! use wirelab_core::link::{Direction, Link, LinkConfig, LinkKey};

@@ -1,6 +1,6 @@
 //! The stage list of one link direction in netem's syntax: parsing,
 //! validation and the canonical printed form (grammar in
-//! docs/emulate-model.md).
+//! docs/emulate.md).
 //!
 //! Contracts:
 //! - Options may come in any order; each at most once (`limit` may be

@@ -36,7 +36,7 @@ pub struct EmulateArgs {
     #[arg(long, value_name = "STAGES", conflicts_with_all = ["a2b", "b2a"], allow_hyphen_values = true)]
     pub both: Option<String>,
     /// Stop after this long (default: until Ctrl-C / SIGTERM)
-    #[arg(short = 'd', long, value_name = "DURATION", value_parser = crate::values::duration_arg)]
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = crate::values::NONZERO_DURATION)]
     pub duration: Option<u64>,
     /// Seed of every random decision when the stages give none
     #[arg(long, default_value_t = 1)]
@@ -45,7 +45,7 @@ pub struct EmulateArgs {
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(16..=1_048_576))]
     pub ring_frames: u32,
     /// Spin before each deadline for this long (learned from the sleeps unless --fixed-spin)
-    #[arg(long, value_name = "DURATION", default_value = "200us", value_parser = crate::values::duration_arg)]
+    #[arg(long, value_name = "DURATION", default_value = "200us", value_parser = crate::values::duration(0, 100_000_000, "0 to 100ms"))]
     pub spin: u64,
     /// Keep the --spin margin fixed instead of learning it
     #[arg(long)]
