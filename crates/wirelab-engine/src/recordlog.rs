@@ -3,26 +3,45 @@
 //!
 //! A [`RecordLog`] owns a writer thread and the file. Each packet thread
 //! gets its own [`RecordWriter`]: `write` copies 64 bytes into the current
-//! chunk of 1024 records; a full chunk goes to the writer thread through a
-//! bounded queue and an empty one comes back from a pool, so the steady
-//! state allocates nothing and the packet thread never waits for the disk
-//! (a blocking `write(2)` under dirty-page throttling stalls for seconds).
-//! Only when the whole queue (256 chunks, 16 MiB, seconds of traffic) is
-//! full does `write` wait, counted in [`LogStats::queue_waits`]: records are
-//! never dropped. Dropping a writer flushes its partial chunk; `finish`
-//! waits for every chunk to reach the file and syncs it. A crash loses at
-//! most what was queued; the file stays readable up to its last whole record.
+//! chunk of 1024 records (under the writer's own lock, which only the writer
+//! thread's periodic flush ever contends for); a full chunk goes to the
+//! writer thread through a bounded queue and an empty one comes back from a
+//! pool, so the steady state allocates nothing and the packet thread never
+//! waits for the disk (a blocking `write(2)` under dirty-page throttling
+//! stalls for seconds). Only when the whole queue (256 chunks, 16 MiB,
+//! seconds of traffic) is full does `write` wait, counted in
+//! [`LogStats::queue_waits`]: records are never dropped. Each writer's
+//! records keep their order in the file. Dropping a writer flushes its
+//! partial chunk; `finish` waits for every chunk to reach the file and
+//! syncs it.
+//!
+//! # Crash safety
+//!
+//! Every [`FLUSH_INTERVAL`] the writer thread also takes the partial chunk
+//! of every writer, so no record waits longer than that (plus the time to
+//! write what is queued before it) before it is handed to the kernel, in
+//! `write(2)` calls of whole records. A process killed outright (`kill -9`,
+//! the OOM killer) therefore leaves a file holding every record written
+//! more than [`FLUSH_INTERVAL`] before the kill: the loss is at most that
+//! last interval (and, if the kill lands inside a `write(2)`, one partial
+//! last record, which readers skip and report). The header is in the file
+//! as soon as [`RecordLog::create`] returns. A machine crash can lose more:
+//! the file is synced only by [`RecordLog::finish`].
 
 use serde::Serialize;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 use std::thread::JoinHandle;
-use wirelab_wire::record::{Record, RecordFileHeader, Role};
+use std::time::{Duration, Instant};
+use wirelab_wire::record::{Record, RecordFileHeader, Role, RECORD_LEN};
 
+/// Longest time a written record waits in its writer's partial chunk before
+/// the writer thread hands it to the kernel: what a `kill -9` can lose.
+pub const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
 const CHUNK: usize = 1024;
 const QUEUE_CHUNKS: usize = 256;
 
@@ -50,7 +69,30 @@ pub struct LogStats {
 
 struct Shared {
     pool: Mutex<Vec<Vec<Record>>>,
+    /// Every writer's partial chunk, for the periodic flush.
+    slots: Mutex<Vec<Weak<Mutex<Vec<Record>>>>>,
     queue_waits: AtomicU64,
+}
+
+impl Shared {
+    fn chunk(&self) -> Vec<Record> {
+        lock(&self.pool)
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(CHUNK))
+    }
+
+    fn recycle(&self, mut chunk: Vec<Record>) {
+        chunk.clear();
+        let mut p = lock(&self.pool);
+        if p.len() < QUEUE_CHUNKS {
+            p.push(chunk);
+        }
+    }
+}
+
+/// Locks `m`; a panic elsewhere while holding it leaves whole records behind.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The record file and its writer thread.
@@ -63,22 +105,22 @@ pub struct RecordLog {
 impl RecordLog {
     /// Creates the file, writes its header and starts the writer thread.
     pub fn create(path: &Path, role: Role, meta: &RecordMeta) -> io::Result<RecordLog> {
-        let file = File::create(path)?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut file = File::create(path)?;
         let header = RecordFileHeader {
             role,
             metadata: serde_json::to_string(meta).map_err(io::Error::other)?,
         };
-        out.write_all(&header.to_bytes())?;
+        file.write_all(&header.to_bytes())?;
         let (tx, rx) = sync_channel::<Vec<Record>>(QUEUE_CHUNKS);
         let shared = Arc::new(Shared {
             pool: Mutex::new(Vec::new()),
+            slots: Mutex::new(Vec::new()),
             queue_waits: AtomicU64::new(0),
         });
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("wirelab-records".into())
-            .spawn(move || write_loop(out, rx, sh))?;
+            .spawn(move || write_loop(file, rx, &sh))?;
         Ok(RecordLog {
             tx: Some(tx),
             shared,
@@ -88,10 +130,12 @@ impl RecordLog {
 
     /// A handle for one packet thread.
     pub fn writer(&self) -> RecordWriter {
+        let cur = Arc::new(Mutex::new(Vec::with_capacity(CHUNK)));
+        lock(&self.shared.slots).push(Arc::downgrade(&cur));
         RecordWriter {
             tx: self.tx.clone(),
             shared: self.shared.clone(),
-            cur: Vec::with_capacity(CHUNK),
+            cur,
             written: 0,
         }
     }
@@ -123,48 +167,84 @@ impl Drop for RecordLog {
     }
 }
 
-fn write_loop(
-    mut out: BufWriter<File>,
-    rx: Receiver<Vec<Record>>,
-    shared: Arc<Shared>,
-) -> io::Result<u64> {
+/// Writes chunks as they come and, every [`FLUSH_INTERVAL`], the writers'
+/// partial chunks; ends when every sender (the log and all writers) is gone.
+fn write_loop(mut file: File, rx: Receiver<Vec<Record>>, shared: &Shared) -> io::Result<u64> {
     let mut n = 0u64;
-    let mut buf = Vec::with_capacity(CHUNK * 64);
-    // Ends when every sender (the log and all writers) is gone.
-    for mut chunk in rx {
+    let mut buf = Vec::with_capacity(CHUNK * RECORD_LEN);
+    let mut write = |chunk: Vec<Record>, file: &mut File| -> io::Result<()> {
         buf.clear();
         for r in &chunk {
             buf.extend_from_slice(&r.to_bytes());
         }
-        out.write_all(&buf)?;
+        file.write_all(&buf)?;
         n += chunk.len() as u64;
-        chunk.clear();
-        if let Ok(mut p) = shared.pool.lock() {
-            if p.len() < QUEUE_CHUNKS {
-                p.push(chunk);
+        shared.recycle(chunk);
+        Ok(())
+    };
+    let mut next_flush = Instant::now() + FLUSH_INTERVAL;
+    loop {
+        match rx.recv_timeout(next_flush.saturating_duration_since(Instant::now())) {
+            Ok(chunk) => write(chunk, &mut file)?,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if Instant::now() >= next_flush {
+            for chunk in take_partials(&rx, shared) {
+                write(chunk, &mut file)?;
             }
+            next_flush = Instant::now() + FLUSH_INTERVAL;
         }
     }
-    out.flush()?;
-    out.get_ref().sync_data()?;
+    file.sync_data()?;
     Ok(n)
+}
+
+/// The writers' partial chunks, each after the queued chunks that precede
+/// it. A writer caught in the middle of a `write` is left for the next
+/// flush: it is busy, so its chunk fills and is queued soon anyway.
+fn take_partials(rx: &Receiver<Vec<Record>>, shared: &Shared) -> Vec<Vec<Record>> {
+    let slots: Vec<_> = {
+        let mut s = lock(&shared.slots);
+        s.retain(|w| w.strong_count() > 0);
+        s.iter().filter_map(Weak::upgrade).collect()
+    };
+    let mut out = Vec::new();
+    for slot in slots {
+        let mut cur = match slot.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => continue,
+        };
+        if cur.is_empty() {
+            continue;
+        }
+        // The writer queues a full chunk while holding its lock, so every
+        // chunk it queued before this partial one is in the queue now.
+        out.extend(rx.try_iter());
+        let spare = shared.chunk();
+        out.push(std::mem::replace(&mut *cur, spare));
+    }
+    out
 }
 
 /// One thread's handle on a [`RecordLog`].
 pub struct RecordWriter {
     tx: Option<SyncSender<Vec<Record>>>,
     shared: Arc<Shared>,
-    cur: Vec<Record>,
+    /// The partial chunk, shared with the writer thread's periodic flush.
+    cur: Arc<Mutex<Vec<Record>>>,
     written: u64,
 }
 
 impl RecordWriter {
     #[inline]
     pub fn write(&mut self, r: &Record) -> io::Result<()> {
-        self.cur.push(*r);
+        let mut cur = lock(&self.cur);
+        cur.push(*r);
         self.written += 1;
-        if self.cur.len() >= CHUNK {
-            self.flush()?;
+        if cur.len() >= CHUNK {
+            Self::queue(&self.tx, &self.shared, &mut cur)?;
         }
         Ok(())
     }
@@ -176,30 +256,33 @@ impl RecordWriter {
 
     /// Hands the partial chunk to the writer thread.
     pub fn flush(&mut self) -> io::Result<()> {
-        if self.cur.is_empty() {
+        let mut cur = lock(&self.cur);
+        Self::queue(&self.tx, &self.shared, &mut cur)
+    }
+
+    /// Queues `cur` (if not empty) and replaces it with a pooled chunk.
+    /// Called with the chunk's lock held, which keeps the writer's order
+    /// (see [`take_partials`]).
+    fn queue(
+        tx: &Option<SyncSender<Vec<Record>>>,
+        shared: &Shared,
+        cur: &mut Vec<Record>,
+    ) -> io::Result<()> {
+        if cur.is_empty() {
             return Ok(());
         }
-        let Some(tx) = self.tx.as_ref() else {
+        let Some(tx) = tx.as_ref() else {
             return Ok(());
         };
-        let next = self
-            .shared
-            .pool
-            .lock()
-            .ok()
-            .and_then(|mut p| p.pop())
-            .unwrap_or_else(|| Vec::with_capacity(CHUNK));
-        let full = std::mem::replace(&mut self.cur, next);
+        let full = std::mem::replace(cur, shared.chunk());
+        let gone = || io::Error::other("record writer thread ended (disk error?)");
         match tx.try_send(full) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(full)) => {
-                self.shared.queue_waits.fetch_add(1, Ordering::Relaxed);
-                tx.send(full)
-                    .map_err(|_| io::Error::other("record writer thread ended (disk error?)"))
+                shared.queue_waits.fetch_add(1, Ordering::Relaxed);
+                tx.send(full).map_err(|_| gone())
             }
-            Err(TrySendError::Disconnected(_)) => {
-                Err(io::Error::other("record writer thread ended (disk error?)"))
-            }
+            Err(TrySendError::Disconnected(_)) => Err(gone()),
         }
     }
 }
@@ -273,6 +356,113 @@ mod tests {
                 .map(|r| r.seq)
                 .collect();
             assert_eq!(seqs, (0..5000).collect::<Vec<u64>>());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn tmp(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("wl-reclog-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn file_records(p: &Path) -> (Vec<Record>, usize) {
+        let mut r = RecordReader::new(File::open(p).unwrap()).unwrap();
+        let recs: Vec<Record> = r.by_ref().map(|x| x.unwrap()).collect();
+        (recs, r.trailing_bytes)
+    }
+
+    /// What a `kill -9` would find: records of a writer that is still alive
+    /// and writes nothing more (a lull) reach the file within the flush
+    /// interval, without `flush`, drop or `finish`.
+    #[test]
+    fn an_idle_writers_records_reach_the_file_without_finish() {
+        let dir = tmp("idle");
+        let p = dir.join("a.wlr");
+        let log = RecordLog::create(&p, Role::Receiver, &meta()).unwrap();
+        let header_only = std::fs::metadata(&p).unwrap().len();
+        assert!(header_only > 20, "the header is written at once");
+        let mut w = log.writer();
+        for seq in 0..5 {
+            w.write(&Record {
+                seq,
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        // Bounded wait, far beyond FLUSH_INTERVAL, for a loaded machine.
+        let want = header_only + 5 * RECORD_LEN as u64;
+        for _ in 0..500 {
+            if std::fs::metadata(&p).unwrap().len() >= want {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (recs, trailing) = file_records(&p);
+        assert_eq!(
+            recs.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4]
+        );
+        assert_eq!(trailing, 0);
+        // The writer goes on; nothing is written twice.
+        for seq in 5..8 {
+            w.write(&Record {
+                seq,
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        drop(w);
+        assert_eq!(log.finish().unwrap().records, 8);
+        let (recs, _) = file_records(&p);
+        assert_eq!(
+            recs.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            (0..8).collect::<Vec<_>>()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Full chunks and periodic partial ones interleave: each writer's
+    /// records still keep their order, none lost or doubled.
+    #[test]
+    fn periodic_flushes_keep_each_writers_order() {
+        let dir = tmp("order");
+        let p = dir.join("a.wlr");
+        let log = RecordLog::create(&p, Role::Sender, &meta()).unwrap();
+        let threads: Vec<_> = (0..2u32)
+            .map(|flow| {
+                let mut w = log.writer();
+                std::thread::spawn(move || {
+                    // Pauses long enough for several flushes to take partial
+                    // chunks between full ones (ends after ~400 pauses).
+                    for seq in 0..(4 * CHUNK as u64 + 123) {
+                        w.write(&Record {
+                            flow,
+                            seq,
+                            ..Default::default()
+                        })
+                        .unwrap();
+                        if seq % 11 == 0 {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let n = 4 * CHUNK as u64 + 123;
+        assert_eq!(log.finish().unwrap().records, 2 * n);
+        let (recs, _) = file_records(&p);
+        for flow in 0..2 {
+            let seqs: Vec<u64> = recs
+                .iter()
+                .filter(|r| r.flow == flow)
+                .map(|r| r.seq)
+                .collect();
+            assert_eq!(seqs, (0..n).collect::<Vec<u64>>());
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -108,6 +108,9 @@ pub struct ReadStats {
     pub oversize: u64,
     /// Timestamps that went backwards (sent at the previous packet's time).
     pub ts_backwards: u64,
+    /// Files that end inside a packet record or block (cut short, e.g. by a crash): read
+    /// up to it, the partial record left out.
+    pub cut_short: u64,
     /// Rewrite counters.
     #[serde(skip)]
     pub rewrite: RewriteStats,
@@ -137,6 +140,24 @@ fn open(path: &Path) -> Result<PcapReader<BufReader<File>>, ReplayError> {
     })
 }
 
+/// `r.next_packet()`, except that a file cut short inside its last record or block (a
+/// capture killed mid-write) ends there, with `cut` saying where, instead of failing:
+/// every packet before it is whole.
+fn next_packet<'r>(
+    r: &'r mut PcapReader<BufReader<File>>,
+    path: &Path,
+    cut: &mut Option<String>,
+) -> Result<Option<wirelab_pcap::Packet<'r>>, ReplayError> {
+    match r.next_packet() {
+        Ok(p) => Ok(p),
+        Err(e) if e.is_truncation() => {
+            *cut = Some(e.to_string());
+            Ok(None)
+        }
+        Err(e) => Err(ReplayError::Input(format!("{}: {e}", path.display()))),
+    }
+}
+
 /// Reads every file once, calling `sink` for each selected, rewritten
 /// packet with its trace offset. `sink` returns false to stop early.
 pub fn scan(
@@ -157,11 +178,19 @@ pub fn scan(
         if fi > 0 && stats.selected > 0 {
             base = last_t + gap_sum.checked_div(gaps).unwrap_or(1_000_000);
         }
+        let (mut cut, in_file) = (None, number);
         loop {
-            let p = r
-                .next_packet()
-                .map_err(|e| ReplayError::Input(format!("{}: {e}", path.display())))?;
-            let Some(p) = p else { break };
+            let Some(p) = next_packet(&mut r, path, &mut cut)? else {
+                if let Some(c) = cut.take() {
+                    stats.cut_short += 1;
+                    tracing::warn!(
+                        "{}: file cut short ({c}): read the {} whole packet(s) before it",
+                        path.display(),
+                        number - in_file
+                    );
+                }
+                break;
+            };
             number += 1;
             stats.read += 1;
             if p.linktype != wirelab_pcap::LINKTYPE_ETHERNET {
@@ -265,10 +294,7 @@ pub fn side_map(
     let each = |f: &mut dyn FnMut(&[u8])| -> Result<(), ReplayError> {
         for path in files {
             let mut r = open(path)?;
-            while let Some(p) = r
-                .next_packet()
-                .map_err(|e| ReplayError::Input(format!("{}: {e}", path.display())))?
-            {
+            while let Some(p) = next_packet(&mut r, path, &mut None)? {
                 f(p.data);
             }
         }
@@ -295,13 +321,63 @@ pub fn count_packets(files: &[PathBuf]) -> Result<u64, ReplayError> {
     let mut n = 0u64;
     for path in files {
         let mut r = open(path)?;
-        while r
-            .next_packet()
-            .map_err(|e| ReplayError::Input(format!("{}: {e}", path.display())))?
-            .is_some()
-        {
+        while next_packet(&mut r, path, &mut None)?.is_some() {
             n += 1;
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A capture killed inside a write: both formats, cut inside the last record, are
+    /// read up to it, counted alike by every reader of the trace.
+    #[test]
+    fn a_file_cut_inside_its_last_record_is_read_up_to_it() {
+        for ng in [false, true] {
+            let p = std::env::temp_dir().join(format!("wl-trace-cut-{ng}-{}", std::process::id()));
+            let mut bytes = Vec::new();
+            if ng {
+                let mut w = wirelab_pcap::PcapngWriter::new(&mut bytes).unwrap();
+                let i = w.add_interface("eth0", 1, 65_535).unwrap();
+                for n in 0..3u64 {
+                    w.write_packet(i, 1_000 + n, 60, &[n as u8; 60]).unwrap();
+                }
+                w.into_inner().unwrap();
+            } else {
+                let mut w = wirelab_pcap::PcapWriter::new(
+                    &mut bytes,
+                    1,
+                    65_535,
+                    wirelab_pcap::PcapPrecision::Nano,
+                )
+                .unwrap();
+                for n in 0..3u64 {
+                    w.write_packet(1_000 + n, 60, &[n as u8; 60]).unwrap();
+                }
+                w.flush().unwrap();
+            }
+            bytes.truncate(bytes.len() - 30);
+            std::fs::write(&p, &bytes).unwrap();
+            let spec = ReadSpec {
+                files: vec![p.clone()],
+                select: Selection::default(),
+                rewrite: RewriteSpec::default(),
+                max_frame: None,
+            };
+            let mut stats = ReadStats::default();
+            let t = preload(&spec, &mut stats).unwrap();
+            assert_eq!(
+                (t.pkts.len(), stats.read, stats.cut_short),
+                (2, 2, 1),
+                "ng {ng}"
+            );
+            assert_eq!(count_packets(&spec.files).unwrap(), 2);
+            let mode = wirelab_wire::rewrite::split::SplitMode::Auto;
+            assert_eq!(side_map(&spec.files, &mode).unwrap().sides.len(), 2);
+            let _ = std::fs::remove_file(&p);
+        }
+    }
 }

@@ -24,8 +24,12 @@ pub fn run(a: ExportArgs) -> Result<()> {
     }
     // Stream: records are converted as they are read, never all held.
     let mut err = None;
+    let mut read = 0u64;
     let records = std::iter::from_fn(|| match r.next_record() {
-        Ok(x) => x,
+        Ok(x) => {
+            read += u64::from(x.is_some());
+            x
+        }
         Err(e) => {
             err = Some(e);
             None
@@ -41,7 +45,8 @@ pub fn run(a: ExportArgs) -> Result<()> {
     }
     if r.trailing_bytes > 0 {
         eprintln!(
-            "wirelab: {}: ignored a partial record of {} bytes at the end",
+            "wirelab: {}: read {read} whole record(s); ignored a partial record of {} bytes \
+             at the end (file cut short?)",
             a.file.display(),
             r.trailing_bytes
         );
