@@ -22,15 +22,18 @@
 //! # Crash safety
 //!
 //! No encoded byte waits in the batch longer than [`FLUSH_INTERVAL_NS`] (checked at every
-//! [`Output::tick`], once per processing cycle): whatever the batch holds then goes to the
-//! kernel, whole blocks through `O_DIRECT` and the unaligned tail through the page cache
-//! at its place in the file (it stays in the batch and is written again, completed, as
-//! part of the next whole block). So a capture killed outright (`kill -9`, the OOM killer)
-//! leaves a file that ends after a whole packet record or block and holds every packet
-//! handed to [`Output::write`] more than [`FLUSH_INTERVAL_NS`] before the kill (packets
-//! reach the writer after the ring's retire timeout). Only the final interface statistics
-//! block is missing. If the kill lands inside a `write(2)`, the file can end in a partial
-//! record, which readers report as a cut-short file after the packets before it.
+//! [`Output::tick`], once per processing cycle): what the kernel does not have yet then
+//! goes to it. With `O_DIRECT` those bytes go through a second, buffered handle at their
+//! place in the file and stay in the batch, to be written again as part of the next whole
+//! block; right after each whole-block write, which ends anywhere in a record, the rest
+//! of the batch follows the same way. So a capture killed outright (`kill -9`, the OOM
+//! killer) leaves a file that ends after a whole packet record or block and holds every
+//! packet handed to [`Output::write`] more than [`FLUSH_INTERVAL_NS`] before the kill
+//! (packets reach the writer after the ring's retire timeout); only the final interface
+//! statistics block is missing. A kill that lands between a whole-block write and the
+//! write that completes it, or inside a `write(2)`, leaves a partial last record, which
+//! readers (wirelab, tshark, capinfos) report as a cut-short file after counting the
+//! packets before it.
 //!
 //! # Batching and direct I/O
 //!
@@ -169,19 +172,19 @@ impl FileSink {
         })
     }
 
-    /// Hands everything in `buf` to the kernel now: what [`FileSink::write_some`] writes,
-    /// then an unaligned tail left by `O_DIRECT` through the buffered handle at its place,
-    /// without taking it out of `buf` (the next whole block rewrites it, completed).
-    fn write_all_now(&mut self, buf: &mut AlignedBuf) -> io::Result<()> {
-        self.write_some(buf)?;
-        if buf.is_empty() {
-            return Ok(());
+    /// Hands the bytes of `buf` from `from` on to the kernel now, so the file ends after
+    /// the last whole record. Buffered, they are written and taken out of `buf`. With
+    /// `O_DIRECT`, they go through the buffered handle at their place in the file and stay
+    /// in `buf`: the next whole-block write rewrites them.
+    fn write_pending(&mut self, buf: &mut AlignedBuf, from: usize) -> io::Result<()> {
+        if !self.direct {
+            return self.write_some(buf);
         }
         if self.tail.is_none() {
             self.tail = Some(std::fs::OpenOptions::new().write(true).open(&self.path)?);
         }
         if let Some(t) = &self.tail {
-            t.write_all_at(buf.data(), self.pos)?;
+            t.write_all_at(&buf.data()[from..], self.pos + from as u64)?;
         }
         Ok(())
     }
@@ -501,6 +504,11 @@ impl Output {
                 f.write_some(&mut self.batch)?;
                 // Consumed bytes were the front of the batch: the flushed part shrinks alike.
                 self.flushed_len = self.flushed_len.saturating_sub(before - self.batch.len());
+                // Whole blocks end anywhere in a record: complete the file at once.
+                if self.batch.len() > self.flushed_len {
+                    f.write_pending(&mut self.batch, self.flushed_len)?;
+                    self.flushed_len = self.batch.len();
+                }
                 Ok(())
             }
             Some(Dest::Stdout(s)) => {
@@ -612,7 +620,7 @@ impl Output {
             return Ok(());
         }
         match &mut self.dest {
-            Some(Dest::File(f)) => f.write_all_now(&mut self.batch)?,
+            Some(Dest::File(f)) => f.write_pending(&mut self.batch, self.flushed_len)?,
             Some(Dest::Stdout(s)) => {
                 s.write_all(self.batch.data())?;
                 self.batch.clear();
@@ -756,10 +764,11 @@ mod tests {
                 let mut o = Output::create(c, 5).unwrap();
                 let mut t = 10;
                 let mut n = 0u64;
-                for round in 0..3u64 {
+                for round in 0..4u64 {
                     // 3, then ~8 KiB, then ~300 KiB of records: within one 4 KiB block,
-                    // across blocks, and far past them but below a full batch.
-                    let count = [3, 100, 4000][round as usize];
+                    // across blocks, and far past them but below a full batch; then past
+                    // a full batch, written at once in whole blocks and completed.
+                    let count = [3, 100, 4000, 12_000][round as usize];
                     for _ in 0..count {
                         let len = 60 + (n % 31) as usize;
                         o.write(
@@ -769,6 +778,11 @@ mod tests {
                         )
                         .unwrap();
                         n += 1;
+                    }
+                    if round == 3 {
+                        // The full batch went out without a tick, ending after a record.
+                        let got = on_disk(&path).len() as u64;
+                        assert!(got > 4103 && got < n, "{got} of {n}");
                     }
                     if ticks {
                         o.tick(t, None).unwrap();
