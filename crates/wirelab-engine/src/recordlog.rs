@@ -2,14 +2,14 @@
 //! the packet path.
 //!
 //! A [`RecordLog`] owns a writer thread and the file. Each packet thread
-//! gets its own [`RecordWriter`]: `write` copies 64 bytes into the current
-//! chunk of 1024 records (under the writer's own lock, which only the writer
-//! thread's periodic flush ever contends for); a full chunk goes to the
-//! writer thread through a bounded queue and an empty one comes back from a
-//! pool, so the steady state allocates nothing and the packet thread never
-//! waits for the disk (a blocking `write(2)` under dirty-page throttling
-//! stalls for seconds). Only when the whole queue (256 chunks, 16 MiB,
-//! seconds of traffic) is full does `write` wait, counted in
+//! gets its own [`RecordWriter`] with a chunk of 1024 record slots: `write`
+//! stores the record's 64 bytes there as eight atomic words and publishes
+//! it with one release store (no lock, no allocation, no system call). A
+//! full chunk is copied into a buffer from a pool and goes to the writer
+//! thread through a bounded queue, so the steady state allocates nothing and
+//! the packet thread never waits for the disk (a blocking `write(2)` under
+//! dirty-page throttling stalls for seconds). Only when the whole queue (256
+//! chunks, 16 MiB, seconds of traffic) is full does `write` wait, counted in
 //! [`LogStats::queue_waits`]: records are never dropped. Each writer's
 //! records keep their order in the file. Dropping a writer flushes its
 //! partial chunk; `finish` waits for every chunk to reach the file and
@@ -17,24 +17,25 @@
 //!
 //! # Crash safety
 //!
-//! Every [`FLUSH_INTERVAL`] the writer thread also takes the partial chunk
-//! of every writer, so no record waits longer than that (plus the time to
-//! write what is queued before it) before it is handed to the kernel, in
-//! `write(2)` calls of whole records. A process killed outright (`kill -9`,
-//! the OOM killer) therefore leaves a file holding every record written
-//! more than [`FLUSH_INTERVAL`] before the kill: the loss is at most that
-//! last interval (and, if the kill lands inside a `write(2)`, one partial
-//! last record, which readers skip and report). The header is in the file
-//! as soon as [`RecordLog::create`] returns. A machine crash can lose more:
-//! the file is synced only by [`RecordLog::finish`].
+//! Every [`FLUSH_INTERVAL`] the writer thread also copies the records
+//! published in every writer's partial chunk since it last looked, so no
+//! record waits longer than that (plus the time to write what is queued
+//! before it) before it is handed to the kernel, in `write(2)` calls of
+//! whole records. A process killed outright (`kill -9`, the OOM killer)
+//! therefore leaves a file holding every record written more than
+//! [`FLUSH_INTERVAL`] before the kill: the loss is at most that last
+//! interval (and, if the kill lands inside a `write(2)`, one partial last
+//! record, which readers skip and report). The header is in the file as
+//! soon as [`RecordLog::create`] returns. A machine crash can lose more: the
+//! file is synced only by [`RecordLog::finish`].
 
 use serde::Serialize;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wirelab_wire::record::{Record, RecordFileHeader, Role, RECORD_LEN};
@@ -44,6 +45,7 @@ use wirelab_wire::record::{Record, RecordFileHeader, Role, RECORD_LEN};
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
 const CHUNK: usize = 1024;
 const QUEUE_CHUNKS: usize = 256;
+const WORDS: usize = RECORD_LEN / 8;
 
 /// Metadata stored as JSON in every record file header.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -67,21 +69,66 @@ pub struct LogStats {
     pub queue_waits: u64,
 }
 
+/// A writer's partial chunk, shared with the writer thread's periodic flush.
+/// Only the writer stores records and `len`; `taken` and the copying of
+/// published records happen under `state`, which either side takes with one
+/// compare-exchange only when it hands records on (never per record).
+struct Slot {
+    /// Record `i` is words `i * WORDS ..`, its bytes in little-endian words.
+    words: Box<[AtomicU64]>,
+    /// Records published (release store after their words).
+    len: AtomicUsize,
+    /// Records at the front the periodic flush has already written.
+    taken: AtomicUsize,
+    state: AtomicU8,
+}
+
+const IDLE: u8 = 0;
+const BUSY: u8 = 1;
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            words: (0..CHUNK * WORDS).map(|_| AtomicU64::new(0)).collect(),
+            len: AtomicUsize::new(0),
+            taken: AtomicUsize::new(0),
+            state: AtomicU8::new(IDLE),
+        }
+    }
+
+    fn try_lock(&self) -> bool {
+        self.state
+            .compare_exchange(IDLE, BUSY, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    fn unlock(&self) {
+        self.state.store(IDLE, Ordering::Release);
+    }
+
+    /// Appends the bytes of published records `from..to` to `out`.
+    fn copy(&self, from: usize, to: usize, out: &mut Vec<u8>) {
+        for w in &self.words[from * WORDS..to * WORDS] {
+            out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        }
+    }
+}
+
 struct Shared {
-    pool: Mutex<Vec<Vec<Record>>>,
-    /// Every writer's partial chunk, for the periodic flush.
-    slots: Mutex<Vec<Weak<Mutex<Vec<Record>>>>>,
+    pool: Mutex<Vec<Vec<u8>>>,
+    /// Every writer's slot, for the periodic flush.
+    slots: Mutex<Vec<Weak<Slot>>>,
     queue_waits: AtomicU64,
 }
 
 impl Shared {
-    fn chunk(&self) -> Vec<Record> {
+    fn chunk(&self) -> Vec<u8> {
         lock(&self.pool)
             .pop()
-            .unwrap_or_else(|| Vec::with_capacity(CHUNK))
+            .unwrap_or_else(|| Vec::with_capacity(CHUNK * RECORD_LEN))
     }
 
-    fn recycle(&self, mut chunk: Vec<Record>) {
+    fn recycle(&self, mut chunk: Vec<u8>) {
         chunk.clear();
         let mut p = lock(&self.pool);
         if p.len() < QUEUE_CHUNKS {
@@ -90,14 +137,14 @@ impl Shared {
     }
 }
 
-/// Locks `m`; a panic elsewhere while holding it leaves whole records behind.
+/// Locks `m`; a panic elsewhere while holding it leaves nothing half done.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The record file and its writer thread.
 pub struct RecordLog {
-    tx: Option<SyncSender<Vec<Record>>>,
+    tx: Option<SyncSender<Vec<u8>>>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<io::Result<u64>>>,
 }
@@ -111,7 +158,7 @@ impl RecordLog {
             metadata: serde_json::to_string(meta).map_err(io::Error::other)?,
         };
         file.write_all(&header.to_bytes())?;
-        let (tx, rx) = sync_channel::<Vec<Record>>(QUEUE_CHUNKS);
+        let (tx, rx) = sync_channel::<Vec<u8>>(QUEUE_CHUNKS);
         let shared = Arc::new(Shared {
             pool: Mutex::new(Vec::new()),
             slots: Mutex::new(Vec::new()),
@@ -130,12 +177,13 @@ impl RecordLog {
 
     /// A handle for one packet thread.
     pub fn writer(&self) -> RecordWriter {
-        let cur = Arc::new(Mutex::new(Vec::with_capacity(CHUNK)));
-        lock(&self.shared.slots).push(Arc::downgrade(&cur));
+        let slot = Arc::new(Slot::new());
+        lock(&self.shared.slots).push(Arc::downgrade(&slot));
         RecordWriter {
             tx: self.tx.clone(),
             shared: self.shared.clone(),
-            cur,
+            slot,
+            len: 0,
             written: 0,
         }
     }
@@ -167,18 +215,14 @@ impl Drop for RecordLog {
     }
 }
 
-/// Writes chunks as they come and, every [`FLUSH_INTERVAL`], the writers'
-/// partial chunks; ends when every sender (the log and all writers) is gone.
-fn write_loop(mut file: File, rx: Receiver<Vec<Record>>, shared: &Shared) -> io::Result<u64> {
-    let mut n = 0u64;
-    let mut buf = Vec::with_capacity(CHUNK * RECORD_LEN);
-    let mut write = |chunk: Vec<Record>, file: &mut File| -> io::Result<()> {
-        buf.clear();
-        for r in &chunk {
-            buf.extend_from_slice(&r.to_bytes());
-        }
-        file.write_all(&buf)?;
-        n += chunk.len() as u64;
+/// Writes chunks as they come and, every [`FLUSH_INTERVAL`], what the
+/// writers have published since; ends when every sender (the log and all
+/// writers) is gone.
+fn write_loop(mut file: File, rx: Receiver<Vec<u8>>, shared: &Shared) -> io::Result<u64> {
+    let mut bytes = 0u64;
+    let mut write = |chunk: Vec<u8>, file: &mut File| -> io::Result<()> {
+        file.write_all(&chunk)?;
+        bytes += chunk.len() as u64;
         shared.recycle(chunk);
         Ok(())
     };
@@ -190,20 +234,21 @@ fn write_loop(mut file: File, rx: Receiver<Vec<Record>>, shared: &Shared) -> io:
             Err(RecvTimeoutError::Disconnected) => break,
         }
         if Instant::now() >= next_flush {
-            for chunk in take_partials(&rx, shared) {
+            for chunk in take_published(&rx, shared) {
                 write(chunk, &mut file)?;
             }
             next_flush = Instant::now() + FLUSH_INTERVAL;
         }
     }
     file.sync_data()?;
-    Ok(n)
+    Ok(bytes / RECORD_LEN as u64)
 }
 
-/// The writers' partial chunks, each after the queued chunks that precede
-/// it. A writer caught in the middle of a `write` is left for the next
-/// flush: it is busy, so its chunk fills and is queued soon anyway.
-fn take_partials(rx: &Receiver<Vec<Record>>, shared: &Shared) -> Vec<Vec<Record>> {
+/// The records the writers have published and nobody has written yet, each
+/// writer's after the queued chunks that precede them. A writer caught
+/// handing on its chunk is left for the next flush: its records are being
+/// queued anyway.
+fn take_published(rx: &Receiver<Vec<u8>>, shared: &Shared) -> Vec<Vec<u8>> {
     let slots: Vec<_> = {
         let mut s = lock(&shared.slots);
         s.retain(|w| w.strong_count() > 0);
@@ -211,40 +256,53 @@ fn take_partials(rx: &Receiver<Vec<Record>>, shared: &Shared) -> Vec<Vec<Record>
     };
     let mut out = Vec::new();
     for slot in slots {
-        let mut cur = match slot.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => continue,
-        };
-        if cur.is_empty() {
+        if !slot.try_lock() {
             continue;
         }
-        // The writer queues a full chunk while holding its lock, so every
-        // chunk it queued before this partial one is in the queue now.
-        out.extend(rx.try_iter());
-        let spare = shared.chunk();
-        out.push(std::mem::replace(&mut *cur, spare));
+        let from = slot.taken.load(Ordering::Relaxed);
+        let to = slot.len.load(Ordering::Acquire);
+        if to > from {
+            // A writer queues a full chunk before it publishes the next record,
+            // so every chunk that precedes these records is in the queue now.
+            out.extend(rx.try_iter());
+            let mut c = shared.chunk();
+            slot.copy(from, to, &mut c);
+            slot.taken.store(to, Ordering::Relaxed);
+            out.push(c);
+        }
+        slot.unlock();
     }
     out
 }
 
 /// One thread's handle on a [`RecordLog`].
 pub struct RecordWriter {
-    tx: Option<SyncSender<Vec<Record>>>,
+    tx: Option<SyncSender<Vec<u8>>>,
     shared: Arc<Shared>,
-    /// The partial chunk, shared with the writer thread's periodic flush.
-    cur: Arc<Mutex<Vec<Record>>>,
+    slot: Arc<Slot>,
+    /// Records in the slot (the owner's copy of `slot.len`).
+    len: usize,
     written: u64,
 }
 
 impl RecordWriter {
     #[inline]
     pub fn write(&mut self, r: &Record) -> io::Result<()> {
-        let mut cur = lock(&self.cur);
-        cur.push(*r);
+        let b = r.to_bytes();
+        let at = self.len * WORDS;
+        for (w, c) in self.slot.words[at..at + WORDS]
+            .iter()
+            .zip(b.chunks_exact(8))
+        {
+            let mut le = [0u8; 8];
+            le.copy_from_slice(c);
+            w.store(u64::from_le_bytes(le), Ordering::Relaxed);
+        }
+        self.len += 1;
+        self.slot.len.store(self.len, Ordering::Release);
         self.written += 1;
-        if cur.len() >= CHUNK {
-            Self::queue(&self.tx, &self.shared, &mut cur)?;
+        if self.len == CHUNK {
+            self.flush()?;
         }
         Ok(())
     }
@@ -254,33 +312,35 @@ impl RecordWriter {
         self.written
     }
 
-    /// Hands the partial chunk to the writer thread.
+    /// Hands the records not yet written on to the writer thread.
     pub fn flush(&mut self) -> io::Result<()> {
-        let mut cur = lock(&self.cur);
-        Self::queue(&self.tx, &self.shared, &mut cur)
-    }
-
-    /// Queues `cur` (if not empty) and replaces it with a pooled chunk.
-    /// Called with the chunk's lock held, which keeps the writer's order
-    /// (see [`take_partials`]).
-    fn queue(
-        tx: &Option<SyncSender<Vec<Record>>>,
-        shared: &Shared,
-        cur: &mut Vec<Record>,
-    ) -> io::Result<()> {
-        if cur.is_empty() {
+        if self.len == 0 {
             return Ok(());
         }
-        let Some(tx) = tx.as_ref() else {
+        // The periodic flush holds the slot only while it copies at most one chunk.
+        while !self.slot.try_lock() {
+            std::thread::yield_now();
+        }
+        let from = self.slot.taken.load(Ordering::Relaxed);
+        let mut chunk = self.shared.chunk();
+        self.slot.copy(from, self.len, &mut chunk);
+        self.len = 0;
+        self.slot.len.store(0, Ordering::Relaxed);
+        self.slot.taken.store(0, Ordering::Relaxed);
+        self.slot.unlock();
+        if chunk.is_empty() {
+            self.shared.recycle(chunk);
+            return Ok(());
+        }
+        let Some(tx) = self.tx.as_ref() else {
             return Ok(());
         };
-        let full = std::mem::replace(cur, shared.chunk());
         let gone = || io::Error::other("record writer thread ended (disk error?)");
-        match tx.try_send(full) {
+        match tx.try_send(chunk) {
             Ok(()) => Ok(()),
-            Err(TrySendError::Full(full)) => {
-                shared.queue_waits.fetch_add(1, Ordering::Relaxed);
-                tx.send(full).map_err(|_| gone())
+            Err(TrySendError::Full(chunk)) => {
+                self.shared.queue_waits.fetch_add(1, Ordering::Relaxed);
+                tx.send(chunk).map_err(|_| gone())
             }
             Err(TrySendError::Disconnected(_)) => Err(gone()),
         }
