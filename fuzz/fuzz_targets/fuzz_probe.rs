@@ -1,21 +1,26 @@
-//! The probe parsers (wirelab and LUNA) and the record-file reader must never
-//! panic on any input; a LUNA probe that parses re-emits to the same bytes.
+//! The wirelab probe header parser over arbitrary bytes: never panics; a
+//! probe that parses emits back to a header that parses to the same value;
+//! stamping and echo replies stay inside the buffer.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use wirelab_wire::probe::{make_echo_reply, stamp_tx_ns};
+use wirelab_wire::{EchoTimes, ProbeRepr};
 
 fuzz_target!(|data: &[u8]| {
-    let _ = wirelab_wire::ProbeRepr::parse(data);
-    if let Ok(l) = wirelab_wire::luna::LunaProbe::parse(data) {
-        let mut b = [0u8; wirelab_wire::luna::LUNA_LEN];
-        l.emit(&mut b);
-        assert_eq!(&b[..], &data[..wirelab_wire::luna::LUNA_LEN]);
+    if let Ok(p) = ProbeRepr::parse(data) {
+        let mut b = [0u8; 64];
+        let n = p.emit(&mut b).expect("a parsed probe fits 64 bytes");
+        assert_eq!(n, p.header_len());
+        assert_eq!(
+            ProbeRepr::parse(&b[..n]).expect("an emitted probe parses"),
+            p
+        );
     }
-    if let Ok(r) = wirelab_wire::RecordReader::new(data) {
-        for rec in r.take(data.len() + 1) {
-            if rec.is_err() {
-                break;
-            }
-        }
+    let mut b = data.to_vec();
+    let _ = stamp_tx_ns(&mut b, 7);
+    let len = data.first().map_or(0, |&k| usize::from(k));
+    if let Some(n) = make_echo_reply(&mut b, len, EchoTimes::default()) {
+        assert!(n <= b.len());
     }
 });

@@ -115,7 +115,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, UnitError> {
         .checked_mul(mult)
         .ok_or_else(|| too_large_bytes(s))?;
     let den = pow10(num.frac_digits);
-    if total % den != 0 {
+    if total % den != 0 || num.dropped {
         return Err(UnitError::FractionalBytes(s.trim().to_string()));
     }
     u64::try_from(total / den).map_err(|_| too_large_bytes(s))
@@ -211,6 +211,8 @@ struct Decimal<'a> {
     text: &'a str,
     mant: u128,
     frac_digits: u32,
+    /// A non-zero digit beyond [`MAX_FRAC`] was dropped from `mant`.
+    dropped: bool,
 }
 
 impl Decimal<'_> {
@@ -262,6 +264,7 @@ fn split(s: &str) -> Option<(Decimal<'_>, &str)> {
     if int_part.is_empty() && frac_part.is_empty() {
         return None;
     }
+    let dropped = frac_part.bytes().skip(MAX_FRAC).any(|d| d != b'0');
     let frac_part = &frac_part[..frac_part.len().min(MAX_FRAC)];
     let mut mant: u128 = 0;
     for d in int_part.bytes().chain(frac_part.bytes()) {
@@ -271,6 +274,7 @@ fn split(s: &str) -> Option<(Decimal<'_>, &str)> {
         text: &s[..frac_end.max(int_end)],
         mant,
         frac_digits: frac_part.len() as u32,
+        dropped,
     };
     Some((num, s[i..].trim_start()))
 }
@@ -382,6 +386,13 @@ mod tests {
         assert!(e.contains("KiB"), "{e}");
         assert!(parse_bytes("99999999999999999999").is_err());
         assert_eq!(parse_bytes_f64("10.5"), Ok(10.5));
+        // Found by fuzz_units: a fraction beyond the 30 digits kept was taken for 0.
+        let tiny = format!("0.{}4", "0".repeat(38));
+        assert!(matches!(
+            parse_bytes(&tiny),
+            Err(UnitError::FractionalBytes(_))
+        ));
+        assert_eq!(parse_bytes(&format!("1.{}", "0".repeat(40))), Ok(1));
     }
 
     #[test]

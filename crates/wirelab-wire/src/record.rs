@@ -271,8 +271,9 @@ impl<R: Read> RecordReader<R> {
             });
         }
         let (role, meta_len) = RecordFileHeader::parse_fixed(&fixed)?;
-        let mut meta = vec![0u8; meta_len];
-        let got = read_full(&mut inner, &mut meta)?;
+        // Grows with the bytes that are there, not with the length the header claims.
+        let mut meta = Vec::new();
+        let got = read_up_to(&mut inner, &mut meta, meta_len)?;
         if got < meta_len {
             return Err(RecordError::TruncatedHeader {
                 len: FIXED_HEADER_LEN + got,
@@ -317,6 +318,20 @@ impl<R: Read> Iterator for RecordReader<R> {
     fn next(&mut self) -> Option<Self::Item> {
         self.next_record().transpose()
     }
+}
+
+/// Appends up to `n` bytes to `buf` (until EOF); returns how many.
+fn read_up_to<R: Read>(r: &mut R, buf: &mut Vec<u8>, n: usize) -> io::Result<usize> {
+    let mut chunk = [0u8; 4096];
+    while buf.len() < n {
+        let want = (n - buf.len()).min(chunk.len());
+        let got = read_full(r, &mut chunk[..want])?;
+        buf.extend_from_slice(&chunk[..got]);
+        if got < want {
+            break;
+        }
+    }
+    Ok(buf.len())
 }
 
 /// Reads until `buf` is full or EOF; returns the bytes read.
@@ -420,6 +435,14 @@ mod tests {
             Err(RecordError::BadRole { found: 9 })
         ));
         b[10] = 0;
+        // Metadata claimed at the limit but absent: cut short (read as it comes, not
+        // allocated up front).
+        b[16..20].copy_from_slice(&(MAX_METADATA_LEN as u32).to_le_bytes());
+        b.extend_from_slice(b"{}x");
+        assert!(matches!(
+            RecordReader::new(&b[..]),
+            Err(RecordError::TruncatedHeader { len: 23, .. })
+        ));
         b[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(matches!(
             RecordReader::new(&b[..]),

@@ -12,6 +12,15 @@ mod values;
 
 use clap::Parser;
 use cli::{Cli, Command};
+use std::ffi::OsString;
+use std::io::IsTerminal;
+
+/// Whether log lines on stderr carry ANSI colours: only on a terminal, and
+/// never when `NO_COLOR` is set to anything but the empty string
+/// (<https://no-color.org>). A redirected stderr gets plain text.
+fn log_colour(stderr_is_terminal: bool, no_color: Option<OsString>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
 
 fn main() {
     wirelab_io::rt::default_sigpipe();
@@ -23,7 +32,16 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_target(false)
+        .with_ansi(log_colour(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR"),
+        ))
         .init();
+    tracing::debug!(
+        "wirelab {} {}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    );
     let res = match cli.command {
         Command::Send(a) => cmd::send::run(a),
         Command::Recv(a) => cmd::recv::run(a),
@@ -37,5 +55,19 @@ fn main() {
     if let Err(e) = res {
         eprintln!("wirelab: error: {e:#}");
         std::process::exit(error::exit_code(&e));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_colour;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(log_colour(true, None));
+        assert!(log_colour(true, Some("".into())));
+        assert!(!log_colour(true, Some("1".into())));
+        assert!(!log_colour(false, None));
+        assert!(!log_colour(false, Some("".into())));
     }
 }

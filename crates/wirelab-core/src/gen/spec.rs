@@ -394,16 +394,24 @@ fn example(kind: &str, unit: SpecUnit) -> &'static str {
     }
 }
 
+/// Largest value or SHAPE accepted: 2^64 (ns: 584 years). Larger ones are no use
+/// (draws become u64), and their canonical form would not parse back.
+const MAX_VALUE: f64 = 18_446_744_073_709_551_616.0;
+
 fn value(s: &str, unit: SpecUnit, name: &str) -> Result<f64, String> {
     let r = match unit {
         SpecUnit::Time => parse_duration_ns_f64(s),
         SpecUnit::Bytes => parse_bytes_f64(s),
     };
     let v = r.map_err(|e| format!("{name}: {e}"))?;
-    if v.is_finite() {
+    if v <= MAX_VALUE {
         Ok(v)
     } else {
-        Err(format!("{name}: {s:?} is too large"))
+        let max = match unit {
+            SpecUnit::Time => "2^64 ns, 584 years",
+            SpecUnit::Bytes => "2^64 bytes",
+        };
+        Err(format!("{name}: {s:?} is too large (at most {max})"))
     }
 }
 
@@ -411,10 +419,10 @@ fn shape(s: &str) -> Result<f64, String> {
     parse_number(s)
         .map_err(|e| format!("SHAPE (a plain number): {e}"))
         .and_then(|v| {
-            if v.is_finite() {
+            if v <= MAX_VALUE {
                 Ok(v)
             } else {
-                Err(format!("SHAPE {s:?} is too large"))
+                Err(format!("SHAPE {s:?} is too large (at most 2^64)"))
             }
         })
 }
@@ -718,6 +726,21 @@ mod tests {
         }
         let c = GenSpec::constant(1e9 / 3000.0, Time).unwrap();
         assert_eq!(p(&c.to_string(), Time), c);
+        // Found by fuzz_genspec: a 40-digit canonical form did not parse back. Values
+        // and shapes stop at 2^64, whose canonical forms do.
+        for (input, unit) in [
+            ("18446744073709551616ns", Time),
+            ("18446744073709551616", Bytes),
+        ] {
+            let s = p(input, unit);
+            assert_eq!(p(&s.to_string(), unit), s, "{input}");
+        }
+        assert!(err("3333333333333333333333333333333331ms", Time).contains("at most 2^64 ns"));
+        assert!(err("18446744073709551617000", Bytes).contains("at most 2^64 bytes"));
+        assert!(
+            err("gamma:340282366920938463463374607431768211455,1ms", Time)
+                .contains("SHAPE \"340282366920938463463374607431768211455\" is too large")
+        );
         assert!(GenSpec::constant(-1.0, Time).is_err());
         assert!(GenSpec::constant(f64::NAN, Bytes).is_err());
     }

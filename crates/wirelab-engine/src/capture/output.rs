@@ -19,6 +19,22 @@
 //! Every pcapng file ends with an interface statistics block holding the counters of the
 //! last [`Output::tick`]. pcap files cannot carry statistics.
 //!
+//! # Crash safety
+//!
+//! No encoded byte waits in the batch longer than [`FLUSH_INTERVAL_NS`] (checked at every
+//! [`Output::tick`], once per processing cycle): what the kernel does not have yet then
+//! goes to it. With `O_DIRECT` those bytes go through a second, buffered handle at their
+//! place in the file and stay in the batch, to be written again as part of the next whole
+//! block; right after each whole-block write, which ends anywhere in a record, the rest
+//! of the batch follows the same way. So a capture killed outright (`kill -9`, the OOM
+//! killer) leaves a file that ends after a whole packet record or block and holds every
+//! packet handed to [`Output::write`] more than [`FLUSH_INTERVAL_NS`] before the kill
+//! (packets reach the writer after the ring's retire timeout); only the final interface
+//! statistics block is missing. A kill that lands between a whole-block write and the
+//! write that completes it, or inside a `write(2)`, leaves a partial last record, which
+//! readers (wirelab, tshark, capinfos) report as a cut-short file after counting the
+//! packets before it.
+//!
 //! # Batching and direct I/O
 //!
 //! Every byte of a file (header blocks, packet records, statistics blocks) is encoded by
@@ -39,6 +55,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use wirelab_core::capture::next_rotation_ns;
 use wirelab_io::direct::{clear_direct, open_direct, DIRECT_ALIGN};
@@ -49,6 +66,9 @@ use wirelab_pcap::{
 
 /// Size of the record batch: one `write(2)` per this many bytes at most.
 pub const BATCH_BYTES: usize = 1 << 20;
+/// Longest time encoded bytes wait in the batch before they are handed to the kernel:
+/// what a `kill -9` can lose.
+pub const FLUSH_INTERVAL_NS: u64 = 200_000_000;
 
 /// Output file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,18 +148,45 @@ enum Dest {
 struct FileSink {
     file: File,
     direct: bool,
+    path: PathBuf,
+    /// Bytes written through `file` (its offset).
+    pos: u64,
+    /// A second, buffered handle for the unaligned tail while `file` is `O_DIRECT`
+    /// (opened at the first [`FileSink::write_tail`]).
+    tail: Option<File>,
 }
 
 impl FileSink {
     fn create(path: &Path, direct: bool) -> io::Result<FileSink> {
         let opened = if direct { open_direct(path)? } else { None };
-        Ok(match opened {
-            Some(file) => FileSink { file, direct: true },
-            None => FileSink {
-                file: File::create(path)?,
-                direct: false,
-            },
+        let (file, direct) = match opened {
+            Some(file) => (file, true),
+            None => (File::create(path)?, false),
+        };
+        Ok(FileSink {
+            file,
+            direct,
+            path: path.to_path_buf(),
+            pos: 0,
+            tail: None,
         })
+    }
+
+    /// Hands the bytes of `buf` from `from` on to the kernel now, so the file ends after
+    /// the last whole record. Buffered, they are written and taken out of `buf`. With
+    /// `O_DIRECT`, they go through the buffered handle at their place in the file and stay
+    /// in `buf`: the next whole-block write rewrites them.
+    fn write_pending(&mut self, buf: &mut AlignedBuf, from: usize) -> io::Result<()> {
+        if !self.direct {
+            return self.write_some(buf);
+        }
+        if self.tail.is_none() {
+            self.tail = Some(std::fs::OpenOptions::new().write(true).open(&self.path)?);
+        }
+        if let Some(t) = &self.tail {
+            t.write_all_at(&buf.data()[from..], self.pos + from as u64)?;
+        }
+        Ok(())
     }
 
     /// Writes what can go now: with `O_DIRECT` the whole aligned blocks at the front of
@@ -151,11 +198,24 @@ impl FileSink {
                 return Ok(());
             }
             buf.realign();
-            match self.file.write_all(&buf.data()[..n]) {
-                Ok(()) => {
-                    buf.consume(n);
-                    return Ok(());
+            // Byte by byte what the kernel took, so a failure after a short write
+            // neither repeats nor skips bytes.
+            let mut done = 0;
+            let res = loop {
+                if done == n {
+                    break Ok(());
                 }
+                match self.file.write(&buf.data()[done..n]) {
+                    Ok(0) => break Err(io::Error::from(io::ErrorKind::WriteZero)),
+                    Ok(k) => done += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            };
+            buf.consume(done);
+            self.pos += done as u64;
+            match res {
+                Ok(()) => return Ok(()),
                 // A filesystem that opened O_DIRECT but refuses the write (or a short
                 // write that left the offset unaligned): go on buffered.
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP)) => {
@@ -165,6 +225,7 @@ impl FileSink {
             }
         }
         self.file.write_all(buf.data())?;
+        self.pos += buf.len() as u64;
         buf.clear();
         Ok(())
     }
@@ -175,6 +236,7 @@ impl FileSink {
         if !buf.is_empty() {
             self.buffered()?;
             self.file.write_all(buf.data())?;
+            self.pos += buf.len() as u64;
             buf.clear();
         }
         Ok(())
@@ -304,6 +366,10 @@ pub struct Output {
     dirty: bool,
     /// Encoded bytes not yet written.
     batch: AlignedBuf,
+    /// Batch length when it was last handed to the kernel in full.
+    flushed_len: usize,
+    /// When a tick first saw bytes the kernel does not have yet.
+    pending_since: Option<u64>,
 }
 
 impl Output {
@@ -328,6 +394,8 @@ impl Output {
             cur_bytes: 0,
             dirty: false,
             batch: AlignedBuf::with_capacity(BATCH_BYTES + 2 * 65_536),
+            flushed_len: 0,
+            pending_since: None,
             cfg,
         };
         o.open_next()?;
@@ -431,10 +499,22 @@ impl Output {
     /// waits for more), stdout everything.
     fn write_batch(&mut self) -> io::Result<()> {
         match &mut self.dest {
-            Some(Dest::File(f)) => f.write_some(&mut self.batch),
+            Some(Dest::File(f)) => {
+                let before = self.batch.len();
+                f.write_some(&mut self.batch)?;
+                // Consumed bytes were the front of the batch: the flushed part shrinks alike.
+                self.flushed_len = self.flushed_len.saturating_sub(before - self.batch.len());
+                // Whole blocks end anywhere in a record: complete the file at once.
+                if self.batch.len() > self.flushed_len {
+                    f.write_pending(&mut self.batch, self.flushed_len)?;
+                    self.flushed_len = self.batch.len();
+                }
+                Ok(())
+            }
             Some(Dest::Stdout(s)) => {
                 s.write_all(self.batch.data())?;
                 self.batch.clear();
+                self.flushed_len = 0;
                 Ok(())
             }
             None => Err(io::Error::other("capture output already closed")),
@@ -460,6 +540,8 @@ impl Output {
             }
             None => {}
         }
+        self.flushed_len = 0;
+        self.pending_since = None;
         if let Some(s) = self.files.last_mut() {
             s.packets = self.cur_packets;
             s.bytes = self.cur_bytes;
@@ -523,6 +605,31 @@ impl Output {
                 s.flush()?;
             }
         }
+        self.flush_if_due(now_ns)
+    }
+
+    /// Hands the whole batch to the kernel once bytes have waited [`FLUSH_INTERVAL_NS`]
+    /// (see the module docs).
+    fn flush_if_due(&mut self, now_ns: u64) -> io::Result<()> {
+        if self.batch.len() == self.flushed_len {
+            self.pending_since = None;
+            return Ok(());
+        }
+        let since = *self.pending_since.get_or_insert(now_ns);
+        if now_ns.saturating_sub(since) < FLUSH_INTERVAL_NS {
+            return Ok(());
+        }
+        match &mut self.dest {
+            Some(Dest::File(f)) => f.write_pending(&mut self.batch, self.flushed_len)?,
+            Some(Dest::Stdout(s)) => {
+                s.write_all(self.batch.data())?;
+                self.batch.clear();
+                s.flush()?;
+            }
+            None => return Err(io::Error::other("capture output already closed")),
+        }
+        self.flushed_len = self.batch.len();
+        self.pending_since = None;
         Ok(())
     }
 
@@ -628,6 +735,72 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, 30_000);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// What a `kill -9` would find: once the flush interval has passed at a tick, the file
+    /// on disk (still open, no statistics block yet) reads to the last packet written, with
+    /// no partial record; the tail rewritten later as part of a whole block leaves the final
+    /// file byte for byte as without the interval flushes.
+    #[test]
+    fn waiting_packets_reach_the_file_at_the_flush_interval() {
+        let d = tmpdir("flush");
+        let on_disk = |path: &Path| -> Vec<u64> {
+            let bytes = std::fs::read(path).unwrap();
+            let mut r = PcapReader::new(&bytes[..]).unwrap();
+            let mut ts = Vec::new();
+            while let Some(p) = r.next_packet().unwrap() {
+                ts.push(p.ts_ns);
+            }
+            ts
+        };
+        for format in [FileFormat::Pcapng, FileFormat::Pcap(PcapPrecision::Nano)] {
+            let mut finals = Vec::new();
+            for (direct, ticks) in [(true, true), (false, true), (true, false)] {
+                let mut c = cfg(&d, format, Rotation::default());
+                c.direct_io = direct;
+                let path = d.join(format!("f-{direct}-{ticks}"));
+                c.path = Some(path.clone());
+                let mut o = Output::create(c, 5).unwrap();
+                let mut t = 10;
+                let mut n = 0u64;
+                for round in 0..4u64 {
+                    // 3, then ~8 KiB, then ~300 KiB of records: within one 4 KiB block,
+                    // across blocks, and far past them but below a full batch; then past
+                    // a full batch, written at once in whole blocks and completed.
+                    let count = [3, 100, 4000, 12_000][round as usize];
+                    for _ in 0..count {
+                        let len = 60 + (n % 31) as usize;
+                        o.write(
+                            1_700_000_000_000_000_000 + n,
+                            len as u32,
+                            &vec![n as u8; len],
+                        )
+                        .unwrap();
+                        n += 1;
+                    }
+                    if round == 3 {
+                        // The full batch went out without a tick, ending after a record.
+                        let got = on_disk(&path).len() as u64;
+                        assert!(got > 4103 && got < n, "{got} of {n}");
+                    }
+                    if ticks {
+                        o.tick(t, None).unwrap();
+                        o.tick(t + FLUSH_INTERVAL_NS - 1, None).unwrap();
+                        t += FLUSH_INTERVAL_NS;
+                        o.tick(t, None).unwrap();
+                        let ts = on_disk(&path);
+                        assert_eq!(ts.len() as u64, n, "{format:?} direct {direct}");
+                        assert_eq!(ts.last(), Some(&(1_700_000_000_000_000_000 + n - 1)));
+                    }
+                }
+                o.finish(10 * FLUSH_INTERVAL_NS, &StatsCounters::default())
+                    .unwrap();
+                assert_eq!(on_disk(&path).len() as u64, n);
+                finals.push(std::fs::read(&path).unwrap());
+            }
+            assert!(finals.iter().all(|f| *f == finals[0]), "{format:?}");
+        }
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -141,6 +141,8 @@ pub enum ExportFormat {
 /// What [`export`] could not convert.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ExportSkipped {
+    /// Whole records read.
+    pub records: u64,
     /// Bytes of a partial record at the end of the file.
     pub partial_bytes: usize,
     /// Records of a kind this version does not know.
@@ -182,8 +184,12 @@ pub fn export(
             .map(|_| ExportSkipped::default());
     }
     let mut err = None;
+    let mut read = 0u64;
     let records = std::iter::from_fn(|| match r.next_record() {
-        Ok(x) => x,
+        Ok(x) => {
+            read += u64::from(x.is_some());
+            x
+        }
         Err(e) => {
             err = Some(e);
             None
@@ -197,6 +203,7 @@ pub fn export(
     match err {
         Some(source) => Err(ReadError::Read { path: p, source }),
         None => Ok(ExportSkipped {
+            records: read,
             partial_bytes: r.trailing_bytes,
             unknown_kind: r.skipped,
         }),

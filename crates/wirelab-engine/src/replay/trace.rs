@@ -163,6 +163,9 @@ pub struct ReadStats {
     pub orig_len_below_caplen: u64,
     /// The first of them (packet number).
     pub orig_len_below_caplen_first: Option<u64>,
+    /// Files that end inside a packet record or block (cut short, e.g. by a crash): read
+    /// up to it, the partial record left out.
+    pub cut_short: u64,
     /// Rewrite counters.
     #[serde(skip)]
     pub rewrite: RewriteStats,
@@ -205,6 +208,24 @@ fn open(path: &Path) -> Result<PcapReader<BufReader<File>>, ReplayError> {
     })
 }
 
+/// `r.next_packet()`, except that a file cut short inside its last record or block (a
+/// capture killed mid-write) ends there, with `cut` saying where, instead of failing:
+/// every packet before it is whole.
+fn next_packet<'r>(
+    r: &'r mut PcapReader<BufReader<File>>,
+    path: &Path,
+    cut: &mut Option<String>,
+) -> Result<Option<wirelab_pcap::Packet<'r>>, ReplayError> {
+    match r.next_packet() {
+        Ok(p) => Ok(p),
+        Err(e) if e.is_truncation() => {
+            *cut = Some(e.to_string());
+            Ok(None)
+        }
+        Err(e) => Err(ReplayError::Input(format!("{}: {e}", path.display()))),
+    }
+}
+
 /// One packet as every reading path sees it.
 pub struct Frame<'a> {
     /// Packet number, 1-based across the files.
@@ -231,15 +252,25 @@ pub fn each_packet(
     files: &[PathBuf],
     bad_ts: FractionPolicy,
     mut f: impl FnMut(&Frame) -> bool,
-) -> Result<(), ReplayError> {
+) -> Result<u64, ReplayError> {
     let mut number = 0u64;
+    let mut cut_short = 0u64;
     for (file, path) in files.iter().enumerate() {
         let mut r = open(path)?;
         r.set_fraction_policy(bad_ts);
-        while let Some(p) = r
-            .next_packet()
-            .map_err(|e| ReplayError::Input(format!("{}: {e}", path.display())))?
-        {
+        let (mut cut, in_file) = (None, number);
+        loop {
+            let Some(p) = next_packet(&mut r, path, &mut cut)? else {
+                if let Some(c) = cut.take() {
+                    cut_short += 1;
+                    tracing::warn!(
+                        "{}: file cut short ({c}): read the {} whole packet(s) before it",
+                        path.display(),
+                        number - in_file
+                    );
+                }
+                break;
+            };
             number += 1;
             if p.linktype != wirelab_pcap::LINKTYPE_ETHERNET {
                 return Err(ReplayError::Input(format!(
@@ -259,11 +290,11 @@ pub fn each_packet(
                 fcs_stripped: p.fcs_len > 0,
             };
             if !f(&frame) {
-                return Ok(());
+                return Ok(cut_short);
             }
         }
     }
-    Ok(())
+    Ok(cut_short)
 }
 
 /// Trace time of one file's packets: offsets from its first timestamp,
@@ -336,7 +367,7 @@ pub fn scan(
     let mut cur_file = 0usize;
     let mut last_abs = 0u64; // the latest timestamp used, for packets without one
     let mut buf = Vec::with_capacity(65_536);
-    each_packet(&spec.files, spec.bad_ts, |p| {
+    let cut_short = each_packet(&spec.files, spec.bad_ts, |p| {
         stats.read += 1;
         stats.fcs_stripped += u64::from(p.fcs_stripped);
         if !spec.select.keep(p.number, p.data, p.orig_len) {
@@ -408,6 +439,7 @@ pub fn scan(
             },
         )
     })?;
+    stats.cut_short += cut_short;
     stats.span_ns += clock.span();
     Ok(())
 }
@@ -570,6 +602,7 @@ pub fn side_map(
             f(p.data);
             true
         })
+        .map(|_| ())
     };
     let mut sides = Vec::new();
     if let SplitMode::Auto = mode {

@@ -21,8 +21,10 @@ pub fn run(a: ExportArgs) -> Result<()> {
     let partial = skipped.partial_bytes;
     if partial > 0 {
         eprintln!(
-            "wirelab: {}: ignored a partial record of {partial} bytes at the end",
-            a.file.display()
+            "wirelab: {}: read {} whole record(s); ignored a partial record of {partial} bytes \
+             at the end (file cut short?)",
+            a.file.display(),
+            skipped.records
         );
     }
     Ok(())

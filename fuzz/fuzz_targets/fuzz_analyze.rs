@@ -1,0 +1,35 @@
+//! `wirelab analyze` over hostile records: the input is cut into 64-byte
+//! records (what a record file holds after its header), sorted by kind into
+//! sender, receiver and echo records, and analysed with a window picked by
+//! the first byte. The analysis crate promises no panic on any record
+//! content and memory bounded per flow; the report renders as text and JSON.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wirelab_analysis::{analyze_run, render_text, Requested, RunRecords};
+use wirelab_wire::record::{Record, RecordKind, RECORD_LEN};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let mut run = RunRecords::default();
+    for c in rest.chunks_exact(RECORD_LEN) {
+        let Some(r) = Record::from_bytes(c.try_into().expect("64 bytes")) else {
+            continue;
+        };
+        match r.kind {
+            RecordKind::Tx => run.tx.push(r),
+            RecordKind::Rx => run.rx.push(r),
+            RecordKind::EchoReply => run.echo.push(r),
+        }
+    }
+    run.sender_start_unix_ns = run.tx.first().map(|r| r.tx_ns.wrapping_sub(r.sched_ns));
+    let window_ns = 1_000_000u64 << (sel % 11);
+    let Ok(summary) = analyze_run(&run, &Requested::default(), window_ns) else {
+        return;
+    };
+    let mut text = Vec::new();
+    let _ = render_text(&summary, &mut text);
+    let _ = serde_json::to_string(&summary);
+});
