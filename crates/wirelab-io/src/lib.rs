@@ -29,6 +29,7 @@ pub mod ifstats;
 pub mod packet_sock;
 pub mod ring_frames;
 pub mod ring_rx;
+mod ring_setup;
 pub mod ring_tx;
 pub mod rt;
 pub mod sim;

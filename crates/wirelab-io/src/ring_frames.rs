@@ -16,18 +16,14 @@
 use crate::bpf::BpfProgram;
 use crate::ifstats::IfInfo;
 use crate::ring_rx::RingError;
+use crate::ring_setup::{
+    self as rs, PACKET_IGNORE_OUTGOING, PACKET_RX_RING, PACKET_VERSION, SOL_PACKET,
+};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-const SOL_PACKET: libc::c_int = 263;
-const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
-const PACKET_RX_RING: libc::c_int = 5;
-const PACKET_STATISTICS: libc::c_int = 6;
-const PACKET_VERSION: libc::c_int = 10;
-const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
-const PACKET_MR_PROMISC: libc::c_ushort = 1;
 const TPACKET_V2: libc::c_int = 1;
 const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;
@@ -35,7 +31,6 @@ const TP_STATUS_LOSING: u32 = 1 << 2;
 const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
 const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
-const ETH_P_ALL: u16 = 0x0003;
 const ETH_P_8021Q: u16 = 0x8100;
 
 /// `struct tpacket_req`.
@@ -53,14 +48,6 @@ struct TpacketReq {
 struct TpacketStats {
     tp_packets: u32,
     tp_drops: u32,
-}
-
-#[repr(C)]
-struct PacketMreq {
-    mr_ifindex: libc::c_int,
-    mr_type: libc::c_ushort,
-    mr_alen: libc::c_ushort,
-    mr_address: [u8; 8],
 }
 
 /// Geometry and options of a [`FrameRing`].
@@ -161,17 +148,7 @@ impl FrameRing {
             source,
             hint,
         };
-        // SAFETY: plain socket(2) call; the result is checked before use.
-        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if raw < 0 {
-            let e = io::Error::last_os_error();
-            return Err(match e.raw_os_error() {
-                Some(libc::EPERM) | Some(libc::EACCES) => RingError::Privilege { source: e },
-                _ => setup("socket(AF_PACKET)", e, ""),
-            });
-        }
-        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = rs::open_socket(ifname)?;
         let s = fd.as_raw_fd();
         crate::sockopt::set(s, SOL_PACKET, PACKET_VERSION, &TPACKET_V2)
             .map_err(|e| setup("PACKET_VERSION TPACKET_V2", e, ""))?;
@@ -196,28 +173,11 @@ impl FrameRing {
         crate::sockopt::set(s, SOL_PACKET, PACKET_RX_RING, &req)
             .map_err(|e| setup("PACKET_RX_RING", e, " (try fewer frame slots)"))?;
         let map_len = block_size * blocks;
-        // SAFETY: maps the ring the kernel just allocated for this socket, exactly
-        // block_size × block_nr bytes; the result is checked below.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                s,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(setup(
-                "mmap of the ring",
-                io::Error::last_os_error(),
-                " (try fewer frame slots)",
-            ));
-        }
+        let map = rs::map_ring(fd.as_fd(), map_len)
+            .map_err(|e| setup("mmap of the ring", e, " (try fewer frame slots)"))?;
         let ring = FrameRing {
             fd,
-            map: map.cast(),
+            map,
             map_len,
             frame_size,
             frames,
@@ -225,34 +185,10 @@ impl FrameRing {
             iface,
             stats: FrameRingStats::default(),
         };
-        // SAFETY: an all-zero sockaddr_ll is valid; the fields are set below.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETH_P_ALL.to_be();
-        sll.sll_ifindex = ring.iface.index as i32;
-        // SAFETY: `sll` is a valid sockaddr_ll and its exact size is passed.
-        let rc = unsafe {
-            libc::bind(
-                s,
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(setup(
-                "bind",
-                io::Error::last_os_error(),
-                " (is the interface up?)",
-            ));
-        }
+        rs::bind(ring.fd.as_fd(), ring.iface.index)
+            .map_err(|e| setup("bind", e, " (is the interface up?)"))?;
         if cfg.promisc {
-            let mreq = PacketMreq {
-                mr_ifindex: ring.iface.index as i32,
-                mr_type: PACKET_MR_PROMISC,
-                mr_alen: 0,
-                mr_address: [0; 8],
-            };
-            crate::sockopt::set(s, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq)
+            rs::promisc(ring.fd.as_fd(), ring.iface.index)
                 .map_err(|e| setup("PACKET_MR_PROMISC", e, ""))?;
         }
         Ok(ring)
@@ -340,47 +276,15 @@ impl FrameRing {
     /// Waits up to `timeout` for a frame (`ppoll`); whether one is there. A signal ends
     /// the wait early (`Ok(false)`).
     pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        if self.ready() {
-            return Ok(true);
-        }
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN | libc::POLLERR,
-            revents: 0,
-        };
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: one valid pollfd, a valid timeout, no signal mask change.
-        let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(false);
-            }
-            return Err(e);
+        if !self.ready() {
+            rs::wait_readable(self.fd.as_fd(), timeout)?;
         }
         Ok(self.ready())
     }
 
     /// Totals since opening (reads and resets the kernel's counters).
     pub fn stats(&mut self) -> io::Result<FrameRingStats> {
-        let mut st = TpacketStats::default();
-        let mut len = std::mem::size_of::<TpacketStats>() as libc::socklen_t;
-        // SAFETY: `st` is writable for `len` bytes; the kernel writes at most `len`.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                SOL_PACKET,
-                PACKET_STATISTICS,
-                (&mut st as *mut TpacketStats).cast(),
-                &mut len,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let st: TpacketStats = rs::statistics(self.fd.as_fd())?;
         self.stats.packets += u64::from(st.tp_packets);
         self.stats.drops += u64::from(st.tp_drops);
         Ok(self.stats)

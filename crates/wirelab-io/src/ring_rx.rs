@@ -38,26 +38,21 @@
 
 use crate::bpf::BpfProgram;
 use crate::ifstats::IfInfo;
+use crate::ring_setup::{
+    self as rs, PACKET_IGNORE_OUTGOING, PACKET_RX_RING, PACKET_VERSION, SOL_PACKET,
+};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 use thiserror::Error;
 
 // linux/if_packet.h and linux/if_ether.h; defined here so the layout does not depend on
 // which libc release exposes them.
-const SOL_PACKET: libc::c_int = 263;
-const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
-const PACKET_RX_RING: libc::c_int = 5;
-const PACKET_STATISTICS: libc::c_int = 6;
-const PACKET_VERSION: libc::c_int = 10;
 const PACKET_FANOUT: libc::c_int = 18;
-const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
-const PACKET_MR_PROMISC: libc::c_ushort = 1;
 const TPACKET_V3: libc::c_int = 2;
 const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;
-const ETH_P_ALL: u16 = 0x0003;
 const PACKET_OUTGOING: u8 = 4;
 const PACKET_FANOUT_HASH: u16 = 0;
 const PACKET_FANOUT_LB: u16 = 1;
@@ -89,14 +84,6 @@ struct TpacketStatsV3 {
     tp_packets: u32,
     tp_drops: u32,
     tp_freeze_q_cnt: u32,
-}
-
-#[repr(C)]
-struct PacketMreq {
-    mr_ifindex: libc::c_int,
-    mr_type: libc::c_ushort,
-    mr_alen: libc::c_ushort,
-    mr_address: [u8; 8],
 }
 
 /// Which packets of the interface to keep.
@@ -304,17 +291,7 @@ impl RxRing {
             hint,
         };
 
-        // SAFETY: plain socket(2) call; the result is checked before use.
-        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if raw < 0 {
-            let e = io::Error::last_os_error();
-            return Err(match e.raw_os_error() {
-                Some(libc::EPERM) | Some(libc::EACCES) => RingError::Privilege { source: e },
-                _ => setup("socket(AF_PACKET)", e, ""),
-            });
-        }
-        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = rs::open_socket(ifname)?;
         let b = fd.as_fd();
 
         crate::sockopt::set(b.as_raw_fd(), SOL_PACKET, PACKET_VERSION, &TPACKET_V3).map_err(
@@ -389,28 +366,16 @@ impl RxRing {
             }
         }
         let map_len = cfg.block_size as usize * count as usize;
-        // SAFETY: maps the ring the kernel just allocated for this socket; the length is
-        // exactly block_size × block_nr as configured; the result is checked below.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(setup(
+        let map = rs::map_ring(fd.as_fd(), map_len).map_err(|e| {
+            setup(
                 "mmap of the ring",
-                io::Error::last_os_error(),
+                e,
                 " (try a smaller ring: fewer or smaller blocks)",
-            ));
-        }
+            )
+        })?;
         let ring = RxRing {
             fd,
-            map: map.cast(),
+            map,
             map_len,
             block_size: cfg.block_size as usize,
             block_count: count as usize,
@@ -424,26 +389,8 @@ impl RxRing {
             retire_ms: cfg.retire_ms,
         };
 
-        // SAFETY: an all-zero sockaddr_ll is valid; the fields are set below.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETH_P_ALL.to_be();
-        sll.sll_ifindex = ring.iface.index as i32;
-        // SAFETY: `sll` is a valid sockaddr_ll and its exact size is passed.
-        let rc = unsafe {
-            libc::bind(
-                ring.fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(setup(
-                "bind",
-                io::Error::last_os_error(),
-                " (is the interface up?)",
-            ));
-        }
+        rs::bind(ring.fd.as_fd(), ring.iface.index)
+            .map_err(|e| setup("bind", e, " (is the interface up?)"))?;
         if let Some(f) = cfg.fanout {
             let mode = match f.mode {
                 FanoutMode::Hash => PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG,
@@ -462,19 +409,7 @@ impl RxRing {
             )?;
         }
         if cfg.promisc {
-            let mreq = PacketMreq {
-                mr_ifindex: ring.iface.index as i32,
-                mr_type: PACKET_MR_PROMISC,
-                mr_alen: 0,
-                mr_address: [0; 8],
-            };
-            crate::sockopt::set(
-                ring.fd.as_raw_fd(),
-                SOL_PACKET,
-                PACKET_ADD_MEMBERSHIP,
-                &mreq,
-            )
-            .map_err(|e| {
+            rs::promisc(ring.fd.as_fd(), ring.iface.index).map_err(|e| {
                 setup(
                     "PACKET_MR_PROMISC",
                     e,
@@ -570,49 +505,17 @@ impl RxRing {
     }
 
     /// Waits up to `timeout` for a retired block (`ppoll`); returns whether one is ready.
-    /// A signal ends the wait early (returns `Ok(false)`).
+    /// A signal ends the wait early (returns whether a block is ready then).
     pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        if self.ready() {
-            return Ok(true);
-        }
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN | libc::POLLERR,
-            revents: 0,
-        };
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: one valid pollfd, a valid timeout, no signal mask change.
-        let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(false);
-            }
-            return Err(e);
+        if !self.ready() {
+            rs::wait_readable(self.fd.as_fd(), timeout)?;
         }
         Ok(self.ready())
     }
 
     /// Totals since opening (reads and resets the kernel's counters).
     pub fn stats(&mut self) -> io::Result<RingStats> {
-        let mut st = TpacketStatsV3::default();
-        let mut len = std::mem::size_of::<TpacketStatsV3>() as libc::socklen_t;
-        // SAFETY: `st` is writable for `len` bytes; the kernel writes at most `len`.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                SOL_PACKET,
-                PACKET_STATISTICS,
-                (&mut st as *mut TpacketStatsV3).cast(),
-                &mut len,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let st: TpacketStatsV3 = rs::statistics(self.fd.as_fd())?;
         self.stats.packets += u64::from(st.tp_packets);
         self.stats.drops += u64::from(st.tp_drops);
         self.stats.freeze_q_cnt += u64::from(st.tp_freeze_q_cnt);
