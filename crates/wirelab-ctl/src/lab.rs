@@ -540,9 +540,11 @@ fn run_step(step: &[String]) -> Result<(), LabError> {
     if stderr.contains("Operation not permitted") || stderr.contains("Permission denied") {
         return Err(LabError::NeedsRoot);
     }
-    // `ip netns exec` reports a program it cannot start on stderr.
+    // `ip netns exec` reports a program it cannot start on stderr as
+    // `exec of "PROGRAM" failed: ...`; the program's own errors (sysctl's
+    // "cannot stat /proc/sys/...: No such file or directory") are not that.
     let program = plan_program(step);
-    if program != "ip" && stderr.contains("No such file or directory") {
+    if program != "ip" && stderr.contains(&format!("exec of \"{program}\" failed")) {
         return Err(missing(
             program,
             std::io::Error::from(std::io::ErrorKind::NotFound),
