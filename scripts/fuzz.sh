@@ -8,7 +8,8 @@
 #
 # Environment: FUZZ_RSS_MB (default 2048) caps a run's memory and one allocation;
 # FUZZ_TIMEOUT (default 10) is the seconds one input may take before it counts as a
-# hang; FUZZ_NO_CMIN=1 keeps the corpus as the run left it. See docs/fuzzing.md.
+# hang; FUZZ_NO_CMIN=1 keeps the corpus as the run left it; FUZZ_CORPUS_MAX (default
+# 300) is the corpus size above which minimising keeps edges only. See docs/fuzzing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -84,15 +85,21 @@ for t in "${targets[@]}"; do
   fi
   if [ "${FUZZ_NO_CMIN:-0}" != 1 ]; then
     # `cargo fuzz cmin`, with libFuzzer's set-cover merge (a smaller set of inputs with
-    # every feature) into an empty directory, then swapped in.
+    # every feature) into an empty directory, then swapped in. Over FUZZ_CORPUS_MAX files
+    # (default 300), merge again keeping every edge rather than every hit-count bucket.
     min=$root/fuzz/target/cmin-$t
-    rm -rf "$min" && mkdir -p "$min"
-    if (cd "$logs" && timeout 1800 "$bindir/$t" -set_cover_merge=1 -timeout="$hang_s" \
-      -rss_limit_mb="$rss_mb" "$min" "$corpus") >"$logs/$t.cmin.log" 2>&1; then
-      rm -rf "$corpus" && mv "$min" "$corpus"
-    else
-      echo "== $t: cmin failed, corpus kept; log: $logs/$t.cmin.log" >&2
-    fi
+    for counters in 1 0; do
+      rm -rf "$min" && mkdir -p "$min"
+      if (cd "$logs" && timeout 1800 "$bindir/$t" -set_cover_merge=1 -use_counters=$counters \
+        -timeout="$hang_s" -rss_limit_mb="$rss_mb" "$min" "$corpus") >"$logs/$t.cmin.log" 2>&1
+      then
+        rm -rf "$corpus" && mv "$min" "$corpus"
+      else
+        echo "== $t: cmin failed, corpus kept; log: $logs/$t.cmin.log" >&2
+        break
+      fi
+      [ "$(find "$corpus" -type f | wc -l)" -le "${FUZZ_CORPUS_MAX:-300}" ] && break
+    done
   fi
   files=$(find "$corpus" -type f | wc -l)
   summary+=("$(printf '%-14s %4ss  runs %-10s exec/s %-7s cov %-6s ft %-6s rss %-5s corpus %-5s crashes %s' \

@@ -221,6 +221,11 @@ impl Decimal<'_> {
     fn to_f64(&self, mult: u128) -> f64 {
         const EXACT: u128 = 1 << 53;
         if let Some(total) = self.mant.checked_mul(mult) {
+            let den = pow10(self.frac_digits);
+            if total % den == 0 && !self.dropped {
+                // A whole number (`555555.100502s`): u128 to f64 rounds correctly.
+                return (total / den) as f64;
+            }
             if total <= EXACT && self.frac_digits <= 22 {
                 // Both operands are exact f64 values: one correctly rounded division.
                 return total as f64 / pow10(self.frac_digits) as f64;
@@ -366,6 +371,21 @@ mod tests {
             Err(UnitError::TooLarge { .. })
         ));
         assert!(parse_duration_ns(&"9".repeat(100)).is_err());
+    }
+
+    /// Found by fuzz_genspec: a whole number of ns written with a fraction of a larger
+    /// unit came out 0.06 ns off (through the float parse), so a spec's canonical form
+    /// did not parse back to it.
+    #[test]
+    fn whole_values_are_exact_in_any_unit() {
+        assert_eq!(
+            parse_duration_ns_f64("555555.100502s"),
+            Ok(555_555_100_502_000.0)
+        );
+        assert_eq!(
+            parse_duration_ns_f64("555555100502us"),
+            parse_duration_ns_f64("555555.100502s")
+        );
     }
 
     #[test]

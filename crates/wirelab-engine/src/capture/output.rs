@@ -48,8 +48,9 @@
 //! Regular files are opened with `O_DIRECT` (unless [`OutputConfig::direct_io`] is off):
 //! whole 4 KiB-aligned blocks go from the batch to the device without the page-cache
 //! copy that made up a third of the capture thread's time at 200 kpps; the unaligned
-//! tail stays in the batch until more arrives, and is written through the page cache
-//! when the file is closed. A filesystem that refuses `O_DIRECT` (at open or at the first
+//! tail stays in the batch until more arrives (it also goes through the page cache at
+//! once, see "Crash safety"), and is written for good through the page cache when the
+//! file is closed. A filesystem that refuses `O_DIRECT` (at open or at the first
 //! write) gets buffered writes; [`FileSummary::direct_io`] says which happened.
 
 use std::collections::VecDeque;
@@ -152,7 +153,7 @@ struct FileSink {
     /// Bytes written through `file` (its offset).
     pos: u64,
     /// A second, buffered handle for the unaligned tail while `file` is `O_DIRECT`
-    /// (opened at the first [`FileSink::write_tail`]).
+    /// (opened at the first [`FileSink::write_pending`]).
     tail: Option<File>,
 }
 
@@ -495,8 +496,9 @@ impl Output {
         Ok(())
     }
 
-    /// Hands the batch to the destination: a file gets whole aligned blocks (the tail
-    /// waits for more), stdout everything.
+    /// Hands the batch to the destination: a file gets whole aligned blocks, then the
+    /// tail through the page cache (it stays in the batch for the next block), stdout
+    /// everything.
     fn write_batch(&mut self) -> io::Result<()> {
         match &mut self.dest {
             Some(Dest::File(f)) => {
@@ -608,8 +610,8 @@ impl Output {
         self.flush_if_due(now_ns)
     }
 
-    /// Hands the whole batch to the kernel once bytes have waited [`FLUSH_INTERVAL_NS`]
-    /// (see the module docs).
+    /// Hands the bytes the kernel does not have yet to it once they have waited
+    /// [`FLUSH_INTERVAL_NS`] (see the module docs).
     fn flush_if_due(&mut self, now_ns: u64) -> io::Result<()> {
         if self.batch.len() == self.flushed_len {
             self.pending_since = None;
