@@ -141,6 +141,17 @@ pub enum ErrorKind {
         /// Interfaces described so far in the section.
         count: u32,
     },
+    /// Section and interface descriptions (with their option strings) would
+    /// take more memory than the reader keeps for them.
+    #[error("{block} would take the file's section and interface descriptions past {limit} bytes of memory (a capture has a few; this file describes {kept} so far)")]
+    TooMuchMetadata {
+        /// Block name.
+        block: &'static str,
+        /// Descriptions kept so far (sections plus interfaces).
+        kept: usize,
+        /// The reader's limit in bytes.
+        limit: usize,
+    },
     /// The captured length runs past the end of its block.
     #[error("{block} captured length {caplen} exceeds the {available} bytes the block holds")]
     CaplenExceedsBlock {

@@ -19,6 +19,13 @@ pub(crate) const BT_EPB: u32 = 6;
 
 /// Default cap on one pcapng block or pcap record (256 MiB).
 pub const DEFAULT_MAX_BLOCK: u32 = 256 << 20;
+
+/// Memory the reader keeps for section and interface descriptions and for
+/// interface statistics, option strings included. The file, not the user,
+/// decides how many such blocks there are, so they are budgeted: past it,
+/// a description is an error (packets need it) and a statistics block is
+/// counted in [`PcapReader::stats_not_kept`] instead of kept.
+pub const METADATA_BUDGET: usize = 64 << 20;
 /// libpcap's and Wireshark's usual maximum packet size; a pcap record may always be this big,
 /// even when the header snaplen is smaller.
 const STANDARD_MAX_PACKET: u32 = 262_144;
@@ -347,6 +354,10 @@ pub struct PcapReader<R> {
     interfaces: Vec<Interface>,
     sections: Vec<Section>,
     stats: Vec<InterfaceStats>,
+    stats_not_kept: u64,
+    /// Bytes of `sections`, `interfaces` and `stats` (approximate: struct
+    /// sizes plus string lengths), kept under [`METADATA_BUDGET`].
+    meta_bytes: usize,
     skipped_blocks: u64,
     bad_timestamps: u64,
     fraction_policy: FractionPolicy,
@@ -376,6 +387,8 @@ impl<R: Read> PcapReader<R> {
             interfaces: Vec::new(),
             sections: Vec::new(),
             stats: Vec::new(),
+            stats_not_kept: 0,
+            meta_bytes: 0,
             skipped_blocks: 0,
             bad_timestamps: 0,
             fraction_policy: FractionPolicy::Keep,
@@ -534,6 +547,11 @@ impl<R: Read> PcapReader<R> {
     /// Interface statistics blocks seen so far.
     pub fn interface_stats(&self) -> &[InterfaceStats] {
         &self.stats
+    }
+
+    /// Interface statistics blocks read but not kept: past [`METADATA_BUDGET`].
+    pub fn stats_not_kept(&self) -> u64 {
+        self.stats_not_kept
     }
 
     /// pcapng blocks skipped because they carry nothing this reader uses (name resolution,
@@ -777,6 +795,13 @@ impl<R: Read> PcapReader<R> {
             big,
             section_base: sec.first_interface,
         };
+        let size = size_of::<Section>()
+            + strings_len(&sec.comments)
+            + [&sec.hardware, &sec.os, &sec.userappl]
+                .iter()
+                .map(|o| o.as_ref().map_or(0, String::len))
+                .sum::<usize>();
+        self.charge_description(start, NAME, size)?;
         self.sections.push(sec);
         Ok(())
     }
@@ -838,7 +863,36 @@ impl<R: Read> PcapReader<R> {
             }
             Ok(())
         })?;
+        let size = size_of::<Interface>()
+            + strings_len(&ifc.comments)
+            + [&ifc.name, &ifc.description, &ifc.os]
+                .iter()
+                .map(|o| o.as_ref().map_or(0, String::len))
+                .sum::<usize>();
+        self.charge_description(start, NAME, size)?;
         self.interfaces.push(ifc);
+        Ok(())
+    }
+
+    /// Counts a section or interface description against
+    /// [`METADATA_BUDGET`], refusing it past the budget.
+    fn charge_description(
+        &mut self,
+        start: u64,
+        block: &'static str,
+        size: usize,
+    ) -> Result<(), PcapError> {
+        if self.meta_bytes + size > METADATA_BUDGET {
+            return Err(PcapError::new(
+                start,
+                ErrorKind::TooMuchMetadata {
+                    block,
+                    kept: self.sections.len() + self.interfaces.len(),
+                    limit: METADATA_BUDGET,
+                },
+            ));
+        }
+        self.meta_bytes += size;
         Ok(())
     }
 
@@ -905,7 +959,13 @@ impl<R: Read> PcapReader<R> {
             }
             Ok(())
         })?;
-        self.stats.push(st);
+        let size = size_of::<InterfaceStats>() + strings_len(&st.comments);
+        if self.meta_bytes + size <= METADATA_BUDGET {
+            self.meta_bytes += size;
+            self.stats.push(st);
+        } else {
+            self.stats_not_kept += 1;
+        }
         self.bad_timestamps += bad;
         Ok(())
     }
@@ -1187,6 +1247,10 @@ fn walk_options<'b>(
         i += 4 + pad4(usize::from(len));
     }
     Ok(())
+}
+
+fn strings_len(v: &[String]) -> usize {
+    v.iter().map(|s| s.len() + size_of::<String>()).sum()
 }
 
 fn opt_string(v: &[u8]) -> String {

@@ -955,3 +955,41 @@ fn bad_fractions_are_counted_and_follow_the_policy() {
         )
     );
 }
+
+#[test]
+fn descriptions_and_statistics_are_held_within_the_metadata_budget() {
+    // Blocks of 256 comments of 65,000 bytes (about 16 MiB each): the file,
+    // not the user, decides how many there are.
+    let e = Enc(false);
+    let text = vec![b'c'; 65_000];
+    let comments: Vec<(u16, &[u8])> = (0..256).map(|_| (1u16, &text[..])).collect();
+    let isb = |ts: u64| {
+        let mut b = Vec::new();
+        e.u32(&mut b, 0);
+        e.u32(&mut b, (ts >> 32) as u32);
+        e.u32(&mut b, ts as u32);
+        for (c, v) in &comments {
+            e.opt(&mut b, *c, v);
+        }
+        e.u32(&mut b, 0);
+        block(false, 5, &b)
+    };
+    // Statistics past the budget are counted, not kept; packets still read.
+    let mut f = [e.shb(&[]), e.idb(1, 0, &[])].concat();
+    for i in 0..6 {
+        f.extend(isb(i));
+    }
+    f.extend(e.epb(0, 7, &[1; 20], 20));
+    let mut r = PcapReader::new(&f[..]).unwrap();
+    assert!(r.next_packet().unwrap().is_some());
+    assert_eq!(r.interface_stats().len(), 4);
+    assert_eq!(r.stats_not_kept(), 2);
+    // Interface descriptions past it are an error naming the block.
+    let mut f = e.shb(&[]);
+    for _ in 0..6 {
+        f.extend(e.idb(1, 0, &comments));
+    }
+    let err = err_of(&f);
+    assert!(err.contains("interface description block would take"), "{err}");
+    assert!(err.contains("67108864 bytes"), "{err}");
+}
