@@ -2,7 +2,9 @@
 //! veth pair, `wirelab recv` in one and `wirelab send` in the other, both
 //! writing record files, and the namespaces removed again (also on error or
 //! a signal); without root, or when asked, the same two processes over
-//! loopback. The caller analyzes the record files.
+//! loopback. With an emulated link, a third namespace between them runs
+//! `wirelab emulate` on the link's stages. The caller analyzes the record
+//! files.
 
 use crate::lab::{is_root, Lab, LabError, LinkSpec};
 use std::io;
@@ -30,6 +32,10 @@ pub enum DemoError {
     Io { what: String, source: io::Error },
     #[error("the receiver did not start listening on port {0} within 5 s")]
     NotListening(u16),
+    #[error("an emulated link needs the namespace lab: run as root, without --loopback")]
+    EmulateNeedsLab,
+    #[error("the emulator did not start: {0}")]
+    Emulator(String),
     #[error("the {role} failed ({status})")]
     Failed {
         role: &'static str,
@@ -57,6 +63,9 @@ pub struct DemoConfig {
     /// Keep the record files here; `None`: a temporary directory, removed
     /// with the [`Demo`].
     pub keep: Option<PathBuf>,
+    /// Stages of an emulated link between sender and receiver (both
+    /// directions), in `wirelab emulate`'s syntax.
+    pub emulate: Option<String>,
 }
 
 /// A finished run: its record files.
@@ -65,6 +74,8 @@ pub struct Demo {
     pub rx: PathBuf,
     /// A signal cut the run short.
     pub interrupted: bool,
+    /// The emulator's report (its stdout), when the link was emulated.
+    pub emulator: Option<String>,
     temp: Option<PathBuf>,
 }
 
@@ -104,9 +115,13 @@ pub fn run(cfg: &DemoConfig, say: &mut dyn FnMut(String)) -> Result<Demo, DemoEr
         tx: dir.join("tx.wlr"),
         rx: dir.join("rx.wlr"),
         interrupted: false,
+        emulator: None,
         temp,
     };
     let use_ns = is_root() && !cfg.loopback;
+    if cfg.emulate.is_some() && !use_ns {
+        return Err(DemoError::EmulateNeedsLab);
+    }
     if !use_ns && !cfg.loopback {
         say("wirelab demo: not running as root, so no network namespaces: running the same lab over loopback (127.0.0.1). \
 Run as root (sudo wirelab demo) for the two-namespace veth lab."
@@ -116,8 +131,9 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).map_err(io_err("signal handlers"))?;
     }
-    let lab = if use_ns {
-        Some(
+    let lab = match (use_ns, &cfg.emulate) {
+        (false, _) => None,
+        (true, None) => Some(
             Lab::new("wl")
                 .namespace("s")
                 .namespace("r")
@@ -128,15 +144,23 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
                 )
                 .build()
                 .map_err(DemoError::Build)?,
-        )
-    } else {
-        None
+        ),
+        (true, Some(_)) => Some(emulated_lab()?),
     };
     let guard = match &lab {
         Some(l) => Some(l.guard_signals(stop.clone())?),
         None => None,
     };
     let (port, target) = match &lab {
+        Some(l) if cfg.emulate.is_some() => {
+            say(format!(
+                "lab: namespaces {} ({ADDR_SEND}) and {} ({ADDR_RECV}), bridged by `wirelab emulate` in {}",
+                l.ns("s"),
+                l.ns("r"),
+                l.ns("e")
+            ));
+            (LAB_PORT, ADDR_RECV)
+        }
         Some(l) => {
             say(format!(
                 "lab: namespaces {} ({ADDR_SEND}) and {} ({ADDR_RECV}) joined by a veth pair",
@@ -154,6 +178,10 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     let wirelab = |role: &str| match &lab {
         Some(l) => l.exec(role, &cfg.exe),
         None => Command::new(&cfg.exe),
+    };
+    let emulator = match (&lab, &cfg.emulate) {
+        (Some(l), Some(stages)) => Some(start_emulator(l, &cfg.exe, stages, say)?),
+        _ => None,
     };
     let timeout = format!("{}s", cfg.duration.as_secs() + 15);
     let mut rx = wirelab("r")
@@ -179,6 +207,10 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     if let Err(e) = listening {
         let _ = rx.kill();
         let _ = rx.wait();
+        if let Some(mut em) = emulator {
+            let _ = em.kill();
+            let _ = em.wait();
+        }
         return Err(e);
     }
     let duration = duration_arg(cfg.duration);
@@ -200,6 +232,9 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         .status()
         .map_err(io_err("cannot start the sender"))?;
     let rx_status = rx.wait().map_err(io_err("waiting for the receiver"))?;
+    if let Some(em) = emulator {
+        demo.emulator = Some(stop_emulator(em)?);
+    }
     drop(guard);
     drop(lab);
     for (role, status) in [("sender", tx_status), ("receiver", rx_status)] {
@@ -209,6 +244,120 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     }
     demo.interrupted = stop.load(Ordering::SeqCst);
     Ok(demo)
+}
+
+/// Sender – emulator – receiver: three namespaces, two veth pairs, the
+/// two ends on one subnet with each other's MAC as a permanent neighbour
+/// (so no ARP has to cross a lossy link first), the middle without
+/// addresses.
+fn emulated_lab() -> Result<Lab, DemoError> {
+    let lab = Lab::new("wl")
+        .namespace("s")
+        .namespace("e")
+        .namespace("r")
+        .link("s", "e", LinkSpec::new().ipv6_off())
+        .link("e", "r", LinkSpec::new().ipv6_off())
+        .build()
+        .map_err(DemoError::Build)?;
+    let run = |mut c: Command| -> Result<String, DemoError> {
+        let out = c
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(io_err("running ip in the lab"))?;
+        if !out.status.success() {
+            return Err(DemoError::Io {
+                what: "configuring the lab".into(),
+                source: io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let mac = |role: &str| {
+        let dev = &lab.end(role, "e").dev;
+        let mut c = lab.exec(role, "cat");
+        c.arg(format!("/sys/class/net/{dev}/address"));
+        run(c)
+    };
+    let (mac_s, mac_r) = (mac("s")?, mac("r")?);
+    for (role, me, other, other_mac) in [
+        ("s", ADDR_SEND, ADDR_RECV, &mac_r),
+        ("r", ADDR_RECV, ADDR_SEND, &mac_s),
+    ] {
+        let dev = lab.end(role, "e").dev.clone();
+        let mut c = lab.exec(role, "ip");
+        c.args(["addr", "add", &format!("{me}/24"), "dev", &dev]);
+        run(c)?;
+        let mut c = lab.exec(role, "ip");
+        c.args(["neigh", "replace", other, "lladdr", other_mac, "dev", &dev])
+            .args(["nud", "permanent"]);
+        run(c)?;
+    }
+    Ok(lab)
+}
+
+/// Starts `wirelab emulate` in the lab's middle namespace with `stages`
+/// both ways and waits until it has opened its two rings.
+fn start_emulator(
+    lab: &Lab,
+    exe: &Path,
+    stages: &str,
+    say: &mut dyn FnMut(String),
+) -> Result<std::process::Child, DemoError> {
+    say(format!("running: wirelab emulate --both '{stages}'"));
+    let mut em = lab
+        .exec("e", exe)
+        .arg("emulate")
+        .args(["--a", &lab.end("e", "s").dev, "--b", &lab.end("e", "r").dev])
+        .args(["--both", stages])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(io_err("cannot start the emulator"))?;
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(5) {
+        if em
+            .try_wait()
+            .map_err(io_err("watching the emulator"))?
+            .is_some()
+        {
+            let out = em
+                .wait_with_output()
+                .map_err(io_err("reading the emulator"))?;
+            return Err(DemoError::Emulator(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        if lab
+            .wait_packet_sockets("e", 2, Duration::from_millis(100))
+            .is_ok()
+        {
+            return Ok(em);
+        }
+    }
+    let _ = em.kill();
+    let _ = em.wait();
+    Err(DemoError::Emulator(
+        "it did not open its packet sockets within 5 s".into(),
+    ))
+}
+
+/// Stops the emulator (SIGTERM) and returns its report.
+fn stop_emulator(em: std::process::Child) -> Result<String, DemoError> {
+    Command::new("kill")
+        .args(["-TERM", &em.id().to_string()])
+        .status()
+        .map_err(io_err("signalling the emulator (kill, from procps)"))?;
+    let out = em
+        .wait_with_output()
+        .map_err(io_err("waiting for the emulator"))?;
+    if !out.status.success() {
+        return Err(DemoError::Emulator(format!(
+            "it failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn free_udp_port() -> io::Result<u16> {

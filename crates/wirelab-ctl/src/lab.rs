@@ -76,6 +76,12 @@ pub enum LabError {
         port: u16,
         timeout: Duration,
     },
+    #[error("namespace {ns} did not open {n} packet sockets within {timeout:?}")]
+    NoPacketSockets {
+        ns: String,
+        n: usize,
+        timeout: Duration,
+    },
     #[error("cannot watch SIGINT/SIGTERM: {0}")]
     Signals(std::io::Error),
 }
@@ -355,24 +361,58 @@ impl Lab {
     /// Waits until something listens on UDP `port` inside namespace `role`
     /// (a bound socket in `/proc/net/udp` or `udp6`).
     pub fn wait_udp(&self, role: &str, port: u16, timeout: Duration) -> Result<(), LabError> {
-        let ns = self.ns(role);
         let hex = format!(":{port:04X} ");
+        let seen = self.wait_proc(role, &["/proc/net/udp", "/proc/net/udp6"], timeout, |t| {
+            t.contains(&hex)
+        })?;
+        seen.then_some(()).ok_or_else(|| LabError::NotListening {
+            ns: self.ns(role).into(),
+            port,
+            timeout,
+        })
+    }
+
+    /// Waits until namespace `role` holds at least `n` packet sockets (in
+    /// `/proc/net/packet`): a bridge such as `wirelab emulate` has opened
+    /// its rings.
+    pub fn wait_packet_sockets(
+        &self,
+        role: &str,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<(), LabError> {
+        let seen = self.wait_proc(role, &["/proc/net/packet"], timeout, |t| {
+            t.lines().skip(1).count() >= n
+        })?;
+        seen.then_some(()).ok_or_else(|| LabError::NoPacketSockets {
+            ns: self.ns(role).into(),
+            n,
+            timeout,
+        })
+    }
+
+    /// Polls `files` inside namespace `role` until `ready` holds for their
+    /// text; false at the timeout.
+    fn wait_proc(
+        &self,
+        role: &str,
+        files: &[&str],
+        timeout: Duration,
+        ready: impl Fn(&str) -> bool,
+    ) -> Result<bool, LabError> {
+        let ns = self.ns(role);
         let t0 = Instant::now();
         loop {
             let out = exec_in(ns, "cat")
-                .args(["/proc/net/udp", "/proc/net/udp6"])
+                .args(files)
                 .stderr(Stdio::null())
                 .output()
                 .map_err(|e| missing("ip", e))?;
-            if String::from_utf8_lossy(&out.stdout).contains(&hex) {
-                return Ok(());
+            if ready(&String::from_utf8_lossy(&out.stdout)) {
+                return Ok(true);
             }
             if t0.elapsed() >= timeout {
-                return Err(LabError::NotListening {
-                    ns: ns.into(),
-                    port,
-                    timeout,
-                });
+                return Ok(false);
             }
             std::thread::sleep(Duration::from_millis(20));
         }

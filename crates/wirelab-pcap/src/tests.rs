@@ -990,6 +990,9 @@ fn descriptions_and_statistics_are_held_within_the_metadata_budget() {
         f.extend(e.idb(1, 0, &comments));
     }
     let err = err_of(&f);
-    assert!(err.contains("interface description block would take"), "{err}");
+    assert!(
+        err.contains("interface description block would take"),
+        "{err}"
+    );
     assert!(err.contains("67108864 bytes"), "{err}");
 }

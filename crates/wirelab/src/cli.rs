@@ -450,6 +450,11 @@ pub struct DemoArgs {
     /// Keep the record files in this directory (default: a temporary one, removed)
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
+    /// Put an emulated link between sender and receiver: a third namespace
+    /// runs `wirelab emulate --both STAGES` (e.g. 'delay 20ms 2ms loss 1%')
+    #[arg(long, value_name = "STAGES", allow_hyphen_values = true, conflicts_with = "loopback",
+          value_parser = values::STAGES)]
+    pub emulate: Option<String>,
     /// Print the analysis as JSON
     #[arg(long)]
     pub json: bool,

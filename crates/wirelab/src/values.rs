@@ -108,6 +108,13 @@ pub const BITRATE: Parser<f64> = |s| {
 pub const INTERVAL: Parser<GenSpec> =
     |s| GenSpec::parse(s, SpecUnit::Time).map_err(|e| e.to_string());
 
+/// A link's stages in `wirelab emulate`'s syntax, checked here and passed
+/// on as written.
+pub const STAGES: Parser<String> = |s| {
+    wirelab_core::link::LinkConfig::parse(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
+};
 pub const SIZE: Parser<GenSpec> = |s| GenSpec::parse(s, SpecUnit::Bytes).map_err(|e| e.to_string());
 
 /// `--include` / `--exclude`: packet numbers, or a filter compiled here.

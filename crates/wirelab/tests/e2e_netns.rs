@@ -230,9 +230,6 @@ fn demo_builds_a_lab_reports_and_tears_it_down() {
     if !netns_available(&[]) {
         return;
     }
-    let before =
-        String::from_utf8(run(std::process::Command::new("ip").args(["netns", "list"])).stdout)
-            .unwrap();
     let out = run(std::process::Command::new(exe()).args(["demo", "--duration", "1s", "--json"]));
     let v = json(&out);
     assert_eq!(v["schema"], "wirelab.analysis/1");
@@ -242,14 +239,69 @@ fn demo_builds_a_lab_reports_and_tears_it_down() {
     assert_eq!(f["sent_source"], "sender_records");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("joined by a veth pair"), "{err}");
+    assert_lab_removed(&err);
+}
+
+/// The namespaces the demo named on stderr (`wl-PID-N-ROLE`) are gone.
+fn assert_lab_removed(stderr: &str) {
+    let named: Vec<&str> = stderr
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .filter(|w| w.starts_with("wl-") && w.matches('-').count() == 3)
+        .collect();
+    assert!(!named.is_empty(), "{stderr}");
     let after =
         String::from_utf8(run(std::process::Command::new("ip").args(["netns", "list"])).stdout)
             .unwrap();
-    assert_eq!(
-        before.lines().filter(|l| l.starts_with("wl-")).count(),
-        after.lines().filter(|l| l.starts_with("wl-")).count(),
-        "demo namespaces left behind: {after}"
+    for ns in named {
+        assert!(
+            !after
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(ns)),
+            "demo namespace {ns} left behind: {after}"
+        );
+    }
+}
+
+#[test]
+fn demo_with_an_emulated_link_delays_and_drops_as_asked() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let out = run(std::process::Command::new(exe()).args([
+        "demo",
+        "--duration",
+        "1s",
+        "--json",
+        "--emulate",
+        "delay 5ms loss 10% seed 3",
+    ]));
+    let v = json(&out);
+    let f = flow(&v, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bridged by `wirelab emulate`"), "{err}");
+    assert_lab_removed(&err);
+    let (sent, received, lost) = (
+        f["sent"].as_u64().unwrap(),
+        f["received"].as_u64().unwrap(),
+        f["lost"].as_u64().unwrap(),
     );
+    assert!(lost > 0 && received + lost == sent, "{f}");
+    // The emulator's own count: every probe lost, plus at most the three
+    // end-of-flow repeats of the last probe.
+    let a2b = err
+        .lines()
+        .find(|l| l.contains("a2b ("))
+        .unwrap_or_else(|| panic!("{err}"));
+    let dropped: u64 = a2b
+        .split("dropped: loss ")
+        .nth(1)
+        .and_then(|t| t.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{a2b}"));
+    assert!((lost..=lost + 3).contains(&dropped), "{a2b} / {f}");
+    assert!(err.contains("early 0"), "{err}");
+    // Both ends read one clock: no probe arrived before the link's delay.
+    assert!(f["latency"]["min_ns"].as_u64().unwrap() >= 5_000_000, "{f}");
 }
 
 /// A flood of small probes into the adaptive receiver: nothing is lost.

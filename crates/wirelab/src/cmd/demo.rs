@@ -14,6 +14,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
         duration: Duration::from_nanos(a.duration),
         loopback: a.loopback,
         keep: a.keep.clone(),
+        emulate: a.emulate.clone(),
     };
     let run = demo::run(&cfg, &mut |line| eprintln!("{line}"))?;
     if run.interrupted {
@@ -25,6 +26,9 @@ pub fn run(a: DemoArgs) -> Result<()> {
         max_flows: wirelab_analysis::join::DEFAULT_MAX_FLOWS as u32,
         json: a.json,
     })?;
+    if let Some(report) = &run.emulator {
+        eprint!("emulator:\n{report}");
+    }
     if let Some(d) = &a.keep {
         eprintln!("record files kept in {}", d.display());
     }
