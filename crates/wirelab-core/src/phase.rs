@@ -80,7 +80,9 @@ impl StallMap {
         let mut count = vec![0u32; BINS];
         let mut stalled_ns = 0;
         for s in stalls {
-            stalled_ns += s.len_ns();
+            // Only the part inside the window: the last stall may run past
+            // its end (the thread was off the CPU when it closed).
+            stalled_ns += s.end_ns.min(to_ns).saturating_sub(s.start_ns.max(from_ns));
             let a = s.start_ns.saturating_sub(guard.after_ns);
             let b = s.end_ns.saturating_add(guard.before_ns);
             // Bins covered by [a, b], marked once per stall even when it is
@@ -353,6 +355,17 @@ mod tests {
         assert_eq!(map.hit_probability(311_000), 1.0, "guard before");
         assert_eq!(map.hit_probability(313_000), 0.0);
         assert!((map.stalled_fraction() - 0.0005).abs() < 1e-9);
+        // A stall running past the window's end counts only up to it.
+        let long = [Stall {
+            start_ns: 150_000_000,
+            end_ns: 1_400_000_000,
+        }];
+        let m = StallMap::new(&long, 0, 200_000_000, 200_000_000, Guard::DEFAULT);
+        assert!(
+            (m.stalled_fraction() - 0.25).abs() < 1e-9,
+            "{}",
+            m.stalled_fraction()
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub enum RtError {
     Priority { prio: i32, source: io::Error },
     #[error("SCHED_FIFO priority {prio} is out of range 1..=99")]
     PriorityRange { prio: i32 },
-    #[error("cannot pin to CPU {cpu} ({source}): this machine has CPUs 0..{ncpu}; check `nproc` and the cpuset of this process")]
+    #[error("cannot pin to CPU {cpu} ({source}): this machine has {ncpu} CPUs (0 to {}); check `nproc` and the cpuset of this process", ncpu.saturating_sub(1))]
     Pin {
         cpu: usize,
         ncpu: usize,

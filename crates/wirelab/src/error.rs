@@ -45,6 +45,24 @@ pub fn rt_error(e: wirelab_io::rt::RtError) -> anyhow::Error {
     }
 }
 
+/// The message of `e` and its causes, joined by ": ", leaving out a cause
+/// whose text the message already holds (library errors often print their
+/// source inside their own text and also return it as the source).
+pub fn message(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if msg.contains(&text) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg
+}
+
 pub fn exit_code(e: &anyhow::Error) -> i32 {
     if e.downcast_ref::<Usage>().is_some() {
         2
@@ -58,6 +76,31 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn causes_already_in_the_message_are_said_once() {
+        // As thiserror's `#[error("...: {0}")] Io(#[from] io::Error)` does.
+        #[derive(Debug)]
+        struct Read(std::io::Error);
+        impl fmt::Display for Read {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "I/O error reading record file: {}", self.0)
+            }
+        }
+        impl std::error::Error for Read {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let io = std::io::Error::other("Is a directory");
+        let e = anyhow::Error::new(Read(io)).context("/tmp/d");
+        assert_eq!(
+            message(&e),
+            "/tmp/d: I/O error reading record file: Is a directory"
+        );
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(message(&e), "outer: inner");
+    }
     use std::io;
     use wirelab_io::rt::RtError;
 

@@ -53,7 +53,7 @@ fn main() {
         Command::Emulate(a) => cmd::emulate::run(a),
     };
     if let Err(e) = res {
-        eprintln!("wirelab: error: {e:#}");
+        eprintln!("wirelab: error: {}", error::message(&e));
         std::process::exit(error::exit_code(&e));
     }
 }
