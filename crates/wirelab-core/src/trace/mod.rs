@@ -22,12 +22,15 @@ pub mod cursor;
 pub mod delays;
 pub mod dist;
 pub mod error;
+pub mod fgn;
 pub mod format;
+pub mod gen;
 mod lines;
 pub mod mahimahi;
 pub mod nist;
 pub mod packet;
 pub mod pktcsv;
+pub mod stats;
 #[cfg(test)]
 mod stream_tests;
 pub mod validate;
