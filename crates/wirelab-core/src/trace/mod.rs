@@ -17,6 +17,7 @@
 //! - [`cursor`]: end-of-trace and bad-record policies over a rewindable
 //!   source; [`validate()`]: a full pre-scan.
 
+pub mod conv;
 pub mod csv;
 pub mod cursor;
 pub mod delays;
@@ -30,6 +31,7 @@ pub mod mahimahi;
 pub mod nist;
 pub mod packet;
 pub mod pktcsv;
+pub mod rate;
 pub mod stats;
 #[cfg(test)]
 mod stream_tests;
