@@ -155,7 +155,7 @@ enum Source<R> {
     NistTxt(NistTxtReader<R>),
     Packet(PacketReader<R>),
     Mahimahi(MahimahiReader<R>),
-    Csv(CsvReader<R>),
+    Csv(Box<CsvReader<R>>),
     Dist(Option<R>, std::vec::IntoIter<i16>),
 }
 
@@ -177,7 +177,7 @@ impl<R: BufRead> Dump<R> {
             Format::NistBin => Source::NistBin(NistBinReader::new(input, opts.order, opts.neg)),
             Format::NistTxt => Source::NistTxt(NistTxtReader::new(input, opts.neg)),
             Format::Mahimahi => Source::Mahimahi(MahimahiReader::new(input)),
-            Format::Csv => Source::Csv(CsvReader::new(input, opts)),
+            Format::Csv => Source::Csv(Box::new(CsvReader::new(input, opts))),
             Format::Dist => Source::Dist(Some(input), Vec::new().into_iter()),
             Format::Delays => {
                 Source::Packet(PacketReader::Delays(DelaysReader::new(input, opts.neg)))

@@ -193,7 +193,7 @@ impl Fgn {
             scale.push((l.max(0.0) / m as f64).sqrt());
         }
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(0x6667_6e); // "fgn"
+        rng.set_stream(0x0066_676e); // "fgn"
         Ok(Fgn {
             hurst,
             n,

@@ -106,7 +106,7 @@ pub enum GenError {
 }
 
 enum Noise {
-    Iid(ChaCha8Rng),
+    Iid(Box<ChaCha8Rng>),
     Fgn(Box<Fgn>),
 }
 
@@ -139,8 +139,8 @@ impl TraceGen {
             }
             None => {
                 let mut r = ChaCha8Rng::seed_from_u64(cfg.seed);
-                r.set_stream(0x6969_64); // "iid"
-                Noise::Iid(r)
+                r.set_stream(0x0069_6964); // "iid"
+                Noise::Iid(Box::new(r))
             }
         };
         let mut drops = ChaCha8Rng::seed_from_u64(cfg.seed);
@@ -177,7 +177,7 @@ impl Iterator for TraceGen {
         }
         self.made += 1;
         let z = match &mut self.noise {
-            Noise::Iid(r) => StandardNormal.sample(r),
+            Noise::Iid(r) => StandardNormal.sample(&mut **r),
             Noise::Fgn(f) => f.next().unwrap_or(0.0),
         };
         // One draw per record, drop or not, so records keep their index.

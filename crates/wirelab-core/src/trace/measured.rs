@@ -3,8 +3,12 @@
 //! (`wirelab send --record`, `wirelab recv --record`), in the sender's
 //! order, so the emulator can replay the path packet by packet.
 //!
-//! Records are joined by `(flow, seq)`, as `wirelab analyze` joins them.
-//! For every probe the sender recorded (its Tx records, in file order):
+//! Records are joined by `(flow, seq)`, as `wirelab analyze` joins them,
+//! and the send time: a copy is a received packet carrying the send time
+//! of the sender's record; one carrying another time under the same
+//! sequence number was sent again (the end marker is repeated so that the
+//! receiver learns the count) and is left out, counted as a repeat. For
+//! every probe the sender recorded (its Tx records, in file order):
 //!
 //! - never received: a drop record;
 //! - received once: a delay record, its one-way delay;
@@ -20,7 +24,7 @@
 //! adds the rest); [`OwdBase::Absolute`] keeps them as measured and
 //! refuses a negative one.
 //!
-//! Memory: 24 bytes per receiver record (they are indexed, then the
+//! Memory: 32 bytes per receiver record (they are indexed, then the
 //! sender's records stream through).
 
 use serde::Serialize;
@@ -52,8 +56,12 @@ pub enum MeasuredError {
 struct Rx {
     owd_ns: i64,
     seq: u64,
+    tx_ns: u64,
     flow: u32,
+    /// A copy of a sender record's probe, in the trace.
     used: bool,
+    /// The sender recorded this sequence number.
+    sent: bool,
 }
 
 /// The receiver's records, indexed by `(flow, seq)`.
@@ -89,8 +97,10 @@ impl RxIndex {
         self.rx.push(Rx {
             owd_ns: owd.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
             seq: r.seq,
+            tx_ns: r.tx_ns,
             flow: r.flow,
             used: false,
+            sent: false,
         });
     }
 
@@ -129,6 +139,9 @@ pub struct MeasuredSummary {
     pub duplicates: u64,
     /// Received probes the sender's records lack (not in the trace).
     pub unexpected: u64,
+    /// Received packets with a recorded sequence number but another send
+    /// time: the sender sent them again (end markers); not in the trace.
+    pub repeats: u64,
     /// Trace records written.
     pub records: u64,
     /// Subtracted from every one-way delay (relative delays), ns.
@@ -166,14 +179,17 @@ impl Join {
         let key = (tx.flow, tx.seq);
         let lo = self.rx.partition_point(|r| (r.flow, r.seq) < key);
         let hi = lo + self.rx[lo..].partition_point(|r| (r.flow, r.seq) == key);
-        let copies = &mut self.rx[lo..hi];
-        if copies.is_empty() || copies[0].used {
+        let sent_ns = tx.tx_ns;
+        let is_copy = |r: &Rx| !r.used && (sent_ns == 0 || r.tx_ns == sent_ns);
+        let same = &mut self.rx[lo..hi];
+        same.iter_mut().for_each(|r| r.sent = true);
+        let n = same.iter().filter(|r| is_copy(r)).count();
+        if n == 0 {
             self.summary.lost += 1;
             self.summary.records += 1;
             return out(Record::from(Action::Drop)).map_err(JoinFail::Out);
         }
-        let n = copies.len();
-        for (i, c) in copies.iter_mut().enumerate() {
+        for (i, c) in same.iter_mut().filter(|r| is_copy(r)).enumerate() {
             c.used = true;
             let d = c.owd_ns.saturating_sub(self.summary.subtracted_ns);
             if d < 0 {
@@ -198,8 +214,11 @@ impl Join {
 
     /// The totals; call after the last sender record.
     pub fn summary(&self) -> MeasuredSummary {
+        let unused =
+            |sent: bool| self.rx.iter().filter(|r| !r.used && r.sent == sent).count() as u64;
         MeasuredSummary {
-            unexpected: self.rx.iter().filter(|r| !r.used).count() as u64,
+            unexpected: unused(false),
+            repeats: unused(true),
             ..self.summary
         }
     }
@@ -319,6 +338,26 @@ mod tests {
         assert_eq!(s.subtracted_ns, 100_000);
         let (recs, _) = join(&sent, &got, OwdBase::Absolute, None);
         assert_eq!(recs.unwrap()[0], d(500));
+    }
+
+    #[test]
+    fn repeated_end_markers_are_not_duplicates() {
+        // seq 1 arrives, then its end-marker repeats, sent later.
+        let mut again = rx(1, 1, 40);
+        again.tx_ns += 5_000_000;
+        again.rx_ns += 5_000_000;
+        let (recs, s) = join(
+            &[tx(1, 0), tx(1, 1)],
+            &[rx(1, 0, 10), rx(1, 1, 30), again, again],
+            OwdBase::Absolute,
+            None,
+        );
+        assert_eq!(recs.unwrap(), [d(10), d(30)]);
+        assert_eq!((s.duplicates, s.repeats, s.unexpected), (0, 2, 0));
+        // Only the repeats arrived: the probe itself was lost.
+        let (recs, s) = join(&[tx(1, 1)], &[again], OwdBase::Absolute, None);
+        assert_eq!(recs.unwrap(), [Record::from(Action::Drop)]);
+        assert_eq!((s.lost, s.repeats), (1, 1));
     }
 
     #[test]

@@ -142,7 +142,7 @@ impl Aggregated {
         let h = (a + b) / 2.0;
         Some(HurstEstimate {
             hurst: h,
-            method: "aggregated variance (finite-sample corrected)",
+            method: "aggregated variance, finite-sample corrected",
             min_block: pts[0].0 as u64,
             max_block: pts[pts.len() - 1].0 as u64,
             block_lengths: pts.len(),
@@ -217,7 +217,7 @@ impl SeriesStats {
     }
 
     pub fn mean(&self) -> Option<f64> {
-        (self.moments.n > 0).then(|| self.moments.mean + self.shift)
+        (self.moments.n > 0).then_some(self.moments.mean + self.shift)
     }
 
     /// Sample standard deviation (`n − 1`).
