@@ -13,7 +13,7 @@ use std::fmt;
 use std::io::{BufRead, Write};
 use std::str::FromStr;
 
-use super::format::{Format, Indexing, TraceOptions};
+use super::format::{Format, FormatError, Indexing, TraceOptions};
 use super::packet::{convert, ConvertError};
 use super::rate::{self, RateSummary};
 
@@ -33,12 +33,21 @@ impl ConvFormat {
         }
     }
 
+    /// The format of input file `path` whose first bytes are `head`:
+    /// `.kbit` is kbit-ms, else as [`Format::detect`].
+    pub fn for_input(path: &str, head: &[u8]) -> Result<ConvFormat, FormatError> {
+        if is_kbit(path) {
+            return Ok(ConvFormat::KbitMs);
+        }
+        Format::detect(path, head).map(ConvFormat::Trace)
+    }
+
     /// The format of an output file: by its extension, `.kbit` for
     /// kbit-ms; a `.csv` file is pkt-csv after a packet trace. `None`: the
     /// name does not tell.
     pub fn for_output(path: &str, input: ConvFormat) -> Option<ConvFormat> {
         let lower = path.to_ascii_lowercase();
-        if lower.ends_with(".kbit") && !lower.ends_with("/.kbit") && lower != ".kbit" {
+        if is_kbit(path) {
             return Some(ConvFormat::KbitMs);
         }
         if let Some(f) = Format::from_extension(path) {
@@ -47,6 +56,11 @@ impl ConvFormat {
         let packet_in = matches!(input, ConvFormat::Trace(f) if f.indexing() == Indexing::Packet);
         (lower.ends_with(".csv") && packet_in).then_some(ConvFormat::Trace(Format::PktCsv))
     }
+}
+
+fn is_kbit(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    name.len() > ".kbit".len() && name.ends_with(".kbit")
 }
 
 impl fmt::Display for ConvFormat {
@@ -199,5 +213,14 @@ mod tests {
             Some(ConvFormat::Trace(Format::Mahimahi))
         );
         assert_eq!(ConvFormat::for_output("o.txt", pkt), None);
+        assert_eq!(ConvFormat::for_output("d/.kbit", pkt), None);
+        assert_eq!(
+            ConvFormat::for_input("a/r.KBIT", b""),
+            Ok(ConvFormat::KbitMs)
+        );
+        assert_eq!(
+            ConvFormat::for_input("l.up", b""),
+            Ok(ConvFormat::Trace(Format::Mahimahi))
+        );
     }
 }

@@ -19,8 +19,8 @@ use wirelab_core::trace::measured::{JoinFail, OwdBase, RxIndex};
 use wirelab_core::trace::rate::describe;
 use wirelab_core::trace::stats::{TraceStats, TraceStatsReport};
 use wirelab_core::trace::{
-    Action, ByteOrder, ConvertError, Format, Indexing, NegPolicy, PacketReader, PacketWriter,
-    Record, TraceError, TraceOptions, WriteError,
+    Action, ByteOrder, ConvertError, Format, FormatError, Indexing, NegPolicy, PacketReader,
+    PacketWriter, Record, TraceError, TraceOptions, WriteError,
 };
 use wirelab_wire::record::{RecordReader, Role};
 
@@ -353,18 +353,53 @@ fn open_input(path: &str) -> Result<Box<dyn BufRead>> {
     Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
 }
 
-/// The format of input `path`: `--fmt`, else from its name and first bytes.
-fn input_format(path: &str, fmt: Option<&str>, input: &mut dyn BufRead) -> Result<Format> {
+/// The format of input `path`: `fmt` (the value of `flag`), else from its
+/// name and first bytes.
+fn input_format(
+    path: &str,
+    flag: &str,
+    fmt: Option<&str>,
+    input: &mut dyn BufRead,
+) -> Result<Format> {
+    match input_conv_format(path, flag, fmt, input)? {
+        ConvFormat::Trace(f) => Ok(f),
+        ConvFormat::KbitMs => Err(usage(format!(
+            "{path}: kbit-ms is a rate series for `wirelab trace convert` (to mahimahi)"
+        ))),
+    }
+}
+
+/// As [`input_format`], kbit-ms included.
+fn input_conv_format(
+    path: &str,
+    flag: &str,
+    fmt: Option<&str>,
+    input: &mut dyn BufRead,
+) -> Result<ConvFormat> {
     if let Some(f) = fmt {
-        return f.parse().map_err(|e| usage(format!("--fmt: {e}")));
+        return f
+            .parse::<ConvFormat>()
+            .map_err(|e| usage(format!("{flag}: {e}")));
     }
     if path == "-" {
-        return Err(usage("reading stdin: give its format with --fmt"));
+        return Err(usage(format!("reading stdin: give its format with {flag}")));
     }
     let head = input
         .fill_buf()
         .with_context(|| format!("cannot read {path}"))?;
-    Format::detect(path, head).map_err(|e| usage(format!("{e} (or --fmt NAME)")))
+    ConvFormat::for_input(path, head).map_err(|e| {
+        usage(match e {
+            FormatError::Ambiguous { path, ext } => format!(
+                "{path}: the extension {ext} does not tell the trace format: add {flag} \
+                 nist-txt or {flag} delays"
+            ),
+            FormatError::NoExtension(path) => format!(
+                "{path}: cannot tell the trace format from the file name: add {flag} NAME \
+                 (nist-bin, nist-txt, delays, pkt-csv, mahimahi, csv, dist, kbit-ms)"
+            ),
+            e => e.to_string(),
+        })
+    })
 }
 
 /// An output file, removed again if the command fails before finishing it.
@@ -453,12 +488,7 @@ fn write_failed(path: &str, record: u64, e: WriteError) -> anyhow::Error {
 
 fn convert(a: ConvertArgs) -> Result<()> {
     let mut input = open_input(&a.input)?;
-    let from = match &a.from {
-        Some(f) => f
-            .parse::<ConvFormat>()
-            .map_err(|e| usage(format!("--from: {e}")))?,
-        None => ConvFormat::Trace(input_format(&a.input, None, &mut *input)?),
-    };
+    let from = input_conv_format(&a.input, "--from", a.from.as_deref(), &mut *input)?;
     let to = match &a.to {
         Some(f) => f
             .parse::<ConvFormat>()
@@ -512,7 +542,7 @@ fn convert(a: ConvertArgs) -> Result<()> {
 
 fn dump(a: DumpArgs) -> Result<()> {
     let mut input = open_input(&a.file)?;
-    let format = input_format(&a.file, a.read.fmt.as_deref(), &mut *input)?;
+    let format = input_format(&a.file, "--fmt", a.read.fmt.as_deref(), &mut *input)?;
     if a.bits && !matches!(format, Format::NistBin | Format::NistTxt) {
         return Err(usage(format!(
             "--bits shows NIST Net words: {} is {format}, not nist-bin or nist-txt",
@@ -657,7 +687,7 @@ fn packet_reader(
     what: &str,
 ) -> Result<(Format, PacketReader<Box<dyn BufRead>>)> {
     let mut input = open_input(path)?;
-    let format = input_format(path, read.fmt.as_deref(), &mut *input)?;
+    let format = input_format(path, "--fmt", read.fmt.as_deref(), &mut *input)?;
     let r = PacketReader::new(format, &read.options(), input).map_err(|_| {
         usage(format!(
             "{path} is a {format} trace: {what} reads packet traces (nist-bin, nist-txt, \
