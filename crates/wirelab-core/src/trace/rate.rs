@@ -341,8 +341,8 @@ pub fn describe(s: &RateSummary) -> String {
     }
     if s.input_ms > s.output_ms {
         t.push_str(&format!(
-            "; the last {} ms carry no whole opportunity, and Mahimahi's period is its last \
-             opportunity",
+            "; no whole opportunity in the last {} ms (Mahimahi's period is its last \
+             opportunity)",
             s.input_ms - s.output_ms
         ));
     }
@@ -389,7 +389,11 @@ mod tests {
                 leftover_bits: 6500
             }
         );
-        assert!(describe(&s).contains("the last 2 ms carry no whole opportunity"));
+        assert_eq!(
+            describe(&s),
+            "6 ms in, 4 ms out; 6500 bits short of a whole opportunity at the end dropped; no \
+             whole opportunity in the last 2 ms (Mahimahi's period is its last opportunity)"
+        );
     }
 
     #[test]
