@@ -52,6 +52,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Bridge two interfaces through an emulated link: delay, loss, rate, traces; never early
     Emulate(crate::cmd::emulate::EmulateArgs),
+    /// Trace tools: convert, dump, encode, gen, stats, from-records, maketable
+    Trace(crate::cmd::trace::TraceArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

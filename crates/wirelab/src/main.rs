@@ -51,6 +51,7 @@ fn main() {
         Command::Capture(a) => cmd::capture::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::Emulate(a) => cmd::emulate::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
     };
     if let Err(e) = res {
         eprintln!("wirelab: error: {}", error::message(&e));

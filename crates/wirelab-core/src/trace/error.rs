@@ -86,6 +86,13 @@ pub enum ErrorKind {
     /// A negative value where only non-negative values make sense.
     #[error("{what} must not be negative, found {found}")]
     Negative { what: &'static str, found: String },
+    /// A value above what the format takes.
+    #[error("{what} {found} is above the largest value, {max}")]
+    TooLarge {
+        what: &'static str,
+        found: String,
+        max: &'static str,
+    },
     /// A delay too large for the format or for 64-bit nanoseconds.
     #[error("delay {0} is too large")]
     DelayTooLarge(String),

@@ -16,18 +16,32 @@
 //! - [`dist`]: iproute2 `.dist` tables;
 //! - [`cursor`]: end-of-trace and bad-record policies over a rewindable
 //!   source; [`validate()`]: a full pre-scan.
+//!
+//! The `wirelab trace` tools: [`conv`] (any-to-any conversion, with
+//! [`rate`] for kbit-ms, CSV rates and Mahimahi), [`dump`] (one entry per
+//! record, nist words bit by bit), [`gen`] (synthetic traces, long-range
+//! dependent through [`fgn`]), [`stats`], [`measured`] (a sender + receiver
+//! record pair as a trace) and [`maketable`] (iproute2's `.dist` maker).
 
+pub mod conv;
 pub mod csv;
 pub mod cursor;
 pub mod delays;
 pub mod dist;
+pub mod dump;
 pub mod error;
+pub mod fgn;
 pub mod format;
+pub mod gen;
 mod lines;
 pub mod mahimahi;
+pub mod maketable;
+pub mod measured;
 pub mod nist;
 pub mod packet;
 pub mod pktcsv;
+pub mod rate;
+pub mod stats;
 #[cfg(test)]
 mod stream_tests;
 pub mod validate;

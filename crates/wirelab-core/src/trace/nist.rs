@@ -178,10 +178,10 @@ impl<R: BufRead> NistBinReader<R> {
     }
 }
 
-impl<R: BufRead> Iterator for NistBinReader<R> {
-    type Item = Result<Action, TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl<R: BufRead> NistBinReader<R> {
+    /// The next word undecoded, with its position (for dumps); the same
+    /// end-of-input errors as the iterator.
+    pub fn next_word(&mut self) -> Option<Result<(Pos, u32), TraceError>> {
         if self.done {
             return None;
         }
@@ -203,7 +203,18 @@ impl<R: BufRead> Iterator for NistBinReader<R> {
         };
         let pos = self.pos();
         self.records += 1;
-        Some(decode_word(word, self.neg).map_err(|k| TraceError::new(pos, k)))
+        Some(Ok((pos, word)))
+    }
+}
+
+impl<R: BufRead> Iterator for NistBinReader<R> {
+    type Item = Result<Action, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let neg = self.neg;
+        self.next_word().map(|r| {
+            r.and_then(|(pos, word)| decode_word(word, neg).map_err(|k| TraceError::new(pos, k)))
+        })
     }
 }
 
@@ -269,14 +280,13 @@ impl<R: BufRead> NistTxtReader<R> {
     }
 }
 
-impl<R: BufRead> Iterator for NistTxtReader<R> {
-    type Item = Result<Action, TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl<R: BufRead> NistTxtReader<R> {
+    /// The next line's word undecoded, with its position (for dumps); the
+    /// same line errors as the iterator.
+    pub fn next_word(&mut self) -> Option<Result<(Pos, u32), TraceError>> {
         if self.done {
             return None;
         }
-        let neg = self.neg;
         let line = match self.lines.next_line() {
             None => {
                 self.done = true;
@@ -310,8 +320,27 @@ impl<R: BufRead> Iterator for NistTxtReader<R> {
         } else {
             return Some(Err(line.err(0, ErrorKind::WordRange(v))));
         };
-        Some(decode(word, neg, true).map_err(|k| line.err(0, k)))
+        Some(Ok((line.pos(0), word)))
     }
+}
+
+impl<R: BufRead> Iterator for NistTxtReader<R> {
+    type Item = Result<Action, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let neg = self.neg;
+        self.next_word().map(|r| {
+            r.and_then(|(pos, word)| {
+                decode_txt_word(word, neg).map_err(|k| TraceError::new(pos, k))
+            })
+        })
+    }
+}
+
+/// Decodes a nist-txt line's word: as [`decode_word`], with the reserved
+/// action's message for text.
+pub fn decode_txt_word(word: u32, neg: NegPolicy) -> Result<Action, ErrorKind> {
+    decode(word, neg, true)
 }
 
 /// Splits `text` at its first blank: (token, rest trimmed).

@@ -191,6 +191,19 @@ pub enum ConvertError {
         #[source]
         source: WriteError,
     },
+    /// The input's row at `line` has no form in the output format.
+    #[error("line {line}: {message}")]
+    Row { line: u64, message: String },
+    /// The output as a whole cannot be made (e.g. it would be empty).
+    #[error("{0}")]
+    Output(String),
+    /// No conversion between these formats.
+    #[error("cannot convert {from} to {to}: {hint}")]
+    Unsupported {
+        from: String,
+        to: String,
+        hint: &'static str,
+    },
 }
 
 /// Converts a packet trace from one format to another, streaming; stops

@@ -8,3 +8,4 @@ pub mod export;
 pub mod recv;
 pub mod replay;
 pub mod send;
+pub mod trace;
