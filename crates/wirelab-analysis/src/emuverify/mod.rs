@@ -3,7 +3,7 @@
 //! host's clock (`wirelab emulate verify`, the judge of bench/emulate.sh).
 //!
 //! Frames are matched by content: a 64-bit digest of the captured bytes
-//! and the original length. The applied delay of a copy is its OUT stamp
+//! and the original length, less the transport checksum ([`digest`]). The applied delay of a copy is its OUT stamp
 //! minus its IN stamp; the error is the applied delay minus what the
 //! configuration says for that copy ([`Configuration`], fed in IN order,
 //! so a per-packet trace's k-th record meets the k-th IN frame).
@@ -92,14 +92,62 @@ impl Default for VerifyConfig {
 }
 
 /// The digest frames are matched by: the captured bytes and the original
-/// length (so frames cut by a snap length differ by their tails).
-pub fn digest(frame: &[u8], orig_len: u32) -> u64 {
+/// length (so frames cut by a snap length differ by their tails), without
+/// the UDP or TCP checksum of an Ethernet frame (`linktype` 1, up to two
+/// VLAN tags, IPv4 or IPv6 without extension headers). A capture where a
+/// sender hands frames to a veth holds the partial checksum of checksum
+/// offload; what an emulator sends on carries the full one.
+pub fn digest(linktype: u16, frame: &[u8], orig_len: u32) -> u64 {
     // SipHash with fixed keys: the same in both captures of one run.
     #[allow(deprecated)]
     let mut h = std::hash::SipHasher::new();
     h.write_u32(orig_len);
-    h.write(frame);
+    match l4_checksum_at(linktype, frame) {
+        Some(at) => {
+            h.write(&frame[..at]);
+            h.write(&[0, 0]);
+            h.write(&frame[at + 2..]);
+        }
+        None => h.write(frame),
+    }
     h.finish()
+}
+
+/// Where the UDP or TCP checksum of an Ethernet frame is, if it is whole
+/// in `frame`.
+fn l4_checksum_at(linktype: u16, frame: &[u8]) -> Option<usize> {
+    const ETHERNET: u16 = 1;
+    if linktype != ETHERNET {
+        return None;
+    }
+    let be16 = |at: usize| Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]));
+    let mut l3 = 14;
+    let mut ethertype = be16(12)?;
+    for _ in 0..2 {
+        if ethertype == 0x8100 || ethertype == 0x88a8 {
+            ethertype = be16(l3 + 2)?;
+            l3 += 4;
+        }
+    }
+    let (proto, l4) = match ethertype {
+        0x0800 => {
+            let vihl = *frame.get(l3)?;
+            // Only a first fragment holds the transport header.
+            let frag_offset = be16(l3 + 6)? & 0x1fff;
+            if vihl >> 4 != 4 || frag_offset != 0 {
+                return None;
+            }
+            (*frame.get(l3 + 9)?, l3 + usize::from(vihl & 0x0f) * 4)
+        }
+        0x86dd => (*frame.get(l3 + 6)?, l3 + 40),
+        _ => return None,
+    };
+    let at = match proto {
+        17 => l4 + 6,
+        6 => l4 + 16,
+        _ => return None,
+    };
+    (at + 2 <= frame.len()).then_some(at)
 }
 
 /// The seed's Table B.1 layout: the error of the applied delay, µs.

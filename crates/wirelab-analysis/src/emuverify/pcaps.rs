@@ -115,7 +115,7 @@ impl<R: Read> Stream<R> {
         let (frame, len) = p.without_fcs();
         Ok(Some(Head {
             t_ns: p.ts_ns,
-            digest: digest(frame, len),
+            digest: digest(p.linktype, frame, len),
             len,
         }))
     }

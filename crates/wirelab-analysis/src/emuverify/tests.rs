@@ -382,9 +382,60 @@ fn ks_distance_of_shifted_delays() {
 
 #[test]
 fn digest_tells_lengths_apart() {
-    assert_ne!(digest(&[1, 2, 3], 3), digest(&[1, 2, 3], 1500));
-    assert_ne!(digest(&[1, 2, 3], 3), digest(&[1, 2, 4], 3));
-    assert_eq!(digest(&[1, 2, 3], 3), digest(&[1, 2, 3], 3));
+    assert_ne!(digest(1, &[1, 2, 3], 3), digest(1, &[1, 2, 3], 1500));
+    assert_ne!(digest(1, &[1, 2, 3], 3), digest(1, &[1, 2, 4], 3));
+    assert_eq!(digest(1, &[1, 2, 3], 3), digest(1, &[1, 2, 3], 3));
+}
+
+/// An Ethernet frame, `vlans` tags, IPv4 (`v6` false) or IPv6, then a UDP
+/// or TCP header and 4 payload bytes.
+fn l4_frame(vlans: usize, v6: bool, tcp: bool) -> (Vec<u8>, usize) {
+    let mut f = vec![0xffu8; 12];
+    for _ in 0..vlans {
+        f.extend_from_slice(&[0x81, 0x00, 0x00, 0x05]);
+    }
+    let proto = if tcp { 6 } else { 17 };
+    if v6 {
+        f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 28, proto, 64]);
+        f.extend_from_slice(&[0xfd; 32]);
+    } else {
+        f.extend_from_slice(&[0x08, 0x00, 0x45, 0, 0, 28, 0, 1, 0x40, 0, 64, proto, 0x12, 0x34]);
+        f.extend_from_slice(&[198, 18, 0, 1, 198, 18, 0, 2]);
+    }
+    let l4 = f.len();
+    f.extend_from_slice(&[0x30; 20][..if tcp { 20 } else { 8 }]);
+    f.extend_from_slice(&[1, 2, 3, 4]);
+    (f, l4 + if tcp { 16 } else { 6 })
+}
+
+#[test]
+fn digest_leaves_out_the_transport_checksum_only() {
+    for vlans in 0..=2 {
+        for v6 in [false, true] {
+            for tcp in [false, true] {
+                let (f, at) = l4_frame(vlans, v6, tcp);
+                let n = f.len() as u32;
+                let mut full = f.clone();
+                full[at..at + 2].copy_from_slice(&[0xbe, 0xef]);
+                assert_eq!(digest(1, &f, n), digest(1, &full, n), "{vlans} {v6} {tcp}");
+                // Any other byte counts.
+                let mut other = f.clone();
+                other[at + 2] ^= 1;
+                assert_ne!(digest(1, &f, n), digest(1, &other, n));
+                // Not Ethernet: every byte counts.
+                assert_ne!(digest(113, &f, n), digest(113, &full, n));
+                // A capture cut inside the checksum: every byte counts.
+                assert_ne!(digest(1, &f[..at + 1], n), digest(1, &full[..at + 1], n));
+            }
+        }
+    }
+    // A later IPv4 fragment has no transport header there.
+    let (mut f, at) = l4_frame(0, false, false);
+    f[20] = 0x00;
+    f[21] = 0x10;
+    let mut g = f.clone();
+    g[at] ^= 1;
+    assert_ne!(digest(1, &f, 0), digest(1, &g, 0));
 }
 
 #[test]
