@@ -42,7 +42,9 @@ pub fn run(c: EmulateCommand) -> Result<()> {
         (Some(EmulateTool::Verify(v)), _) => run_verify(v),
         (None, Some(a)) => crate::cmd::emulate::run(a),
         // clap requires --a and --b without a subcommand.
-        (None, None) => Err(usage("wirelab emulate needs --a IF --b IF, or a subcommand")),
+        (None, None) => Err(usage(
+            "wirelab emulate needs --a IF --b IF, or a subcommand",
+        )),
     }
 }
 
@@ -55,12 +57,14 @@ pub enum Dir {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = "Capture one direction on the emulator's host, with ns stamps, e.g. for A→B:\n  \
+#[command(
+    after_help = "Capture one direction on the emulator's host, with ns stamps, e.g. for A→B:\n  \
 tcpdump -i E_A -Q in  --time-stamp-precision=nano -w in.pcap\n  \
 tcpdump -i B   -Q in  --time-stamp-precision=nano -w out.pcap   (in B, the far end of E_B)\n\
 The emulator sends past the qdisc, where E_B's own taps do not see it: take OUT at the far end.\n\
 Start both captures before the emulator, so the k-th IN frame is its k-th packet.\n\n\
-Example: wirelab emulate verify in.pcap out.pcap --delay 1ms")]
+Example: wirelab emulate verify in.pcap out.pcap --delay 1ms"
+)]
 pub struct VerifyArgs {
     /// Capture of the frames entering the emulator (pcap or pcapng, one direction)
     #[arg(value_name = "IN")]
@@ -75,7 +79,12 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE", group = "config")]
     pub trace: Option<PathBuf>,
     /// The configured delay: the emulator's whole stage list, as given to --a2b/--b2a/--both
-    #[arg(long, value_name = "STAGES", allow_hyphen_values = true, group = "config")]
+    #[arg(
+        long,
+        value_name = "STAGES",
+        allow_hyphen_values = true,
+        group = "config"
+    )]
     pub stages: Option<String>,
     /// Seed of the configuration's random decisions, as the emulator's --seed (a `seed N` stage wins)
     #[arg(long, default_value_t = 1)]
