@@ -79,6 +79,9 @@ pub struct VerifyConfig {
     pub max_pending: usize,
     /// Pairs (applied, configured) kept for the KS distance.
     pub ks_samples: usize,
+    /// IN frames to leave out at the start (captured before the emulator
+    /// ran): the frame after them is the emulator's packet 0.
+    pub skip_in: u64,
 }
 
 impl Default for VerifyConfig {
@@ -87,6 +90,7 @@ impl Default for VerifyConfig {
             window_ns: 2_000_000_000,
             max_pending: 1 << 20,
             ks_samples: 1_000_000,
+            skip_in: 0,
         }
     }
 }
@@ -194,6 +198,9 @@ pub struct VerifyReport {
     /// Seed of the configuration's random decisions (set by the caller).
     pub seed: Option<u64>,
     pub window_ns: u64,
+    /// IN frames left out at the start ([`VerifyConfig::skip_in`]).
+    pub skipped_in: u64,
+    /// IN frames judged.
     pub in_frames: u64,
     pub out_frames: u64,
     /// Copies the configuration forwards.
@@ -310,6 +317,7 @@ impl Verifier {
                 configured: String::new(),
                 seed: None,
                 window_ns: cfg.window_ns,
+                skipped_in: 0,
                 in_frames: 0,
                 out_frames: 0,
                 expected_copies: 0,

@@ -149,7 +149,12 @@ pub fn verify_captures<A: Read, B: Read>(
     let mut b = Stream::open(Side::Out, output)?;
     let mut linktype = None;
     let mut v = Verifier::new(*cfg);
+    let mut skipped = 0;
     let mut ha = a.next(&mut linktype)?;
+    while ha.is_some() && skipped < cfg.skip_in {
+        skipped += 1;
+        ha = a.next(&mut linktype)?;
+    }
     let mut hb = b.next(&mut linktype)?;
     loop {
         match (ha, hb) {
@@ -165,6 +170,7 @@ pub fn verify_captures<A: Read, B: Read>(
         }
     }
     let mut r = v.finish();
+    r.skipped_in = skipped;
     a.warnings(&mut r.warnings);
     b.warnings(&mut r.warnings);
     Ok(r)

@@ -399,7 +399,9 @@ fn l4_frame(vlans: usize, v6: bool, tcp: bool) -> (Vec<u8>, usize) {
         f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 28, proto, 64]);
         f.extend_from_slice(&[0xfd; 32]);
     } else {
-        f.extend_from_slice(&[0x08, 0x00, 0x45, 0, 0, 28, 0, 1, 0x40, 0, 64, proto, 0x12, 0x34]);
+        f.extend_from_slice(&[
+            0x08, 0x00, 0x45, 0, 0, 28, 0, 1, 0x40, 0, 64, proto, 0x12, 0x34,
+        ]);
         f.extend_from_slice(&[198, 18, 0, 1, 198, 18, 0, 2]);
     }
     let l4 = f.len();
@@ -469,4 +471,27 @@ fn json_and_text_shapes() {
         t.contains("Table B.1 (error µs): avg 3.00  σ 0.00  min 3.00  max 3.00  (1 copies)"),
         "{t}"
     );
+}
+
+#[test]
+fn skipped_in_frames_are_not_indexed() {
+    // Two frames captured before the emulator ran; then S1's four.
+    let mut input = vec![(T0, frame(90)), (T0 + US, frame(91))];
+    input.extend((0..4).map(|i| (T0 + 10 * US + i * 10 * US, frame(i as u32))));
+    let output = vec![
+        (T0 + 10 * US + 1000 * US, frame(0)),
+        (T0 + 30 * US + 2000 * US, frame(2)),
+        (T0 + 30 * US + 3000 * US, frame(2)),
+        (T0 + 40 * US + 500 * US, frame(3)),
+        (T0 + 40 * US + 600 * US, frame(3)),
+        (T0 + 40 * US + 700 * US, frame(3)),
+    ];
+    let cfg = VerifyConfig {
+        skip_in: 2,
+        ..VerifyConfig::default()
+    };
+    let r = run(&input, &output, cfg, &mut s1);
+    assert_eq!((r.skipped_in, r.in_frames, r.matched), (2, 4, 6));
+    assert_eq!((r.lost, r.extra, r.dropped_as_configured), (0, 0, 1));
+    assert!(r.text().contains("(4 frames after 2 skipped)"));
 }

@@ -39,9 +39,13 @@ impl VerifyReport {
             .seed
             .map(|s| format!(" (seed {s})"))
             .unwrap_or_default();
+        let skipped = match self.skipped_in {
+            0 => String::new(),
+            n => format!(" after {n} skipped"),
+        };
         let _ = writeln!(
             o,
-            "verify: IN {} ({} frames), OUT {} ({} frames); against {configured}{seed}, window {}",
+            "verify: IN {} ({} frames{skipped}), OUT {} ({} frames); against {configured}{seed}, window {}",
             self.in_file,
             self.in_frames,
             self.out_file,

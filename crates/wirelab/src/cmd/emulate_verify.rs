@@ -62,7 +62,8 @@ pub enum Dir {
 tcpdump -i E_A -Q in  --time-stamp-precision=nano -w in.pcap\n  \
 tcpdump -i B   -Q in  --time-stamp-precision=nano -w out.pcap   (in B, the far end of E_B)\n\
 The emulator sends past the qdisc, where E_B's own taps do not see it: take OUT at the far end.\n\
-Start both captures before the emulator, so the k-th IN frame is its k-th packet.\n\n\
+Per-packet decisions (a trace, a seeded random stage) line up when IN's k-th frame is the\n\
+emulator's packet k: --skip the frames IN holds from before the emulator started.\n\n\
 Example: wirelab emulate verify in.pcap out.pcap --delay 1ms"
 )]
 pub struct VerifyArgs {
@@ -92,6 +93,9 @@ pub struct VerifyArgs {
     /// Direction the captures show (a2b: --a to --b)
     #[arg(long, value_enum, default_value = "a2b")]
     pub direction: Dir,
+    /// Leave out the first N IN frames (captured before the emulator started)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip: u64,
     /// Look for a frame's copies this long after it entered (above the largest delay)
     #[arg(long, value_name = "T", default_value = "2s", value_parser = crate::values::NONZERO_DURATION)]
     pub window: u64,
@@ -203,6 +207,7 @@ pub fn run_verify(a: VerifyArgs) -> Result<()> {
         window_ns: a.window,
         max_pending: usize::try_from(a.max_pending).unwrap_or(usize::MAX),
         ks_samples: usize::try_from(a.ks_samples).unwrap_or(usize::MAX),
+        skip_in: a.skip,
     };
     let input = open(&a.input, "IN")?;
     let output = open(&a.output, "OUT")?;
