@@ -100,17 +100,16 @@ lab3_up() {
     nsb ip addr add "$IP_B/24" dev "$IF_B"
     nsa ip neigh replace "$IP_TO_B" lladdr "$MAC_TO_B" dev "$IF_A" nud permanent
     nsb ip neigh replace "$IP_TO_A" lladdr "$MAC_TO_A" dev "$IF_B" nud permanent
-    nsa ip link set "$IF_A" up; nsb ip link set "$IF_B" up
-    nse ip link set "$IF_EA" up; nse ip link set "$IF_EB" up
     local dev
     for dev in "$NS_A:$IF_A" "$NS_E:$IF_EA" "$NS_E:$IF_EB" "$NS_B:$IF_B"; do
+        # No IGMP reports of the interfaces' own into the measured traffic.
+        ip -n "${dev%%:*}" link set "${dev#*:}" multicast off up
         ip netns exec "${dev%%:*}" ethtool -K "${dev#*:}" gro off >/dev/null 2>&1 || true
     done
 }
 
 bridge_on() {
-    nse ip link add br0 type bridge stp_state 0 forward_delay 0
-    # No IGMP reports of its own into the measured traffic.
+    nse ip link add br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0
     nse ip link set br0 multicast off
     nse ip link set "$IF_EA" master br0
     nse ip link set "$IF_EB" master br0
