@@ -29,7 +29,8 @@
 #
 # Usage: sudo bench/emulate.sh [--quick] [--only "delay tableb1 maxpps rate"] [--keep]
 #   --quick   shorter runs and fewer steps (about 2 minutes instead of 6)
-# Environment: SKIP_BUILD=1, CARGO_TARGET_DIR (where the release build is).
+# Environment: SKIP_BUILD=1, CARGO_TARGET_DIR (where the release build is),
+#   EMU_ARGS (more wirelab emulate flags, e.g. "--rt-priority 50").
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 WIRELAB="${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/wirelab"
@@ -41,7 +42,7 @@ while [ $# -gt 0 ]; do
         --quick) QUICK=1; shift ;;
         --only) ONLY="$2"; shift 2 ;;
         --keep) KEEP_WORK=1; shift ;;
-        -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
 done
@@ -127,7 +128,7 @@ tbf_off() { nse tc qdisc del dev "$IF_EB" root 2>/dev/null || true; }
 # emu_start STAGES_A2B [STAGES_B2A] — wirelab emulate in E (JSON report in $WORK/emu.out).
 emu_start() {
     bg "$NS_E" emu "$WIRELAB" emulate --a "$IF_EA" --b "$IF_EB" \
-        --a2b "$1" --b2a "${2-$1}" --json
+        --a2b "$1" --b2a "${2-$1}" --json ${EMU_ARGS:-}
     EMU_PID=$BG_PID
     sleep 0.5
     kill -0 "$EMU_PID" 2>/dev/null || die "wirelab emulate did not start: $(cat "$WORK/emu.err")"
