@@ -5,6 +5,7 @@
 # test in E:
 #   bridge   a kernel bridge over E's two veths (no delay: the ceiling)
 #   wirelab  wirelab emulate --a EA --b EB --both STAGES
+#   wirelab-rt  the same with --rt-priority (SCHED_FIFO, locked memory)
 #   tbf      the kernel bridge with tbf on E's B-side egress (rate only)
 #
 # Judge: tcpdump with ns stamps on E's A-side interface (`-Q in`, what enters)
@@ -27,8 +28,10 @@
 #   rate     delivered rate at 1/10/100 Mbit/s (150 % offered, 1500-byte
 #            frames), wirelab `rate` vs tbf, from B's rx_bytes
 #
-# Usage: sudo bench/emulate.sh [--quick] [--only "delay tableb1 maxpps rate"] [--keep]
-#   --quick   shorter runs and fewer steps (about 2 minutes instead of 6)
+# Usage: sudo bench/emulate.sh [--quick] [--only "delay tableb1 maxpps rate"] [--rt PRIO] [--keep]
+#   --quick   shorter runs and fewer steps (about 1 minute instead of 3)
+#   --rt PRIO delay and Table B.1 also with `wirelab-rt`: wirelab emulate
+#             --rt-priority PRIO (default 50; 0 leaves it out)
 # Environment: SKIP_BUILD=1, CARGO_TARGET_DIR (where the release build is),
 #   EMU_ARGS (more wirelab emulate flags, e.g. "--rt-priority 50").
 
@@ -37,12 +40,14 @@ WIRELAB="${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/wirelab"
 
 QUICK=0
 ONLY="delay tableb1 maxpps rate"
+RT=50
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1; shift ;;
         --only) ONLY="$2"; shift 2 ;;
+        --rt) RT="$2"; shift 2 ;;
         --keep) KEEP_WORK=1; shift ;;
-        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
 done
@@ -128,7 +133,7 @@ tbf_off() { nse tc qdisc del dev "$IF_EB" root 2>/dev/null || true; }
 # emu_start STAGES_A2B [STAGES_B2A] — wirelab emulate in E (JSON report in $WORK/emu.out).
 emu_start() {
     bg "$NS_E" emu "$WIRELAB" emulate --a "$IF_EA" --b "$IF_EB" \
-        --a2b "$1" --b2a "${2-$1}" --json ${EMU_ARGS:-}
+        --a2b "$1" --b2a "${2-$1}" --json ${EMU_ARGS:-} ${EMU_EXTRA:-}
     EMU_PID=$BG_PID
     sleep 0.5
     kill -0 "$EMU_PID" 2>/dev/null || die "wirelab emulate did not start: $(cat "$WORK/emu.err")"
@@ -143,13 +148,14 @@ emu_stop() {
 mode_on() {
     case "$1" in
         bridge) bridge_on ;;
-        wirelab) emu_start "${@:2}" ;;
+        wirelab) EMU_EXTRA=""; emu_start "${@:2}" ;;
+        wirelab-rt) EMU_EXTRA="--rt-priority $RT"; emu_start "${@:2}" ;;
     esac
 }
 mode_off() {
     case "$1" in
         bridge) bridge_off ;;
-        wirelab) emu_stop ;;
+        wirelab|wirelab-rt) emu_stop ;;
     esac
 }
 
@@ -204,16 +210,21 @@ us() { awk -v v="$1" 'BEGIN { if (v == "null" || v == "") print "-"; else printf
 RESULTS=()
 row() { RESULTS+=("$*"); }
 
+# The devices of the delay measurements.
+devices() {
+    if [ "$RT" != 0 ]; then echo bridge wirelab wirelab-rt; else echo bridge wirelab; fi
+}
+
 run_delay() {
-    log "delay accuracy: delay 1ms, 10 kpps, $DELAY_N probes; bridge then wirelab"
+    log "delay accuracy: delay 1ms, 10 kpps, $DELAY_N probes; $(devices)"
     local mode cfg
-    for mode in bridge wirelab; do
+    for mode in $(devices); do
         judge_start
         mode_on "$mode" "delay 1ms" ""
         probes "$DELAY_N" 10kpps 64
         judge_stop
         mode_off "$mode"
-        if [ "$mode" = wirelab ]; then cfg=(--delay 1ms); else cfg=(); fi
+        if [ "$mode" = bridge ]; then cfg=(); else cfg=(--delay 1ms); fi
         verify "delay-$mode" "${cfg[@]}"
         local n="delay-$mode"
         row "delay|$mode|$(vj "$n" .in_frames)|$(vj "$n" .matched)|$(vj "$n" .lost)|$(vj "$n" .extra)|$(vj "$n" .early)|$(us "$(vj "$n" .error.p50_ns)")|$(us "$(vj "$n" .error.p99_ns)")|$(us "$(vj "$n" .error.max_ns)")|$JUDGE_DROPS"
@@ -229,28 +240,33 @@ make_traces() {
 }
 
 run_tableb1() {
-    log "Table B.1 workloads: 8 kpps, 86-byte frames, $B1_N probes each"
+    log "Table B.1 workloads: 8 kpps, 86-byte frames, $B1_N probes each; $(devices)"
     make_traces
     local w mode stages seed_fig
     for w in off delay0 delay121 stair121 stair122 ramp1; do
         case "$w" in
-            off) mode=bridge; stages=""; seed_fig="2.22|2.05|0|540" ;;
-            delay0) mode=wirelab; stages="delay 0us"; seed_fig="2.20|2.87|0|589" ;;
-            delay121) mode=wirelab; stages="delay 121us"; seed_fig="-60.65|36.19|-121|488" ;;
-            stair121) mode=wirelab; stages="trace $WORK/stair121.delays at-end hold"; seed_fig="58.32|62.47|-96|305" ;;
-            stair122) mode=wirelab; stages="trace $WORK/stair122.delays at-end hold"; seed_fig="59.49|57.87|-95|635" ;;
-            ramp1) mode=wirelab; stages="trace $WORK/ramp1.delays at-end hold"; seed_fig="67.84|60.66|-85|647" ;;
+            off) stages=""; seed_fig="2.22|2.05|0|540" ;;
+            delay0) stages="delay 0us"; seed_fig="2.20|2.87|0|589" ;;
+            delay121) stages="delay 121us"; seed_fig="-60.65|36.19|-121|488" ;;
+            stair121) stages="trace $WORK/stair121.delays at-end hold"; seed_fig="58.32|62.47|-96|305" ;;
+            stair122) stages="trace $WORK/stair122.delays at-end hold"; seed_fig="59.49|57.87|-95|635" ;;
+            ramp1) stages="trace $WORK/ramp1.delays at-end hold"; seed_fig="67.84|60.66|-85|647" ;;
         esac
-        judge_start
-        mode_on "$mode" "$stages" ""
-        # 86-byte frames: 14 + 20 + 8 + 44.
-        probes "$B1_N" 8kpps 44
-        judge_stop
-        mode_off "$mode"
-        if [ -n "$stages" ]; then verify "b1-$w" --stages "$stages"; else verify "b1-$w"; fi
-        local n="b1-$w" t
-        t=$(vj "$n" '.table_b1 | "\(.avg_us)|\(.sigma_us)|\(.min_us)|\(.max_us)"')
-        row "b1|$w|$(vj "$n" .in_frames)|$(vj "$n" .matched)|$(vj "$n" .lost)|$(vj "$n" .extra)|$(vj "$n" .early)|$t|$seed_fig|$JUDGE_DROPS"
+        for mode in $(devices); do
+            # The bridge is the "NIST Net off" row; wirelab runs the others.
+            if [ "$w" = off ] && [ "$mode" != bridge ]; then continue; fi
+            if [ "$w" != off ] && [ "$mode" = bridge ]; then continue; fi
+            judge_start
+            mode_on "$mode" "$stages" ""
+            # 86-byte frames: 14 + 20 + 8 + 44.
+            probes "$B1_N" 8kpps 44
+            judge_stop
+            mode_off "$mode"
+            local n="b1-$w-$mode" t
+            if [ -n "$stages" ]; then verify "$n" --stages "$stages"; else verify "$n"; fi
+            t=$(vj "$n" '.table_b1 | "\(.avg_us)|\(.sigma_us)|\(.min_us)|\(.max_us)"')
+            row "b1|$w|$mode|$(vj "$n" .in_frames)|$(vj "$n" .matched)|$(vj "$n" .lost)|$(vj "$n" .extra)|$(vj "$n" .early)|$t|$seed_fig|$JUDGE_DROPS"
+        done
     done
 }
 
@@ -401,11 +417,11 @@ print_tables() {
     if printf '%s\n' "${RESULTS[@]}" | grep -q '^b1|'; then
         echo "Seed 004 Table B.1 workloads (8 kpps, 86-byte frames, $B1_N probes; error µs avg / σ / min / max; negative = early):"
         echo
-        echo "| workload | in | matched | lost | extra | early | wirelab avg / σ / min / max | NIST Net (seed) |"
-        echo "|---|---|---|---|---|---|---|---|"
+        echo "| workload | device | in | matched | lost | extra | early | avg / σ / min / max | NIST Net (seed) |"
+        echo "|---|---|---|---|---|---|---|---|---|"
         printf '%s\n' "${RESULTS[@]}" | awk -F'|' '$1 == "b1" {
-            name = $2; if (name == "off") name = "bridge (NIST Net off)"
-            printf "| %s | %s | %s | %s | %s | %s | %.2f / %.2f / %.2f / %.2f | %s / %s / %s / %s |\n", name, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 }'
+            name = $2; if (name == "off") name = "off (no emulator)"
+            printf "| %s | %s | %s | %s | %s | %s | %s | %.2f / %.2f / %.2f / %.2f | %s / %s / %s / %s |\n", name, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 }'
         echo
     fi
     if printf '%s\n' "${RESULTS[@]}" | grep -q '^maxok|'; then
