@@ -19,6 +19,9 @@
 //!   see [`report`]).
 //! * [`Fidelity`] — replay fidelity over departures: departure and
 //!   inter-departure error, drift, late runs, achieved rates.
+//! * [`emuverify`] — an emulator judged from captures of its input and
+//!   output: per-copy applied delay and its error, Table B.1, KS
+//!   (`wirelab.emulate.verify/1`).
 //! * [`DeliveryLatency`] — capture's kernel-stamp-to-handled latency.
 //! * [`Percentiles`] — the one summary of a non-negative ns distribution.
 //! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy;
@@ -31,6 +34,7 @@
 
 pub mod buckets;
 pub mod delivery;
+pub mod emuverify;
 pub mod error;
 pub mod export;
 pub mod fidelity;

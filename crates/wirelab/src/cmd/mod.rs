@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod capture;
 pub mod demo;
 pub mod emulate;
+pub mod emulate_verify;
 pub mod export;
 pub mod recv;
 pub mod replay;

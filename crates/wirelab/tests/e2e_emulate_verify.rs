@@ -1,0 +1,288 @@
+//! `wirelab emulate verify` judging the real emulator: namespaces A – E –
+//! B, the emulator in E, tcpdump with ns stamps on E's A-side interface
+//! (frames entering, `-Q in`) and on B's interface (frames the emulator
+//! sent: it sends past the qdisc, where E's own taps do not see them).
+//! Counts and decisions are asserted exactly; timing only as "never
+//! early", a correctness property. Delay figures belong to bench/.
+
+mod common;
+
+use common::{exe, json, netns_available, run, tools_available};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use wirelab_ctl::lab::{exec_in, Lab, LinkSpec};
+
+struct Emu {
+    lab: Lab,
+    dir: PathBuf,
+}
+
+impl Emu {
+    /// No IPv6 and static neighbours: the probes are the only frames, so
+    /// the k-th frame into E is the emulator's packet k.
+    fn new() -> Emu {
+        let lab = Lab::new("wlv")
+            .namespace("a")
+            .namespace("e")
+            .namespace("b")
+            .link("a", "e", LinkSpec::new().ipv6_off())
+            .link("e", "b", LinkSpec::new().ipv6_off())
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let dir = std::env::temp_dir().join(lab.ns("e"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let emu = Emu { lab, dir };
+        let mac = |role: &str, peer: &str| {
+            let dev = &emu.lab.end(role, peer).dev;
+            let o = run(emu
+                .lab
+                .exec(role, "cat")
+                .arg(format!("/sys/class/net/{dev}/address")));
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        };
+        let (ma, mb) = (mac("a", "e"), mac("b", "e"));
+        for (role, peer, me, other, other_mac) in [
+            ("a", "e", "198.18.7.1/24", "198.18.7.2", &mb),
+            ("b", "e", "198.18.7.2/24", "198.18.7.1", &ma),
+        ] {
+            let dev = emu.lab.end(role, peer).dev.clone();
+            run(emu
+                .lab
+                .exec(role, "ip")
+                .args(["addr", "add", me, "dev", &dev]));
+            run(emu.lab.exec(role, "ip").args([
+                "neigh",
+                "replace",
+                other,
+                "lladdr",
+                other_mac,
+                "dev",
+                &dev,
+                "nud",
+                "permanent",
+            ]));
+        }
+        emu
+    }
+
+    fn emulate(&self, args: &[&str]) -> Child {
+        exec_in(self.lab.ns("e"), exe())
+            .args(["emulate", "--json", "--a"])
+            .arg(&self.lab.end("e", "a").dev)
+            .arg("--b")
+            .arg(&self.lab.end("e", "b").dev)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    fn tx_packets(&self) -> u64 {
+        let dev = &self.lab.end("a", "e").dev;
+        let o = run(self
+            .lab
+            .exec("a", "cat")
+            .arg(format!("/sys/class/net/{dev}/statistics/tx_packets")));
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    }
+
+    /// Runs the emulator with `stages` A→B while `n` probes go from A to
+    /// B at 1 kpps, captured on both sides; returns the emulator's report,
+    /// the frames A sent and the two captures.
+    fn run(&self, stages: &str, n: u64) -> (serde_json::Value, u64, PathBuf, PathBuf) {
+        let (cap_in, cap_out) = (self.dir.join("in.pcap"), self.dir.join("out.pcap"));
+        let td_in = tcpdump(&self.lab, "e", &self.lab.end("e", "a").dev, &cap_in);
+        let td_out = tcpdump(&self.lab, "b", &self.lab.end("b", "e").dev, &cap_out);
+        let em = self.emulate(&["--a2b", stages]);
+        std::thread::sleep(Duration::from_millis(300));
+        let tx0 = self.tx_packets();
+        run(exec_in(self.lab.ns("a"), exe()).args([
+            "send",
+            "198.18.7.2",
+            "--rate",
+            "1kpps",
+            "-n",
+            &n.to_string(),
+        ]));
+        let sent = self.tx_packets() - tx0;
+        // Every frame in, then whatever leaves (bounded: a missing frame
+        // shows as a count, not as a hang).
+        settle(&cap_in, sent as usize);
+        settle(&cap_out, 1);
+        std::thread::sleep(Duration::from_millis(500));
+        stop_tcpdump(td_in);
+        stop_tcpdump(td_out);
+        (stop(em), sent, cap_in, cap_out)
+    }
+
+    fn verify(&self, cap_in: &Path, cap_out: &Path, args: &[&str]) -> serde_json::Value {
+        json(&run(Command::new(exe())
+            .args(["emulate", "verify", "--json"])
+            .arg(cap_in)
+            .arg(cap_out)
+            .args(args)))
+    }
+}
+
+impl Drop for Emu {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Frames in a classic pcap that tcpdump is still writing.
+fn frames_so_far(p: &Path) -> usize {
+    let b = std::fs::read(p).unwrap_or_default();
+    if b.len() < 24 {
+        return 0;
+    }
+    let (mut off, mut n) = (24, 0);
+    while off + 16 <= b.len() {
+        let cl = u32::from_le_bytes(b[off + 8..off + 12].try_into().unwrap()) as usize;
+        if off + 16 + cl > b.len() {
+            break;
+        }
+        off += 16 + cl;
+        n += 1;
+    }
+    n
+}
+
+fn settle(cap: &Path, at_least: usize) {
+    let t0 = Instant::now();
+    while frames_so_far(cap) < at_least && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// tcpdump on `dev` in `role`, frames coming in only, ns stamps; returns
+/// once it captures (it creates its file after opening the interface).
+fn tcpdump(lab: &Lab, role: &str, dev: &str, cap: &Path) -> Child {
+    let _ = std::fs::remove_file(cap);
+    let child = lab
+        .exec(role, "timeout")
+        .args([
+            "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "0",
+        ])
+        .args(["--immediate-mode", "--time-stamp-precision=nano", "-w"])
+        .arg(cap)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !cap.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "tcpdump did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+fn stop_tcpdump(mut td: Child) {
+    let _ = Command::new("kill")
+        .args(["-INT", &td.id().to_string()])
+        .status();
+    let _ = td.wait();
+}
+
+/// Stops the emulator (SIGINT) and returns its JSON report.
+fn stop(child: Child) -> serde_json::Value {
+    run(Command::new("kill").args(["-INT", &child.id().to_string()]));
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
+fn n(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[test]
+fn a_constant_delay_is_judged_frame_by_frame_and_never_early() {
+    if !netns_available(&[]) || !tools_available(&["tcpdump", "timeout"]) {
+        return;
+    }
+    let emu = Emu::new();
+    let (r, sent, cap_in, cap_out) = emu.run("delay 2ms", 200);
+    let v = emu.verify(&cap_in, &cap_out, &["--delay", "2ms"]);
+    assert_eq!(v["schema"], "wirelab.emulate.verify/1");
+    assert_eq!(v["configured"], "delay 2ms");
+    // Every frame A sent went in, and left once.
+    assert!(sent >= 200, "{sent}");
+    assert_eq!(n(&v["in_frames"]), sent, "{v}");
+    assert_eq!(n(&v["matched"]), sent, "{v}");
+    assert_eq!(n(&v["out_frames"]), sent, "{v}");
+    assert_eq!((n(&v["lost"]), n(&v["extra"])), (0, 0), "{v}");
+    assert_eq!(n(&v["early"]), 0, "{v}");
+    assert!(v["error"]["min_ns"].as_i64().unwrap() >= 0, "{v}");
+    assert_eq!(n(&v["configured_delay"]["min_ns"]), 2_000_000);
+    assert_eq!(n(&v["configured_delay"]["max_ns"]), 2_000_000);
+    // The emulator agrees.
+    assert_eq!(n(&r["a2b"]["sent"]), sent, "{r}");
+
+    // Against a larger delay than configured, every copy is early.
+    let v = emu.verify(&cap_in, &cap_out, &["--delay", "1s"]);
+    assert_eq!(n(&v["early"]), sent, "{v}");
+    assert_eq!(v["early_first"].as_array().unwrap().len(), 10);
+}
+
+#[test]
+fn random_decisions_replay_exactly_through_the_link_model() {
+    if !netns_available(&[]) || !tools_available(&["tcpdump", "timeout"]) {
+        return;
+    }
+    let emu = Emu::new();
+    let stages = "delay 2ms 1ms loss random 20% duplicate 5% seed 11";
+    let (r, sent, cap_in, cap_out) = emu.run(stages, 1_000);
+    let v = emu.verify(&cap_in, &cap_out, &["--stages", stages]);
+    let a2b = &r["a2b"];
+    let (drops, dups) = (
+        n(&a2b["link"]["dropped"]["loss"]),
+        n(&a2b["link"]["duplicates"]),
+    );
+    assert!(drops > 100 && dups > 10, "{r}");
+    // The same seed, packet indices and stages give the emulator's own
+    // decisions: every copy it sent is one the configuration expects, and
+    // no other; the frames dropped whole are among its dropped copies.
+    assert_eq!(n(&v["in_frames"]), sent, "{v}");
+    assert_eq!(n(&v["in_frames"]), n(&a2b["link"]["arrivals"]), "{v}\n{r}");
+    assert_eq!(
+        n(&v["expected_copies"]),
+        n(&a2b["link"]["queued"]),
+        "{v}\n{r}"
+    );
+    assert_eq!(n(&v["matched"]), n(&a2b["sent"]), "{v}\n{r}");
+    assert_eq!(n(&v["matched"]), n(&v["expected_copies"]), "{v}");
+    let whole = n(&v["dropped_as_configured"]);
+    assert!(whole > 100 && whole <= drops, "{v}\n{r}");
+    assert_eq!(
+        (n(&v["lost"]), n(&v["missing_copies"]), n(&v["extra"])),
+        (0, 0, 0),
+        "{v}"
+    );
+    assert_eq!(n(&v["early"]), 0, "{v}");
+    // The jitter makes the configured delays vary: a KS distance is given.
+    assert!(v["ks"]["distance"].as_f64().unwrap() < 1.0, "{v}");
+
+    // Another seed's decisions are not the emulator's.
+    let w = emu.verify(&cap_in, &cap_out, &["--stages", stages, "--seed", "12"]);
+    assert_eq!(w["dropped_as_configured"], v["dropped_as_configured"]);
+    let other = emu.verify(
+        &cap_in,
+        &cap_out,
+        &[
+            "--stages",
+            "delay 2ms 1ms loss random 20% duplicate 5% seed 12",
+        ],
+    );
+    assert!(n(&other["lost"]) > 0 && n(&other["extra"]) > 0, "{other}");
+}
