@@ -20,6 +20,7 @@
 //! * [`Fidelity`] — replay fidelity over departures: departure and
 //!   inter-departure error, drift, late runs, achieved rates.
 //! * [`DeliveryLatency`] — capture's kernel-stamp-to-handled latency.
+//! * [`emulog`] — the link emulator's per-copy log (`emulate --log`).
 //! * [`Percentiles`] — the one summary of a non-negative ns distribution.
 //! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy;
 //!   [`Requested`] and [`analyze_run`] join it to a run.
@@ -31,6 +32,7 @@
 
 pub mod buckets;
 pub mod delivery;
+pub mod emulog;
 pub mod error;
 pub mod export;
 pub mod fidelity;

@@ -3,12 +3,16 @@
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
 use clap::Args;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use wirelab_core::link::{Direction, LinkConfig, LinkKey};
-use wirelab_engine::emulate::{open_link, CoreLink};
+use wirelab_engine::emulate::recorder::decision_path;
+use wirelab_engine::emulate::{open_link, DirModel, LiveDir, Recorder, RuleLink};
 use wirelab_engine::job::emulate::{EmulateError, EmulateJob};
 use wirelab_engine::job::rt::RtSetup;
 use wirelab_engine::job::stop_on_signals;
+use wirelab_io::bpf::BpfProgram;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Stages (netem's syntax; see docs/emulate.md):\n  \
@@ -35,6 +39,10 @@ pub struct EmulateArgs {
     /// Stages for both directions (each its own state and random stream)
     #[arg(long, value_name = "STAGES", conflicts_with_all = ["a2b", "b2a"], allow_hyphen_values = true)]
     pub both: Option<String>,
+    /// Frames matching FILTER (tcpdump syntax; `a2b:` or `b2a:` in front for one direction)
+    /// get STAGES instead of the direction's; the first matching rule wins; repeatable
+    #[arg(long, num_args = 2, value_names = ["FILTER", "STAGES"], allow_hyphen_values = true)]
+    pub rule: Vec<String>,
     /// Stop after this long (default: until Ctrl-C / SIGTERM)
     #[arg(short = 'd', long, value_name = "DURATION", value_parser = crate::values::NONZERO_DURATION)]
     pub duration: Option<u64>,
@@ -56,14 +64,28 @@ pub struct EmulateArgs {
     /// SCHED_FIFO priority of both threads (1-99), and locked memory
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub rt_priority: Option<i32>,
+    /// Log every copy of every frame (arrival, deadline, departure or drop reason) to this
+    /// record file; `wirelab analyze FILE` summarises it
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Write the frames each direction sends, with their departure times, to this pcapng file
+    #[arg(long, value_name = "FILE")]
+    pub tap: Option<PathBuf>,
+    /// Write every decision as a packet trace that replays the run (`trace FILE`): one file per
+    /// direction and rule with stages, named FILE with `.a2b`/`.b2a` (and `.ruleN`) before
+    /// the extension (.pkt.csv exact; .bin/.nist.txt µs)
+    #[arg(long, value_name = "FILE")]
+    pub record_decisions: Option<PathBuf>,
     /// Print the report as JSON (schema wirelab.emulate/1)
     #[arg(long)]
     pub json: bool,
+    /// No live counters on stderr
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
-fn link_config(flag: &str, stages: Option<&str>) -> Result<LinkConfig> {
-    let s = stages.unwrap_or("");
-    let c = LinkConfig::parse(s).map_err(|e| usage(format!("{flag} '{s}': {e}")))?;
+fn link_config(flag: &str, stages: &str) -> Result<LinkConfig> {
+    let c = LinkConfig::parse(stages).map_err(|e| usage(format!("{flag} '{stages}': {e}")))?;
     if c.ecn {
         return Err(usage(format!(
             "{flag}: `ecn` (CE marking instead of loss) is not supported by the forwarder yet; \
@@ -73,33 +95,134 @@ fn link_config(flag: &str, stages: Option<&str>) -> Result<LinkConfig> {
     Ok(c)
 }
 
+/// One `--rule`: its number, directions, filter and stages.
+struct RuleArg {
+    rule: u32,
+    dirs: Vec<Direction>,
+    filter: String,
+    stages: String,
+}
+
+/// `rules`: the values of every `--rule`, two each.
+fn rule_args(rules: &[String]) -> Result<Vec<RuleArg>> {
+    let mut out = Vec::new();
+    for (i, r) in rules.chunks(2).enumerate() {
+        let (f, stages) = match r {
+            [f, s] => (f.trim(), s.clone()),
+            _ => return Err(usage("--rule takes two values: FILTER STAGES")),
+        };
+        let (dirs, filter) = if let Some(f) = f.strip_prefix("a2b:") {
+            (vec![Direction::AToB], f.trim())
+        } else if let Some(f) = f.strip_prefix("b2a:") {
+            (vec![Direction::BToA], f.trim())
+        } else {
+            (vec![Direction::AToB, Direction::BToA], f)
+        };
+        if filter.is_empty() {
+            return Err(usage(format!(
+                "--rule '{f}': the filter is empty; stages for every frame go in --a2b, --b2a or --both"
+            )));
+        }
+        out.push(RuleArg {
+            rule: i as u32 + 1,
+            dirs,
+            filter: filter.to_string(),
+            stages,
+        });
+    }
+    Ok(out)
+}
+
+fn dir_name(d: Direction) -> &'static str {
+    match d {
+        Direction::AToB => "a2b",
+        Direction::BToA => "b2a",
+    }
+}
+
+/// Builds one rule's link: stage list, seed, trace file, decision trace.
+fn rule_link(
+    flag: &str,
+    rule: u32,
+    filter: Option<BpfProgram>,
+    stages: &str,
+    dir: Direction,
+    seed: u64,
+    decisions: Option<&Path>,
+) -> Result<RuleLink> {
+    let c = link_config(flag, stages)?;
+    let key = LinkKey {
+        seed: c.seed.unwrap_or(seed),
+        rule,
+        direction: dir,
+    };
+    let link = open_link(&c, key).map_err(|e| usage(format!("{flag}: {e}")))?;
+    let mut l = RuleLink::new(rule, filter, stages, key.seed, link);
+    if let (Some(base), false) = (decisions, stages.trim().is_empty()) {
+        let p = decision_path(base, dir_name(dir), rule)
+            .map_err(|e| usage(format!("--record-decisions: {e}")))?;
+        let r = Recorder::create(&p).map_err(|e| anyhow::anyhow!("--record-decisions: {e}"))?;
+        l = l.record_to(r);
+    }
+    Ok(l)
+}
+
 pub fn run(a: EmulateArgs) -> Result<()> {
     let (s_ab, s_ba) = match &a.both {
-        Some(s) => (Some(s.as_str()), Some(s.as_str())),
-        None => (a.a2b.as_deref(), a.b2a.as_deref()),
+        Some(s) => (s.as_str(), s.as_str()),
+        None => (
+            a.a2b.as_deref().unwrap_or(""),
+            a.b2a.as_deref().unwrap_or(""),
+        ),
     };
     let (f_ab, f_ba) = if a.both.is_some() {
         ("--both", "--both")
     } else {
         ("--a2b", "--b2a")
     };
-    let c_ab = link_config(f_ab, s_ab)?;
-    let c_ba = link_config(f_ba, s_ba)?;
-    let key = |c: &LinkConfig, direction| LinkKey {
-        seed: c.seed.unwrap_or(a.seed),
-        rule: 0,
-        direction,
+    if let Some(p) = &a.record_decisions {
+        decision_path(p, "a2b", 0).map_err(|e| usage(format!("--record-decisions: {e}")))?;
+    }
+    let rules = rule_args(&a.rule)?;
+    let decisions = a.record_decisions.as_deref();
+    let model = |dir: Direction, flag: &str, stages: &str| -> Result<DirModel> {
+        let mut links = Vec::new();
+        for r in rules.iter().filter(|r| r.dirs.contains(&dir)) {
+            let flag = format!("--rule '{}'", r.filter);
+            let f = BpfProgram::compile(&r.filter, 1, 65_535)
+                .map_err(|e| usage(format!("--rule: {e}")))?;
+            links.push(rule_link(
+                &flag,
+                r.rule,
+                Some(f),
+                &r.stages,
+                dir,
+                a.seed,
+                decisions,
+            )?);
+        }
+        let default = rule_link(flag, 0, None, stages, dir, a.seed, decisions)?;
+        Ok(DirModel::new(links, default))
     };
-    let (k_ab, k_ba) = (key(&c_ab, Direction::AToB), key(&c_ba, Direction::BToA));
-    let bad =
-        |flag: &str, e: wirelab_engine::emulate::LinkSetupError| usage(format!("{flag}: {e}"));
-    let l_ab = open_link(&c_ab, k_ab).map_err(|e| bad(f_ab, e))?;
-    let l_ba = open_link(&c_ba, k_ba).map_err(|e| bad(f_ba, e))?;
+    let m_ab = model(Direction::AToB, f_ab, s_ab)?;
+    let m_ba = model(Direction::BToA, f_ba, s_ba)?;
+    let config = serde_json::json!({
+        "a": a.a, "b": a.b,
+        "a2b": s_ab, "b2a": s_ba,
+        "seed": [m_ab.default_link().seed, m_ba.default_link().seed],
+        "rules": rules.iter().map(|r| serde_json::json!({
+            "rule": r.rule,
+            "directions": r.dirs.iter().map(|d| dir_name(*d)).collect::<Vec<_>>(),
+            "filter": r.filter,
+            "stages": r.stages,
+        })).collect::<Vec<_>>(),
+    });
+    let live = [Arc::new(LiveDir::default()), Arc::new(LiveDir::default())];
     let job = EmulateJob {
         a: a.a.clone(),
         b: a.b.clone(),
-        a2b: CoreLink::new(l_ab),
-        b2a: CoreLink::new(l_ba),
+        a2b: m_ab,
+        b2a: m_ba,
         ring_frames: a.ring_frames,
         duration: a.duration.map(Duration::from_nanos),
         spin_ns: a.spin,
@@ -109,6 +232,9 @@ pub fn run(a: EmulateArgs) -> Result<()> {
             fifo_priority: a.rt_priority,
             mlock: a.rt_priority.is_some(),
         },
+        live: live.clone(),
+        log: a.log.clone().map(|p| (p, config)),
+        tap: a.tap.clone(),
     };
     let stop = stop_on_signals()?;
     if !a.json {
@@ -121,11 +247,18 @@ pub fn run(a: EmulateArgs) -> Result<()> {
                 .unwrap_or_default()
         );
     }
-    let run = job.run(&stop).map_err(map_err)?;
-    let report = run.report(
-        [s_ab.unwrap_or(""), s_ba.unwrap_or("")],
-        [k_ab.seed, k_ba.seed],
-    );
+    let ticker = crate::progress::ticker(a.quiet, move |_| {
+        format!(
+            "a2b {} | b2a {}",
+            live[0].snapshot().line(),
+            live[1].snapshot().line()
+        )
+    });
+    let res = job.run(&stop);
+    drop(ticker);
+    let mut run = res.map_err(map_err)?;
+    let decisions = run.finish_recording();
+    let report = run.report(&decisions);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
