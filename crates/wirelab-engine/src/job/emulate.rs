@@ -522,7 +522,7 @@ impl EmulateReport<'_> {
             let l = d.link;
             s += &format!(
                 "    {}[{}]: {} frames, {} duplicated, {} reordered; {}; queue max {} packets {} bytes\n",
-                if d.rules.is_empty() { "" } else { "default " },
+                if d.rules.is_empty() { "stages " } else { "default " },
                 stages_text(d.stages),
                 l.arrivals,
                 l.duplicates,
