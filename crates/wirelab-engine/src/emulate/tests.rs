@@ -557,3 +557,42 @@ fn recorded_decisions_replay_the_same_releases() {
     }
     assert!(Recorder::create(&dir.0.join("d.delays")).is_err());
 }
+
+#[test]
+fn rules_match_by_mac_and_by_the_vlan_tag_the_ring_took_off() {
+    let c = SimClock::new(0);
+    let mut rx = SimFrames::new(&c);
+    let mut from_m = udp(0, 7000);
+    from_m[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    rx.arrive(1_000, &from_m);
+    rx.arrive_tagged(2_000, &udp(1, 7000), (5, 0x8100));
+    rx.arrive_tagged(3_000, &udp(2, 7000), (6, 0x8100));
+    rx.arrive(4_000, &udp(3, 7000));
+    let mut tx = SimTx::new(&c, 1_000, 0);
+    let stop = StopFlag::new();
+    let mut m = DirModel::new(
+        vec![
+            rule(1, "ether src 02:00:00:00:00:01", "loss random 100%"),
+            rule(2, "vlan 5", "loss random 100%"),
+        ],
+        default_rule(""),
+    );
+    let s2 = stop.clone();
+    let c2 = c.clone();
+    let t = std::thread::spawn(move || {
+        while c2.peek_ns() < 10_000_000 {
+            std::thread::yield_now();
+        }
+        s2.stop();
+    });
+    let mut clock = c.clone();
+    let st = forward(&cfg(), &mut clock, &mut rx, &mut tx, &mut m, &stop, Outputs::default())
+        .unwrap();
+    t.join().unwrap();
+    assert_eq!((st.received, st.sent, st.dropped.loss), (4, 2, 2));
+    let r = m.rules();
+    assert_eq!((r[0].frames(), r[1].frames()), (1, 1));
+    // The VLAN 6 frame left with its tag, the untagged one without.
+    assert_eq!(&tx.sent[0].bytes[12..16], &[0x81, 0x00, 0x00, 0x06]);
+    assert_eq!(frame_no(&tx.sent[1].bytes), 3);
+}
