@@ -507,3 +507,211 @@ fn a_rule_takes_its_frames_and_the_rest_pass_arp_included() {
     assert_eq!(n(&b2a["rules"][0]["frames"]), 0, "{r}");
     assert!(n(&b2a["link"]["arrivals"]) >= 1 && n(&b2a["sent"]) == n(&b2a["received"]));
 }
+
+/// `wirelab emulate ctl --socket SOCK ARGS...`.
+fn ctl(sock: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(exe())
+        .args(["emulate", "ctl", "--socket"])
+        .arg(sock)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ctl_ok(sock: &std::path::Path, args: &[&str]) -> String {
+    let o = ctl(sock, args);
+    assert!(
+        o.status.success(),
+        "ctl {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Sends `n` probes from A to B's `port` at 1 kpps.
+fn send_to(emu: &Emu, port: u16, n: u64) -> Child {
+    exec_in(emu.lab.ns("a"), exe())
+        .args(["send", "198.18.6.2", "-q", "--rate", "1kpps", "--port"])
+        .arg(port.to_string())
+        .args(["-n", &n.to_string()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_ok(c: Child) {
+    let out = c.wait_with_output().unwrap();
+    assert!(out.status.success());
+}
+
+/// The trace drops of one rule in a→b, by seq.
+fn drops_of(log: &[wirelab_wire::EmuRecord], rule: u32) -> (u64, Vec<u64>) {
+    let mine: Vec<_> = log
+        .iter()
+        .filter(|e| e.rule == rule && e.direction == 0)
+        .collect();
+    let frames = mine.iter().filter(|e| e.copy == 0).count() as u64;
+    let mut d: Vec<u64> = mine
+        .iter()
+        .filter(|e| e.fate == wirelab_wire::EmuFate::Trace)
+        .map(|e| e.seq)
+        .collect();
+    d.sort_unstable();
+    (frames, d)
+}
+
+#[test]
+fn rules_are_added_updated_and_removed_at_run_time_each_reading_its_own_trace() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let emu = Emu::new();
+    let (sock, log) = (emu.dir.join("ctl.sock"), emu.dir.join("l.wlr"));
+    let trace = |name: &str, text: &str| {
+        let p = emu.dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        format!("trace {} at-end pass", p.display())
+    };
+    let t1 = trace("t1.pkt.csv", "drop\ndrop\npass,0\n");
+    let t2 = trace("t2.pkt.csv", "pass,0\ndrop\ndrop\ndrop\n");
+    let t3 = trace("t3.pkt.csv", "drop\ndrop\ndrop\n");
+    let em = emu.emulate(&[
+        "--ctl",
+        sock.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let out = ctl_ok(&sock, &["add", "udp dst port 5004", &t1]);
+    assert!(
+        out.starts_with("added rule 1 a2b+b2a 'udp dst port 5004'"),
+        "{out}"
+    );
+    ctl_ok(&sock, &["add", "udp dst port 6000", &t2]);
+    // The same filter again: refused, nothing changed.
+    let o = ctl(&sock, &["add", "a2b: udp dst port 5004", "delay 1ms"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("exists"),
+        "{o:?}"
+    );
+    // Both rules at once: each frame of each reads its own trace in order.
+    // Each send is 10 probes, the 3 repeats of the last and the empty
+    // datagram that primes the path: 14 frames.
+    let (x, y) = (send_to(&emu, 5004, 10), send_to(&emu, 6000, 10));
+    wait_ok(x);
+    wait_ok(y);
+    let out = ctl_ok(&sock, &["update", "udp dst port 5004", &t3]);
+    assert!(out.starts_with("updated rule 1"), "{out}");
+    wait_ok(send_to(&emu, 5004, 10));
+    assert!(ctl_ok(&sock, &["del", "2"]).starts_with("removed rule 2"));
+    let list = ctl_ok(&sock, &["list"]);
+    assert_eq!(list.lines().count(), 1, "{list}");
+    assert!(
+        list.contains("rule 1 a2b+b2a 'udp dst port 5004' [trace"),
+        "{list}"
+    );
+    wait_ok(send_to(&emu, 6000, 10));
+    let stats = ctl_ok(&sock, &["stats"]);
+    assert!(stats.contains("rule 1 'udp dst port 5004'"), "{stats}");
+    let o = ctl(&sock, &["del", "udp dst port 6000"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no rule"),
+        "{o:?}"
+    );
+    let r = stop(em);
+
+    let recs = read_log(&log);
+    // Rule 1: 14 frames reading t1 (two drops), then 14 under t3 (three
+    // drops); its frames count on across the update.
+    assert_eq!(drops_of(&recs, 1), (28, vec![0, 1, 14, 15, 16]));
+    // Rule 2: 14 frames reading t2; after it went, port 6000 passes.
+    assert_eq!(drops_of(&recs, 2), (14, vec![1, 2, 3]));
+    assert_eq!(drops_of(&recs, 0), (14, vec![]));
+    let a2b = &r["a2b"];
+    assert_eq!(n(&a2b["dropped"]["trace"]), 8, "{r}");
+    assert_eq!(n(&a2b["sent"]), 4 * 14 - 8, "{r}");
+    let ended: Vec<(u64, String, u64)> = a2b["ended_rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                n(&e["rule"]),
+                e["ended"].as_str().unwrap().to_string(),
+                n(&e["frames"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            (1, "updated".to_string(), 14),
+            (2, "removed".to_string(), 14)
+        ]
+    );
+    assert_eq!(n(&a2b["rules"][0]["frames"]), 14);
+    assert!(!sock.exists(), "the socket goes with the emulator");
+}
+
+#[test]
+fn a_hundred_rule_changes_under_traffic_lose_and_reorder_nothing() {
+    if !netns_available(&[]) {
+        return;
+    }
+    use wirelab_engine::emulate::ctl::{request, Request};
+    let emu = Emu::new();
+    let sock = emu.dir.join("ctl.sock");
+    // The same delay under the rule and without it: the order of frames
+    // is theirs whatever rule takes them.
+    let em = emu.emulate(&["--ctl", sock.to_str().unwrap(), "--a2b", "delay 1ms"]);
+    let rx = exec_in(emu.lab.ns("b"), exe())
+        .args(["recv", "--json", "--timeout", "60s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    emu.lab
+        .wait_udp("b", 5757, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tx = exec_in(emu.lab.ns("a"), exe())
+        .args(["send", "198.18.6.2", "-q", "--rate", "2kpps", "-d", "60s"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let rule = "udp dst port 5757";
+    for i in 0..100 {
+        for req in [
+            Request::Add {
+                filter: rule.into(),
+                stages: "delay 1ms".into(),
+            },
+            Request::Update {
+                rule: rule.into(),
+                stages: "delay 1ms seed 3".into(),
+            },
+            Request::Del { rule: rule.into() },
+        ] {
+            let v = request(&sock, &req).unwrap();
+            assert_eq!(v["ok"], true, "round {i}: {req:?}: {v}");
+        }
+    }
+    run(Command::new("kill").args(["-INT", &tx.id().to_string()]));
+    wait_ok(tx);
+    let out = rx.wait_with_output().unwrap();
+    let f = json(&out)["flows"][0].clone();
+    let r = stop(em);
+    assert!(n(&f["received"]) > 100, "{f}");
+    assert_eq!(
+        (n(&f["lost"]), n(&f["duplicates"]), n(&f["reordered"])),
+        (0, 0, 0),
+        "{f}"
+    );
+    let a2b = &r["a2b"];
+    assert_eq!(dropped_copies(&a2b["dropped"]), 0, "{r}");
+    let ended = a2b["ended_rules"].as_array().unwrap();
+    assert_eq!(ended.len(), 200);
+    // The rules took traffic while it flowed.
+    let took: u64 = ended.iter().map(|e| n(&e["frames"])).sum();
+    assert!(took > 0, "{r}");
+    assert_eq!(n(&a2b["sent"]), n(&a2b["received"]));
+}

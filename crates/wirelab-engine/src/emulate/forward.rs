@@ -83,6 +83,8 @@ pub trait LinkModel {
     fn drain(&mut self, out: &mut Vec<Release>) {
         self.pop_due(u64::MAX, out);
     }
+    /// Applies pending runtime changes (called between frames).
+    fn control(&mut self) {}
 }
 
 /// Knobs of [`forward`].
@@ -321,6 +323,7 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
     let mut late = histogram();
     let mut index = 0u64;
     while !stop.is_stopped() {
+        model.control();
         // Arrivals: what the ring holds, a bounded burst at a time.
         let mut n = 0;
         while n < cfg.burst {
@@ -406,7 +409,9 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
         match pacer.step(deadline, now) {
             Step::Go => {}
             Step::Sleep(t) => {
-                let arrived = rx.wait(Duration::from_nanos(t - now))?;
+                // At most the idle wait: the stop flag and runtime changes
+                // are seen that often however far the next deadline is.
+                let arrived = rx.wait(Duration::from_nanos(t - now).min(cfg.idle))?;
                 let woke = clock.now_ns();
                 // Only a sleep that ran its course says how late wake-ups are.
                 if !arrived && woke >= t {

@@ -19,7 +19,7 @@ pub struct LiveDir {
 }
 
 /// What [`LiveDir::snapshot`] read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LiveSnapshot {
     pub received: u64,
     pub sent: u64,

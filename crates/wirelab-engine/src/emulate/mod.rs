@@ -3,6 +3,7 @@
 //! socket on the other interface, with what it did counted, logged and
 //! tapped on request.
 
+pub mod ctl;
 pub mod forward;
 pub mod live;
 pub mod model;

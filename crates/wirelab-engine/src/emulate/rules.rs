@@ -8,6 +8,7 @@
 //! depend on the traffic of another. Releases of different rules are merged
 //! by deadline (a stable sort: each rule's own order is kept on ties).
 
+use super::ctl::{Cmd, CmdReceiver, RuleState};
 use super::forward::{Admission, LinkModel, Release};
 use super::recorder::{Recorded, Recorder};
 use std::collections::HashMap;
@@ -41,6 +42,8 @@ pub struct RuleLink {
     /// released).
     pub unsent: u64,
     next_seq: u64,
+    /// The seq of its first frame (an updated rule goes on counting).
+    first_seq: u64,
     /// seq → the direction's frame index, while copies wait; frames below
     /// `identity_below` are not in it: their index is their seq (the
     /// default stages while no rule exists take every frame in order).
@@ -65,6 +68,7 @@ impl RuleLink {
             link,
             unsent: 0,
             next_seq: 0,
+            first_seq: 0,
             frames: HashMap::new(),
             identity_below: 0,
             recorder: None,
@@ -83,9 +87,24 @@ impl RuleLink {
             .is_none_or(|f| f.matches(frame, frame.len() as u32))
     }
 
-    /// Frames this rule took.
+    /// Frames this rule's link took.
     pub fn frames(&self) -> u64 {
-        self.next_seq
+        self.next_seq - self.first_seq
+    }
+
+    fn state(&self) -> RuleState {
+        RuleState {
+            rule: self.rule,
+            filter: self
+                .filter
+                .as_ref()
+                .map_or_else(String::new, |f| f.expr().to_string()),
+            stages: self.stages.clone(),
+            seed: self.seed,
+            frames: self.next_seq - self.first_seq,
+            link: self.link.counters().clone(),
+            ended: None,
+        }
     }
 }
 
@@ -93,6 +112,15 @@ impl RuleLink {
 pub struct DirModel {
     /// The rules in order, the default last.
     links: Vec<RuleLink>,
+    /// Rules updated or removed at run time whose copies still wait: they
+    /// take no frame and leave once empty.
+    retired: Vec<RuleLink>,
+    /// Decision traces of removed rules, finished at the end (not on the
+    /// forwarding path: finishing waits for the disk).
+    ended: Vec<(u32, Recorder)>,
+    /// What updated and removed rules did until then.
+    ended_rules: Vec<RuleState>,
+    ctl: Option<CmdReceiver>,
     due: Vec<link::Release>,
 }
 
@@ -104,7 +132,74 @@ impl DirModel {
         links.push(default);
         DirModel {
             links,
+            retired: Vec::new(),
+            ended: Vec::new(),
+            ended_rules: Vec::new(),
+            ctl: None,
             due: Vec::new(),
+        }
+    }
+
+    /// Rules updated or removed at run time, with their counters then.
+    pub fn ended_rules(&self) -> &[RuleState] {
+        &self.ended_rules
+    }
+
+    /// Takes runtime changes from `rx` (`wirelab emulate ctl`).
+    pub fn set_control(&mut self, rx: CmdReceiver) {
+        self.ctl = Some(rx);
+    }
+
+    fn apply(&mut self, cmd: Cmd) {
+        let last = self.links.len() - 1;
+        let at = |links: &[RuleLink], rule: u32| links[..last].iter().position(|l| l.rule == rule);
+        match cmd {
+            Cmd::Add(l, ack) => {
+                self.links.insert(last, l);
+                let _ = ack.send(());
+            }
+            Cmd::Replace(rule, mut l, ack) => {
+                if let Some(i) = at(&self.links, rule) {
+                    let old = &mut self.links[i];
+                    if l.recorder.is_none() {
+                        l.recorder = old.recorder.take();
+                    }
+                    // Its frames go on counting: (rule, seq) stays unique.
+                    l.next_seq = old.next_seq;
+                    l.first_seq = old.next_seq;
+                    l.identity_below = 0;
+                    let old = std::mem::replace(&mut self.links[i], l);
+                    self.retire(old, "updated");
+                }
+                let _ = ack.send(());
+            }
+            Cmd::Remove(rule, ack) => {
+                if let Some(i) = at(&self.links, rule) {
+                    let mut old = self.links.remove(i);
+                    if let Some(r) = old.recorder.take() {
+                        self.ended.push((rule, r));
+                    }
+                    self.retire(old, "removed");
+                }
+                let _ = ack.send(());
+            }
+            Cmd::State(tx) => {
+                let _ = tx.send(self.links.iter().map(RuleLink::state).collect());
+            }
+        }
+    }
+
+    /// Keeps `old` while copies wait in it.
+    fn retire(&mut self, mut old: RuleLink, why: &'static str) {
+        self.ended_rules.push(RuleState {
+            ended: Some(why),
+            ..old.state()
+        });
+        if let Some(r) = old.recorder.take() {
+            self.ended.push((old.rule, r));
+        }
+        if old.link.next_deadline().is_some() {
+            self.retired.push(old);
         }
     }
 
@@ -120,10 +215,17 @@ impl DirModel {
 
     /// Ends every decision trace: waits until each is in its file.
     pub fn finish_recording(&mut self) -> Vec<Recorded> {
-        self.links
-            .iter_mut()
-            .filter_map(|l| l.recorder.take().map(|r| r.finish(l.rule)))
-            .collect()
+        let mut v: Vec<Recorded> = self
+            .ended
+            .drain(..)
+            .map(|(rule, r)| r.finish(rule))
+            .collect();
+        v.extend(
+            self.links
+                .iter_mut()
+                .filter_map(|l| l.recorder.take().map(|r| r.finish(l.rule))),
+        );
+        v
     }
 }
 
@@ -160,6 +262,7 @@ impl LinkModel for DirModel {
     fn next_deadline(&self) -> Option<u64> {
         self.links
             .iter()
+            .chain(&self.retired)
             .filter_map(|l| l.link.next_deadline())
             .min()
     }
@@ -167,7 +270,7 @@ impl LinkModel for DirModel {
     fn pop_due(&mut self, now_ns: u64, out: &mut Vec<Release>) {
         let start = out.len();
         let mut rules_due = 0;
-        for l in &mut self.links {
+        for l in self.links.iter_mut().chain(self.retired.iter_mut()) {
             self.due.clear();
             if l.link.pop_due(now_ns, &mut self.due) == 0 {
                 continue;
@@ -201,6 +304,9 @@ impl LinkModel for DirModel {
         if rules_due > 1 {
             out[start..].sort_by_key(|r| r.deadline_ns);
         }
+        if !self.retired.is_empty() {
+            self.retired.retain(|l| l.link.next_deadline().is_some());
+        }
     }
 
     fn drain(&mut self, out: &mut Vec<Release>) {
@@ -210,6 +316,12 @@ impl LinkModel for DirModel {
             if let Some(l) = self.links.iter_mut().find(|l| l.rule == r.rule) {
                 l.unsent += 1;
             }
+        }
+    }
+
+    fn control(&mut self) {
+        while let Some(cmd) = self.ctl.as_ref().and_then(|rx| rx.try_recv().ok()) {
+            self.apply(cmd);
         }
     }
 }

@@ -586,8 +586,16 @@ fn rules_match_by_mac_and_by_the_vlan_tag_the_ring_took_off() {
         s2.stop();
     });
     let mut clock = c.clone();
-    let st = forward(&cfg(), &mut clock, &mut rx, &mut tx, &mut m, &stop, Outputs::default())
-        .unwrap();
+    let st = forward(
+        &cfg(),
+        &mut clock,
+        &mut rx,
+        &mut tx,
+        &mut m,
+        &stop,
+        Outputs::default(),
+    )
+    .unwrap();
     t.join().unwrap();
     assert_eq!((st.received, st.sent, st.dropped.loss), (4, 2, 2));
     let r = m.rules();
@@ -595,4 +603,76 @@ fn rules_match_by_mac_and_by_the_vlan_tag_the_ring_took_off() {
     // The VLAN 6 frame left with its tag, the untagged one without.
     assert_eq!(&tx.sent[0].bytes[12..16], &[0x81, 0x00, 0x00, 0x06]);
     assert_eq!(frame_no(&tx.sent[1].bytes), 3);
+}
+
+#[test]
+fn runtime_changes_keep_what_is_in_flight_and_name_rules_uniquely() {
+    use super::ctl::Cmd;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut m = DirModel::new(vec![], default_rule("delay 1ms"));
+    m.set_control(rx);
+    let mut out = Vec::new();
+    let mut adm = Admission::default();
+    let mut t = 0u64;
+    let mut index = 0u64;
+    let mut arrive = |m: &mut DirModel, out: &mut Vec<Release>, n: u64| {
+        for _ in 0..n {
+            t += 100_000;
+            adm.dropped.clear();
+            adm.queued = 0;
+            m.arrive(t, &udp(index, 5004), index, &mut adm);
+            assert_eq!((adm.queued, adm.dropped.len()), (1, 0));
+            index += 1;
+            m.pop_due(t, out);
+        }
+    };
+    let ack = || std::sync::mpsc::channel::<()>();
+    arrive(&mut m, &mut out, 5);
+    let (a, ack_rx) = ack();
+    tx.send(Cmd::Add(rule(1, "udp dst port 5004", "delay 50ms"), a))
+        .unwrap();
+    m.control();
+    ack_rx.try_recv().unwrap();
+    arrive(&mut m, &mut out, 5);
+    // Updated while 5 copies wait 50 ms: they leave at their deadlines from
+    // the retired link; new frames take the new stages and go on counting.
+    let (a, ack_rx) = ack();
+    tx.send(Cmd::Replace(
+        1,
+        rule(1, "udp dst port 5004", "delay 2ms"),
+        a,
+    ))
+    .unwrap();
+    m.control();
+    ack_rx.try_recv().unwrap();
+    arrive(&mut m, &mut out, 5);
+    let (a, ack_rx) = ack();
+    tx.send(Cmd::Remove(1, a)).unwrap();
+    m.control();
+    ack_rx.try_recv().unwrap();
+    arrive(&mut m, &mut out, 5);
+    m.pop_due(u64::MAX, &mut out);
+    // Every frame released once, at its stages' delay.
+    let mut seen: Vec<(u64, u32, u64, u64)> = out
+        .iter()
+        .map(|r| (r.index, r.rule, r.seq, r.deadline_ns - r.arrival_ns))
+        .collect();
+    seen.sort_unstable();
+    let want: Vec<(u64, u32, u64, u64)> = (0..20u64)
+        .map(|i| match i {
+            0..5 => (i, 0, i, 1_000_000),
+            5..10 => (i, 1, i - 5, 50_000_000),
+            10..15 => (i, 1, i - 5, 2_000_000),
+            _ => (i, 0, i - 10, 1_000_000),
+        })
+        .collect();
+    assert_eq!(seen, want);
+    assert_eq!(m.rules().len(), 0);
+    let ended: Vec<(u32, u64, Option<&str>)> = m
+        .ended_rules()
+        .iter()
+        .map(|e| (e.rule, e.frames, e.ended))
+        .collect();
+    assert_eq!(ended, [(1, 5, Some("updated")), (1, 5, Some("removed"))]);
+    assert_eq!(m.next_deadline(), None);
 }

@@ -49,6 +49,8 @@ pub enum EmulateError {
     },
     #[error("{0} forwarding thread panicked")]
     Panicked(&'static str),
+    #[error("--ctl {0}")]
+    Ctl(#[from] crate::emulate::ctl::CtlError),
     #[error("cannot create {what} {path}: {source}", path = path.display())]
     Create {
         what: &'static str,
@@ -81,6 +83,8 @@ pub struct EmulateJob<M> {
     pub log: Option<(PathBuf, serde_json::Value)>,
     /// The pcapng tap (`--tap`).
     pub tap: Option<PathBuf>,
+    /// Runtime control of the rules (`--ctl`).
+    pub ctl: Option<crate::emulate::ctl::CtlSetup>,
 }
 
 /// One direction's outcome; `model` is handed back for its counters.
@@ -193,6 +197,10 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
             )),
             None => None,
         };
+        let ctl = match self.ctl {
+            Some(setup) => Some(crate::emulate::ctl::CtlServer::start(setup)?),
+            None => None,
+        };
         let started = Instant::now();
         let spawn = |name: &'static str, index: u8, mut side: Side, mut model: M| {
             let stop = stop.clone();
@@ -257,6 +265,9 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
         let a2b = t_ab.join().map_err(|_| EmulateError::Panicked("a2b"))??;
         let b2a = t_ba.join().map_err(|_| EmulateError::Panicked("b2a"))??;
         let duration = started.elapsed();
+        if let Some(c) = ctl {
+            c.finish();
+        }
         let log = log.map(|(path, log)| {
             let first = [&a2b, &b2a]
                 .iter()
@@ -400,6 +411,9 @@ pub struct DirReport<'a> {
     pub early: u64,
     /// The rules of this direction, in matching order.
     pub rules: Vec<RuleReport<'a>>,
+    /// Rules updated or removed at run time (`ctl`), with their counters
+    /// until then.
+    pub ended_rules: &'a [crate::emulate::ctl::RuleState],
 }
 
 /// One rule in one direction.
@@ -437,6 +451,7 @@ fn dir_report(r: &DirectionRun<DirModel>) -> DirReport<'_> {
         lateness_buckets: &f.lateness_buckets,
         early: f.early,
         rules: r.model.rules().iter().map(rule_report).collect(),
+        ended_rules: r.model.ended_rules(),
     }
 }
 
@@ -517,6 +532,18 @@ impl EmulateReport<'_> {
                     rule.frames,
                     l.duplicates,
                     drops_text(&link_drops(l)),
+                );
+            }
+            for e in d.ended_rules {
+                s += &format!(
+                    "    rule {} '{}' [{}] ({}): {} frames, {} duplicated; {}\n",
+                    e.rule,
+                    e.filter,
+                    stages_text(&e.stages),
+                    e.ended.unwrap_or("ended"),
+                    e.frames,
+                    e.link.duplicates,
+                    drops_text(&link_drops(&e.link)),
                 );
             }
             let l = d.link;
