@@ -144,6 +144,8 @@ pub struct CtlSetup {
 pub enum CtlError {
     #[error("{path}: another emulator listens on this control socket", path = path.display())]
     InUse { path: PathBuf },
+    #[error("{path} exists and is not a socket: give --ctl another path", path = path.display())]
+    NotASocket { path: PathBuf },
     #[error("cannot listen on {path}: {source}", path = path.display())]
     Bind { path: PathBuf, source: io::Error },
 }
@@ -161,10 +163,15 @@ impl CtlServer {
     /// one refused) and serves until [`CtlServer::finish`].
     pub fn start(setup: CtlSetup) -> Result<CtlServer, CtlError> {
         let path = setup.path.clone();
-        if path.exists() {
+        if let Ok(m) = std::fs::symlink_metadata(&path) {
+            use std::os::unix::fs::FileTypeExt;
+            if !m.file_type().is_socket() {
+                return Err(CtlError::NotASocket { path });
+            }
             if UnixStream::connect(&path).is_ok() {
                 return Err(CtlError::InUse { path });
             }
+            // A socket nobody listens on: left by an emulator that died.
             let _ = std::fs::remove_file(&path);
         }
         let bind = |source| CtlError::Bind {

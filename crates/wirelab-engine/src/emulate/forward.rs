@@ -98,7 +98,8 @@ pub struct ForwardConfig {
     pub learn: bool,
     /// Frames read per turn before due releases are served.
     pub burst: usize,
-    /// Longest idle wait (how often the stop flag is seen).
+    /// Longest wait (how often the stop flag and runtime changes are
+    /// seen).
     pub idle: Duration,
     /// 0 a→b, 1 b→a (in log records).
     pub direction: u8,
@@ -111,7 +112,7 @@ impl Default for ForwardConfig {
             spin_ns: 200_000,
             learn: true,
             burst: 64,
-            idle: Duration::from_millis(50),
+            idle: Duration::from_millis(10),
             direction: 0,
         }
     }

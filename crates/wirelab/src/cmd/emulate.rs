@@ -389,7 +389,9 @@ fn map_err(e: EmulateError) -> anyhow::Error {
         EmulateError::Rt(r) => rt_error(r),
         EmulateError::SameInterface(_)
         | EmulateError::Interface { .. }
-        | EmulateError::Ctl(ctl::CtlError::InUse { .. }) => usage(e.to_string()),
+        | EmulateError::Ctl(ctl::CtlError::InUse { .. } | ctl::CtlError::NotASocket { .. }) => {
+            usage(e.to_string())
+        }
         e => e.into(),
     }
 }
