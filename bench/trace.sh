@@ -6,7 +6,7 @@
 # or a duplicate now and then, little-endian words) and a one-delay-per-line
 # text trace of a quarter of that are written to a work directory, read once
 # with `cat` to warm the page cache, then timed:
-#   cat FILE > /dev/null                  the read ceiling (reference)
+#   dd if=FILE of=/dev/null bs=1M         the read ceiling (reference; cat may splice)
 #   wirelab trace stats FILE              a full streaming pass with statistics
 #   wirelab emulate ... 'trace FILE'      the emulator's check of the whole
 #                                         trace before it forwards a frame
@@ -110,7 +110,7 @@ run() {
 cat "$BIN" "$TXT" >/dev/null
 for f in BIN TXT; do
     file="${!f}"
-    run "cat-$f" "$file" 0 sh -c "cat '$file' >/dev/null"
+    run "cat-$f" "$file" 0 dd if="$file" of=/dev/null bs=1M status=none
     run "stats-$f" "$file" 0 "$WIRELAB" trace stats "$file"
     run "emulate-$f" "$file" 1 ip netns exec "$NS_EMU" "$WIRELAB" emulate --a wlbd0 --b wlbd1 \
         --a2b "trace $file at-end stop" -d 1s
@@ -119,14 +119,14 @@ done
 echo
 machine_info 2>/dev/null | sed -n '1p;3p'
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $REPS runs each, medians; trace files in the page cache"
-printf '%-10s %-28s %10s %10s %9s %12s\n' trace tool seconds MB/s "vs cat" "peak RSS"
+printf '%-10s %-28s %10s %10s %9s %12s\n' trace tool seconds MB/s "vs dd" "peak RSS"
 for f in BIN TXT; do
     file="${!f}"
     bytes=$(stat -c %s "$file")
     name=$([ "$f" = BIN ] && echo "nist-bin" || echo "delays")
     for tool in cat stats emulate; do
         key="$tool-$f"
-        label=$(case $tool in cat) echo "cat (read ceiling)";; stats) echo "wirelab trace stats";; emulate) echo "wirelab emulate (check)";; esac)
+        label=$(case $tool in cat) echo "dd bs=1M (read ceiling)";; stats) echo "wirelab trace stats";; emulate) echo "wirelab emulate (check)";; esac)
         mbs=$(echo "$bytes / ${SECS[$key]} / 1000000" | bc -l)
         ratio=$(echo "${SECS[cat-$f]} / ${SECS[$key]}" | bc -l)
         printf '%-10s %-28s %10.2f %10.0f %9.2f %9d MiB\n' "$name" "$label" "${SECS[$key]}" "$mbs" "$ratio" $((RSS[$key] / 1024))

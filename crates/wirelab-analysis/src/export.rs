@@ -2,7 +2,8 @@
 //!
 //! Columns / keys, in order: `flow, kind, seq, size_bytes, sched_ns, tx_ns,
 //! rx_ns, refl_rx_ns, refl_tx_ns, probe_flags, rec_flags, tos`. `kind` is
-//! `tx`, `rx` or `echo_reply`; flags are the raw bit values. CSV has a header
+//! `tx`, `rx`, `echo_reply` or `emulated` (the emulator's log: fields
+//! mapped as `wirelab_wire::record::EmuRecord` says); flags are the raw bit values. CSV has a header
 //! line; JSON lines have one object per line. Numbers are written as
 //! integers (u64 in JSON may exceed 2^53: consumers that parse JSON numbers
 //! as doubles lose precision above that, as with any u64 in JSON).
@@ -22,6 +23,7 @@ pub fn kind_name(k: RecordKind) -> &'static str {
         RecordKind::Tx => "tx",
         RecordKind::Rx => "rx",
         RecordKind::EchoReply => "echo_reply",
+        RecordKind::Emulated => "emulated",
     }
 }
 

@@ -53,6 +53,8 @@ impl<'a> RecordSets<'a> {
                 RecordKind::Tx => out.0.push(*r),
                 RecordKind::Rx => out.1.push(*r),
                 RecordKind::EchoReply => out.2.push(*r),
+                // The emulator's log: analysed apart (`emulog`).
+                RecordKind::Emulated => {}
             }
         }
         out

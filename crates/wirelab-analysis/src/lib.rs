@@ -23,6 +23,7 @@
 //!   output: per-copy applied delay and its error, Table B.1, KS
 //!   (`wirelab.emulate.verify/1`).
 //! * [`DeliveryLatency`] — capture's kernel-stamp-to-handled latency.
+//! * [`emulog`] — the link emulator's per-copy log (`emulate --log`).
 //! * [`Percentiles`] — the one summary of a non-negative ns distribution.
 //! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy;
 //!   [`Requested`] and [`analyze_run`] join it to a run.
@@ -34,6 +35,7 @@
 
 pub mod buckets;
 pub mod delivery;
+pub mod emulog;
 pub mod emuverify;
 pub mod error;
 pub mod export;

@@ -12,4 +12,6 @@ pub mod record;
 pub mod rewrite;
 
 pub use probe::{EchoTimes, ProbeFlags, ProbeRepr, WireError};
-pub use record::{Record, RecordError, RecordFileHeader, RecordKind, RecordReader, Role};
+pub use record::{
+    EmuFate, EmuRecord, Record, RecordError, RecordFileHeader, RecordKind, RecordReader, Role,
+};

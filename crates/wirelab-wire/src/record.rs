@@ -152,6 +152,10 @@ pub enum RecordKind {
     /// An echo reply back at the sender: tx_ns original send, rx_ns reply
     /// arrival, refl_rx_ns/refl_tx_ns the reflector's times.
     EchoReply = 2,
+    /// One copy of a frame through the link emulator (`emulate --log`), in
+    /// a file of role sender; fields as [`EmuRecord`] maps them. Readers
+    /// older than this kind skip and count these records.
+    Emulated = 3,
 }
 
 impl RecordKind {
@@ -160,6 +164,7 @@ impl RecordKind {
             0 => Some(RecordKind::Tx),
             1 => Some(RecordKind::Rx),
             2 => Some(RecordKind::EchoReply),
+            3 => Some(RecordKind::Emulated),
             _ => None,
         }
     }
@@ -199,6 +204,8 @@ impl Record {
     pub const RX_HW_TS: u8 = 1 << 1;
     /// This probe was sent in a batch with others (sendmmsg).
     pub const TX_BATCHED: u8 = 1 << 2;
+    /// An emulated copy had one bit flipped (`corrupt`).
+    pub const CORRUPTED: u8 = 1 << 3;
 
     pub fn to_bytes(&self) -> [u8; RECORD_LEN] {
         let mut b = [0u8; RECORD_LEN];
@@ -238,6 +245,163 @@ impl Record {
             kind: RecordKind::from_u8(b[57])?,
             rec_flags: b[58],
             tos: b[59],
+        })
+    }
+}
+
+/// What happened to one copy of a frame in the link emulator: sent, or
+/// dropped for a reason. Codes are stable (they are in files); a reader
+/// meeting a code it does not know keeps the record as [`EmuFate::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EmuFate {
+    /// Handed to the kernel on the far interface.
+    Sent,
+    /// Dropped by the loss model.
+    Loss,
+    /// Dropped by a `DROP` record of the trace.
+    Trace,
+    /// Dropped past the end of the trace.
+    TraceEnd,
+    /// Dropped by the queue limit (packets or bytes).
+    Limit,
+    /// Dropped: it would have waited longer than the link's horizon.
+    Horizon,
+    /// Dropped where it was queued (an AQM's decision at dequeue).
+    Queue,
+    /// The kernel refused to send it (too long for the egress MTU, …).
+    SendFailure,
+    /// Still waiting for its deadline when the emulator stopped.
+    Unsent,
+    /// A code this version does not know.
+    Other(u8),
+}
+
+impl EmuFate {
+    /// Every known fate, in code order.
+    pub const KNOWN: [EmuFate; 9] = [
+        EmuFate::Sent,
+        EmuFate::Loss,
+        EmuFate::Trace,
+        EmuFate::TraceEnd,
+        EmuFate::Limit,
+        EmuFate::Horizon,
+        EmuFate::Queue,
+        EmuFate::SendFailure,
+        EmuFate::Unsent,
+    ];
+
+    /// The code stored in the record.
+    pub fn code(self) -> u8 {
+        match self {
+            EmuFate::Sent => 0,
+            EmuFate::Loss => 1,
+            EmuFate::Trace => 2,
+            EmuFate::TraceEnd => 3,
+            EmuFate::Limit => 4,
+            EmuFate::Horizon => 5,
+            EmuFate::Queue => 6,
+            EmuFate::SendFailure => 7,
+            EmuFate::Unsent => 8,
+            EmuFate::Other(c) => c,
+        }
+    }
+
+    pub fn from_code(c: u8) -> EmuFate {
+        EmuFate::KNOWN
+            .get(usize::from(c))
+            .copied()
+            .unwrap_or(EmuFate::Other(c))
+    }
+
+    /// The name in reports (`snake_case`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EmuFate::Sent => "sent",
+            EmuFate::Loss => "loss",
+            EmuFate::Trace => "trace",
+            EmuFate::TraceEnd => "trace_end",
+            EmuFate::Limit => "limit",
+            EmuFate::Horizon => "horizon",
+            EmuFate::Queue => "queue",
+            EmuFate::SendFailure => "send_failure",
+            EmuFate::Unsent => "unsent",
+            EmuFate::Other(_) => "other",
+        }
+    }
+}
+
+/// The emulator's per-copy log entry and its mapping onto a [`Record`] of
+/// kind [`RecordKind::Emulated`]:
+///
+/// ```text
+/// flow        = rule × 2 + direction (0 a→b, 1 b→a); rule 0 = the
+///               direction's default stages, 1.. the --rule order
+/// seq         = the frame's index among its rule's frames (from 0)
+/// size        = frame length (L2, VLAN tag included, no FCS)
+/// rx_ns       = kernel receive stamp (ns since the Unix epoch)
+/// sched_ns    = deadline (same clock; 0 for a copy dropped at arrival)
+/// tx_ns       = departure, taken just before the send call (0 if not sent)
+/// probe_flags = copy number (0 = the original, 1.. duplicates)
+/// tos         = fate code ([`EmuFate::code`])
+/// rec_flags   = RX_KERNEL_TS (the stamp is the kernel's), CORRUPTED
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmuRecord {
+    pub rule: u32,
+    /// 0 a→b, 1 b→a.
+    pub direction: u8,
+    pub seq: u64,
+    pub copy: u8,
+    pub len: u32,
+    pub arrival_ns: u64,
+    pub deadline_ns: u64,
+    pub departure_ns: u64,
+    pub fate: EmuFate,
+    pub corrupted: bool,
+    pub kernel_stamp: bool,
+}
+
+impl EmuRecord {
+    /// The flow id of a rule and direction.
+    pub fn flow_of(rule: u32, direction: u8) -> u32 {
+        rule.wrapping_mul(2) | u32::from(direction & 1)
+    }
+
+    pub fn to_record(&self) -> Record {
+        Record {
+            flow: Self::flow_of(self.rule, self.direction),
+            size: self.len,
+            seq: self.seq,
+            sched_ns: self.deadline_ns,
+            tx_ns: self.departure_ns,
+            rx_ns: self.arrival_ns,
+            refl_rx_ns: 0,
+            refl_tx_ns: 0,
+            probe_flags: self.copy,
+            kind: RecordKind::Emulated,
+            rec_flags: if self.kernel_stamp {
+                Record::RX_KERNEL_TS
+            } else {
+                0
+            } | if self.corrupted { Record::CORRUPTED } else { 0 },
+            tos: self.fate.code(),
+        }
+    }
+
+    /// The entry a record of kind [`RecordKind::Emulated`] holds.
+    pub fn from_record(r: &Record) -> Option<EmuRecord> {
+        (r.kind == RecordKind::Emulated).then(|| EmuRecord {
+            rule: r.flow >> 1,
+            direction: (r.flow & 1) as u8,
+            seq: r.seq,
+            copy: r.probe_flags,
+            len: r.size,
+            arrival_ns: r.rx_ns,
+            deadline_ns: r.sched_ns,
+            departure_ns: r.tx_ns,
+            fate: EmuFate::from_code(r.tos),
+            corrupted: r.rec_flags & Record::CORRUPTED != 0,
+            kernel_stamp: r.rec_flags & Record::RX_KERNEL_TS != 0,
         })
     }
 }
@@ -450,6 +614,41 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn emulated_records_map_both_ways_and_older_kinds_stay() {
+        let e = EmuRecord {
+            rule: 3,
+            direction: 1,
+            seq: 9,
+            copy: 2,
+            len: 1514,
+            arrival_ns: 100,
+            deadline_ns: 200,
+            departure_ns: 201,
+            fate: EmuFate::Sent,
+            corrupted: true,
+            kernel_stamp: true,
+        };
+        let r = e.to_record();
+        let b = r.to_bytes();
+        assert_eq!(&b[0..4], &[7, 0, 0, 0]);
+        assert_eq!(
+            &b[56..60],
+            &[2, 3, Record::RX_KERNEL_TS | Record::CORRUPTED, 0]
+        );
+        assert_eq!(
+            EmuRecord::from_record(&Record::from_bytes(&b).unwrap()),
+            Some(e)
+        );
+        for f in EmuFate::KNOWN {
+            assert_eq!(EmuFate::from_code(f.code()), f);
+        }
+        assert_eq!(EmuFate::from_code(200), EmuFate::Other(200));
+        assert_eq!(EmuFate::Other(200).code(), 200);
+        // A file of an older kind is not an emulator entry.
+        assert_eq!(EmuRecord::from_record(&sample()), None);
+    }
+
     proptest! {
         #[test]
         fn reader_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300)) {
@@ -459,7 +658,7 @@ mod tests {
         }
 
         #[test]
-        fn record_round_trip(flow in any::<u32>(), size in any::<u32>(), seq in any::<u64>(), t in any::<u64>(), k in 0u8..3, f in any::<u8>()) {
+        fn record_round_trip(flow in any::<u32>(), size in any::<u32>(), seq in any::<u64>(), t in any::<u64>(), k in 0u8..4, f in any::<u8>()) {
             let r = Record { flow, size, seq, sched_ns: t, tx_ns: t ^ 1, rx_ns: t ^ 2, refl_rx_ns: 0, refl_tx_ns: t,
                              probe_flags: f, kind: RecordKind::from_u8(k).unwrap(), rec_flags: f ^ 3, tos: f };
             prop_assert_eq!(Record::from_bytes(&r.to_bytes()), Some(r));

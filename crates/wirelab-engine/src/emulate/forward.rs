@@ -6,9 +6,20 @@
 //! clock has passed its deadline (never early); the wait for the next
 //! deadline is the pacer's hybrid one (sleep, then spin), except that the
 //! sleep is a wait on the ring, so an arrival ends it.
+//!
+//! Every copy of every frame ends in exactly one fate ([`EmuFate`]): sent,
+//! or dropped for a reason — by the model at arrival (loss, trace, limit,
+//! …) or at dequeue (queue), refused by the kernel (send failure), or still
+//! waiting when the run stops (unsent). So `received + duplicates = sent +
+//! dropped` holds at the end, per direction. The counters are published
+//! live ([`LiveDir`]) and each fate can be logged ([`Outputs::log`]).
 
+use super::live::LiveDir;
+use super::tap::TapWriter;
 use crate::pace::{send_batch, SEND_RETRIES};
+use crate::recordlog::RecordWriter;
 use crate::StopFlag;
+use serde::Serialize;
 use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
@@ -16,13 +27,23 @@ use wirelab_analysis::percentiles::{histogram, Percentiles};
 use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, Step, WaitStrategy};
 use wirelab_io::ring_frames::{with_vlan, FrameSource};
 use wirelab_io::{Clock, Transmit};
+use wirelab_wire::record::{EmuFate, EmuRecord};
 use wirelab_wire::rewrite::{fix_checksums, parse_ethernet};
 
 /// One copy of a packet leaving the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Release {
-    /// The packet's index in its direction (0 = the first frame received).
+    /// The frame's index in its direction (0 = the first frame received):
+    /// which held frame this is a copy of.
     pub index: u64,
+    /// The rule that took the frame (0: the direction's default stages).
+    pub rule: u32,
+    /// The frame's index among its rule's frames.
+    pub seq: u64,
+    /// 0 for the original, 1.. for duplicates.
+    pub copy: u8,
+    /// Its arrival time (monotonic ns), as the model used it.
+    pub arrival_ns: u64,
     /// When it may leave (monotonic ns).
     pub deadline_ns: u64,
     /// A bit of the frame to flip first (corruption), counted from the
@@ -32,17 +53,38 @@ pub struct Release {
     pub send: bool,
 }
 
+/// What the model decided about a frame when it arrived.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Admission {
+    /// The rule that took it (0: the direction's default stages).
+    pub rule: u32,
+    /// Its index among that rule's frames (what keys its randomness).
+    pub seq: u64,
+    /// Copies it will release.
+    pub queued: u32,
+    /// Copies dropped at once: (copy number, why).
+    pub dropped: Vec<(u8, EmuFate)>,
+}
+
 /// What the driver needs of a direction's link model.
 pub trait LinkModel {
-    /// Packet `index` of `len` bytes (L2, without FCS) arrived at `t_ns`;
-    /// returns how many releases it will give (0: dropped now, counted by
-    /// the model).
-    fn arrive(&mut self, t_ns: u64, len: u32, index: u64) -> u32;
+    /// Frame `index` (the direction's count, from 0) arrived at `t_ns`
+    /// (its kernel stamp, monotonic); `frame` is its bytes as they will
+    /// leave (L2, VLAN tag included, no FCS). The model fills `out`, which
+    /// the caller has cleared.
+    fn arrive(&mut self, t_ns: u64, frame: &[u8], index: u64, out: &mut Admission);
     /// The earliest deadline of what is queued.
     fn next_deadline(&self) -> Option<u64>;
     /// Appends every release whose deadline is at or before `now_ns`, in
     /// the order they leave.
     fn pop_due(&mut self, now_ns: u64, out: &mut Vec<Release>);
+    /// Appends every copy still queued (the run is over); by default the
+    /// releases due at the end of time.
+    fn drain(&mut self, out: &mut Vec<Release>) {
+        self.pop_due(u64::MAX, out);
+    }
+    /// Applies pending runtime changes (called between frames).
+    fn control(&mut self) {}
 }
 
 /// Knobs of [`forward`].
@@ -56,8 +98,11 @@ pub struct ForwardConfig {
     pub learn: bool,
     /// Frames read per turn before due releases are served.
     pub burst: usize,
-    /// Longest idle wait (how often the stop flag is seen).
+    /// Longest wait (how often the stop flag and runtime changes are
+    /// seen).
     pub idle: Duration,
+    /// 0 a→b, 1 b→a (in log records).
+    pub direction: u8,
 }
 
 impl Default for ForwardConfig {
@@ -67,37 +112,177 @@ impl Default for ForwardConfig {
             spin_ns: 200_000,
             learn: true,
             burst: 64,
-            idle: Duration::from_millis(50),
+            idle: Duration::from_millis(10),
+            direction: 0,
         }
     }
 }
 
+/// Copies not sent, by reason. `ring` counts frames the kernel dropped in
+/// front of the emulator (its receive ring was full); they were never
+/// received, so they are not copies and not in [`Drops::copies`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Drops {
+    pub loss: u64,
+    pub trace: u64,
+    pub trace_end: u64,
+    pub limit: u64,
+    pub horizon: u64,
+    pub queue: u64,
+    pub send_failure: u64,
+    pub unsent: u64,
+    pub ring: u64,
+}
+
+impl Drops {
+    /// Counts one copy with this fate (`Sent` and unknown fates count
+    /// nowhere).
+    pub fn add(&mut self, f: EmuFate) {
+        let c = match f {
+            EmuFate::Loss => &mut self.loss,
+            EmuFate::Trace => &mut self.trace,
+            EmuFate::TraceEnd => &mut self.trace_end,
+            EmuFate::Limit => &mut self.limit,
+            EmuFate::Horizon => &mut self.horizon,
+            EmuFate::Queue => &mut self.queue,
+            EmuFate::SendFailure => &mut self.send_failure,
+            EmuFate::Unsent => &mut self.unsent,
+            EmuFate::Sent | EmuFate::Other(_) => return,
+        };
+        *c += 1;
+    }
+
+    /// Every reason with its count, `ring` last.
+    pub fn by_reason(&self) -> [(&'static str, u64); 9] {
+        [
+            ("loss", self.loss),
+            ("trace", self.trace),
+            ("trace_end", self.trace_end),
+            ("limit", self.limit),
+            ("horizon", self.horizon),
+            ("queue", self.queue),
+            ("send_failure", self.send_failure),
+            ("unsent", self.unsent),
+            ("ring", self.ring),
+        ]
+    }
+
+    /// Copies dropped (every reason but `ring`).
+    pub fn copies(&self) -> u64 {
+        self.by_reason()[..8].iter().map(|r| r.1).sum()
+    }
+
+    /// Everything not forwarded, `ring` included.
+    pub fn total(&self) -> u64 {
+        self.copies() + self.ring
+    }
+}
+
+/// Upper bounds (ns) of the release-lateness buckets; the last bucket is
+/// everything above the last bound.
+pub const LATENESS_BOUNDS_NS: [u64; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+/// One bucket of the release-lateness histogram.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Bucket {
+    /// Upper bound, inclusive (`None`: above the previous bound).
+    pub le_ns: Option<u64>,
+    pub count: u64,
+}
+
 /// What one direction did.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ForwardStats {
     /// Frames read from the ring.
     pub received: u64,
-    /// Frames handed to the kernel (copies included).
+    /// Copies handed to the kernel.
     pub sent: u64,
-    /// Copies the model dropped at dequeue.
-    pub dropped_in_queue: u64,
-    /// Frames the transmit link refused.
-    pub send_failures: u64,
+    /// Copies made beyond the original.
+    pub duplicates: u64,
+    /// Copies sent with a bit flipped.
+    pub corrupted: u64,
+    /// Copies not sent, by reason.
+    pub dropped: Drops,
     /// Transient send errors retried.
     pub send_retries: u64,
-    /// Frames flipped a bit of.
-    pub corrupted: u64,
-    /// Frames that left before their deadline: always 0, counted to show it.
+    /// Copies that left before their deadline: always 0, counted to show it.
     pub early: u64,
     /// Release lateness: departure minus deadline.
     pub lateness: Percentiles,
-    /// Frames held at the end (not sent when stopped).
-    pub held_at_end: u64,
+    /// The same as a coarse histogram ([`LATENESS_BOUNDS_NS`]).
+    pub lateness_buckets: Vec<Bucket>,
+    /// The log stopped on this write error (the run went on).
+    #[serde(skip)]
+    pub log_error: Option<String>,
+}
+
+/// Where a direction reports beyond its return value; all optional.
+#[derive(Default)]
+pub struct Outputs<'a> {
+    /// Counters for a live display.
+    pub live: Option<&'a LiveDir>,
+    /// The per-copy log (`--log`): one record per fate.
+    pub log: Option<&'a mut RecordWriter>,
+    /// The frames sent, with their departure stamps (`--tap`).
+    pub tap: Option<&'a mut TapWriter>,
 }
 
 struct Held {
     buf: Vec<u8>,
     copies: u32,
+    len: u32,
+}
+
+/// The log and what it needs: wall-clock times and the direction.
+struct Log<'a, 'b> {
+    w: Option<&'a mut RecordWriter>,
+    tap: Option<&'b mut TapWriter>,
+    real_to_mono: i128,
+    direction: u8,
+    error: Option<String>,
+}
+
+impl Log<'_, '_> {
+    fn wall(&self, mono: u64) -> u64 {
+        (i128::from(mono) - self.real_to_mono).max(0) as u64
+    }
+
+    /// One copy's fate; times monotonic (0: none).
+    #[allow(clippy::too_many_arguments)]
+    fn fate(
+        &mut self,
+        rule: u32,
+        seq: u64,
+        copy: u8,
+        len: u32,
+        arrival: u64,
+        deadline: u64,
+        departure: u64,
+        fate: EmuFate,
+        corrupted: bool,
+    ) {
+        if self.error.is_some() || self.w.is_none() {
+            return;
+        }
+        let some = |t: u64| if t == 0 { 0 } else { self.wall(t) };
+        let e = EmuRecord {
+            rule,
+            direction: self.direction,
+            seq,
+            copy,
+            len,
+            arrival_ns: self.wall(arrival),
+            deadline_ns: some(deadline),
+            departure_ns: some(departure),
+            fate,
+            corrupted,
+            kernel_stamp: true,
+        };
+        let Some(w) = self.w.as_mut() else { return };
+        if let Err(e) = w.write(&e.to_record()) {
+            self.error = Some(e.to_string());
+        }
+    }
 }
 
 /// Forwards until `stop`, returning what it did. Errors: a receive or a
@@ -109,6 +294,7 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
     tx: &mut T,
     model: &mut M,
     stop: &StopFlag,
+    out: Outputs<'_>,
 ) -> io::Result<ForwardStats> {
     let mut st = ForwardStats::default();
     let mut pacer = Pacer::new(
@@ -122,32 +308,58 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
             anchor_first: false,
         },
     );
+    let live = out.live;
+    let mut log = Log {
+        w: out.log,
+        tap: out.tap,
+        real_to_mono: cfg.real_to_mono,
+        direction: cfg.direction,
+        error: None,
+    };
     let mut held: HashMap<u64, Held> = HashMap::new();
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut due: Vec<Release> = Vec::new();
-    let mut flipped: Vec<Vec<u8>> = Vec::new();
+    let mut adm = Admission::default();
+    let mut scratch: Vec<Vec<u8>> = Vec::new();
     let mut late = histogram();
     let mut index = 0u64;
     while !stop.is_stopped() {
+        model.control();
         // Arrivals: what the ring holds, a bounded burst at a time.
         let mut n = 0;
         while n < cfg.burst {
             let Some(f) = rx.peek() else { break };
             let t = (i128::from(f.ts_ns) + cfg.real_to_mono).max(0) as u64;
-            let len = f.data.len() as u32 + if f.vlan.is_some() { 4 } else { 0 };
-            let copies = model.arrive(t, len, index);
-            if copies > 0 {
-                let mut buf = pool.pop().unwrap_or_default();
-                with_vlan(f.data, f.vlan, &mut buf);
-                if f.csum_partial {
-                    // What the sender's NIC would have done on a wire.
-                    let l = parse_ethernet(&buf);
-                    fix_checksums(&mut buf, &l, false);
-                }
-                held.insert(index, Held { buf, copies });
+            let mut buf = pool.pop().unwrap_or_default();
+            with_vlan(f.data, f.vlan, &mut buf);
+            if f.csum_partial {
+                // What the sender's NIC would have done on a wire.
+                let l = parse_ethernet(&buf);
+                fix_checksums(&mut buf, &l, false);
             }
             rx.release();
+            let len = buf.len() as u32;
+            adm.dropped.clear();
+            adm.queued = 0;
+            model.arrive(t, &buf, index, &mut adm);
             st.received += 1;
+            st.duplicates += (u64::from(adm.queued) + adm.dropped.len() as u64).saturating_sub(1);
+            for &(copy, why) in &adm.dropped {
+                st.dropped.add(why);
+                log.fate(adm.rule, adm.seq, copy, len, t, 0, 0, why, false);
+            }
+            if adm.queued > 0 {
+                held.insert(
+                    index,
+                    Held {
+                        buf,
+                        copies: adm.queued,
+                        len,
+                    },
+                );
+            } else {
+                pool.push(buf);
+            }
             index += 1;
             n += 1;
         }
@@ -156,7 +368,16 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
         due.clear();
         model.pop_due(now, &mut due);
         if !due.is_empty() {
-            release(&due, now, tx, &mut held, &mut flipped, &mut st, &mut late)?;
+            release(
+                &due,
+                clock,
+                tx,
+                &held,
+                &mut scratch,
+                &mut st,
+                &mut late,
+                &mut log,
+            )?;
             for r in &due {
                 if let Some(h) = held.get_mut(&r.index) {
                     h.copies -= 1;
@@ -167,20 +388,31 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
                     }
                 }
             }
+            if let Some(l) = live {
+                l.publish(&st, held.len());
+            }
             continue;
+        }
+        if let Some(l) = live {
+            l.publish(&st, held.len());
         }
         if n == cfg.burst {
             continue;
         }
         // Wait for the next deadline or arrival.
         let Some(deadline) = model.next_deadline() else {
+            if let Some(t) = log.tap.as_mut() {
+                t.idle();
+            }
             rx.wait(cfg.idle)?;
             continue;
         };
         match pacer.step(deadline, now) {
             Step::Go => {}
             Step::Sleep(t) => {
-                let arrived = rx.wait(Duration::from_nanos(t - now))?;
+                // At most the idle wait: the stop flag and runtime changes
+                // are seen that often however far the next deadline is.
+                let arrived = rx.wait(Duration::from_nanos(t - now).min(cfg.idle))?;
                 let woke = clock.now_ns();
                 // Only a sleep that ran its course says how late wake-ups are.
                 if !arrived && woke >= t {
@@ -197,59 +429,170 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
             pacer.cpu_sample(now, clock.thread_cpu_ns());
         }
     }
+    // What still waits for its deadline is not sent: each copy's fate.
+    due.clear();
+    model.drain(&mut due);
+    for r in &due {
+        st.dropped.add(EmuFate::Unsent);
+        let len = held.get(&r.index).map_or(0, |h| h.len);
+        log.fate(
+            r.rule,
+            r.seq,
+            r.copy,
+            len,
+            r.arrival_ns,
+            r.deadline_ns,
+            0,
+            EmuFate::Unsent,
+            false,
+        );
+    }
     st.lateness = Percentiles::of(&late);
-    st.held_at_end = held.len() as u64;
+    st.lateness_buckets = buckets(&late);
+    st.log_error = log.error;
+    if let Some(l) = live {
+        l.publish(&st, 0);
+    }
     Ok(st)
 }
 
-/// Sends the copies in `due` that are to be sent, as one batch.
-fn release<T: Transmit>(
+fn buckets(h: &hdrhistogram::Histogram<u64>) -> Vec<Bucket> {
+    let mut out = Vec::with_capacity(LATENESS_BOUNDS_NS.len() + 1);
+    let mut below = 0;
+    for b in LATENESS_BOUNDS_NS {
+        let n = h.count_between(0, b);
+        out.push(Bucket {
+            le_ns: Some(b),
+            count: n - below,
+        });
+        below = n;
+    }
+    out.push(Bucket {
+        le_ns: None,
+        count: h.len() - below,
+    });
+    out
+}
+
+/// Copies sent per send call at most (stack arrays: nothing is allocated
+/// per batch).
+const BATCH: usize = 64;
+
+/// Sends the copies in `due` that are to be sent, in order, and gives
+/// every copy its fate. `scratch` holds corrupted copies' buffers (reused).
+#[allow(clippy::too_many_arguments)]
+fn release<C: Clock, T: Transmit>(
     due: &[Release],
-    now: u64,
+    clock: &mut C,
     tx: &mut T,
-    held: &mut HashMap<u64, Held>,
-    flipped: &mut Vec<Vec<u8>>,
+    held: &HashMap<u64, Held>,
+    scratch: &mut Vec<Vec<u8>>,
     st: &mut ForwardStats,
     late: &mut hdrhistogram::Histogram<u64>,
+    log: &mut Log<'_, '_>,
 ) -> io::Result<()> {
-    // Corrupted copies get their own buffer: the other copies stay intact.
-    flipped.clear();
-    for r in due.iter().filter(|r| r.send) {
-        if let (Some(bit), Some(h)) = (r.flip_bit, held.get(&r.index)) {
-            let mut b = h.buf.clone();
-            if let Some(byte) = b.get_mut((bit / 8) as usize) {
-                *byte ^= 0x80 >> (bit % 8);
+    let mut i = 0;
+    while i < due.len() {
+        // The next copies to send (at most a batch); a copy dropped at
+        // dequeue gets its fate on the way.
+        let mut pick = [0usize; BATCH];
+        let (mut k, mut flips) = (0, 0);
+        while i < due.len() && k < BATCH {
+            let r = &due[i];
+            i += 1;
+            let Some(h) = held.get(&r.index) else {
+                continue;
+            };
+            if !r.send {
+                st.dropped.add(EmuFate::Queue);
+                log.fate(
+                    r.rule,
+                    r.seq,
+                    r.copy,
+                    h.len,
+                    r.arrival_ns,
+                    r.deadline_ns,
+                    0,
+                    EmuFate::Queue,
+                    false,
+                );
+                continue;
             }
-            flipped.push(b);
-        }
-    }
-    let mut frames: Vec<&[u8]> = Vec::with_capacity(due.len());
-    let mut k = 0;
-    for r in due {
-        if !r.send {
-            st.dropped_in_queue += 1;
-            continue;
-        }
-        let Some(h) = held.get(&r.index) else {
-            continue;
-        };
-        if r.flip_bit.is_some() {
-            frames.push(&flipped[k]);
+            if let Some(bit) = r.flip_bit {
+                // A corrupted copy gets its own buffer: the others stay intact.
+                if scratch.len() == flips {
+                    scratch.push(Vec::new());
+                }
+                let b = &mut scratch[flips];
+                b.clear();
+                b.extend_from_slice(&h.buf);
+                if let Some(byte) = b.get_mut((bit / 8) as usize) {
+                    *byte ^= 0x80 >> (bit % 8);
+                }
+                flips += 1;
+            }
+            pick[k] = i - 1;
             k += 1;
-            st.corrupted += 1;
-        } else {
-            frames.push(&h.buf);
         }
-        if now < r.deadline_ns {
-            st.early += 1;
+        let mut frames: [&[u8]; BATCH] = [&[]; BATCH];
+        let mut f = 0;
+        for (slot, &j) in frames.iter_mut().zip(&pick[..k]) {
+            let r = &due[j];
+            *slot = if r.flip_bit.is_some() {
+                f += 1;
+                &scratch[f - 1]
+            } else {
+                held.get(&r.index).map_or(&[][..], |h| &h.buf)
+            };
         }
-        let _ = late.record((now - r.deadline_ns.min(now)).max(1));
+        send(due, &pick[..k], &frames[..k], clock, tx, st, late, log)?;
     }
+    Ok(())
+}
+
+/// Sends `frames` (copies `due[pick[..]]`), each send call stamped with
+/// the clock just before it.
+#[allow(clippy::too_many_arguments)]
+fn send<C: Clock, T: Transmit>(
+    due: &[Release],
+    pick: &[usize],
+    frames: &[&[u8]],
+    clock: &mut C,
+    tx: &mut T,
+    st: &mut ForwardStats,
+    late: &mut hdrhistogram::Histogram<u64>,
+    log: &mut Log<'_, '_>,
+) -> io::Result<()> {
     let mut off = 0;
     while off < frames.len() {
+        let t = clock.now_ns();
         let d = send_batch(tx, &frames[off..], SEND_RETRIES);
-        st.sent += d.sent as u64;
         st.send_retries += d.retries;
+        for (&j, f) in pick[off..off + d.sent].iter().zip(&frames[off..]) {
+            let r = &due[j];
+            st.sent += 1;
+            let corrupted = r.flip_bit.is_some();
+            st.corrupted += u64::from(corrupted);
+            if t < r.deadline_ns {
+                st.early += 1;
+            }
+            let _ = late.record((t - r.deadline_ns.min(t)).max(1));
+            log.fate(
+                r.rule,
+                r.seq,
+                r.copy,
+                f.len() as u32,
+                r.arrival_ns,
+                r.deadline_ns,
+                t,
+                EmuFate::Sent,
+                corrupted,
+            );
+            let wall = log.wall(t);
+            if let Some(tap) = log.tap.as_mut() {
+                tap.frame(wall, f);
+            }
+        }
         off += d.sent;
         if let Some(e) = d.error {
             if e.raw_os_error() == Some(libc::ENXIO) || e.raw_os_error() == Some(libc::ENODEV) {
@@ -257,7 +600,21 @@ fn release<T: Transmit>(
             }
             // The kernel refused this frame (too long for the egress MTU,
             // say): count it and go on with the rest.
-            st.send_failures += 1;
+            if let Some(&j) = pick.get(off) {
+                let r = &due[j];
+                st.dropped.add(EmuFate::SendFailure);
+                log.fate(
+                    r.rule,
+                    r.seq,
+                    r.copy,
+                    frames[off].len() as u32,
+                    r.arrival_ns,
+                    r.deadline_ns,
+                    0,
+                    EmuFate::SendFailure,
+                    r.flip_bit.is_some(),
+                );
+            }
             off += 1;
         }
     }

@@ -1,50 +1,7 @@
-//! [`LinkModel`] for the core's [`Link`]: the driver's view of it.
+//! Building a direction's [`Link`] from its stage list: the files its
+//! stages read are opened and checked here.
 
-use super::forward::{LinkModel, Release};
 use wirelab_core::link::{self, Link};
-
-/// A [`Link`] as the forwarding driver uses it.
-pub struct CoreLink {
-    pub link: Link,
-    due: Vec<link::Release>,
-}
-
-impl CoreLink {
-    pub fn new(link: Link) -> CoreLink {
-        CoreLink {
-            link,
-            due: Vec::new(),
-        }
-    }
-}
-
-impl LinkModel for CoreLink {
-    fn arrive(&mut self, t_ns: u64, len: u32, index: u64) -> u32 {
-        // Frames are not inspected for ECN capability: the loss model
-        // drops (`ecn` is refused by the front end until CE marking is done).
-        self.link.arrive(t_ns, len, index, false).queued().count() as u32
-    }
-
-    fn next_deadline(&self) -> Option<u64> {
-        self.link.next_deadline()
-    }
-
-    fn pop_due(&mut self, now_ns: u64, out: &mut Vec<Release>) {
-        self.due.clear();
-        self.link.pop_due(now_ns, &mut self.due);
-        out.extend(self.due.iter().map(|r| {
-            Release {
-                index: r.packet_index,
-                deadline_ns: r.deadline_ns,
-                flip_bit: r
-                    .corrupt
-                    .and_then(|c| c.bit_in(r.frame_len as usize))
-                    .map(|b| b as u32),
-                send: true,
-            }
-        }));
-    }
-}
 
 /// Why a direction's link could not be built.
 #[derive(Debug, thiserror::Error)]

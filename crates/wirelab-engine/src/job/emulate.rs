@@ -2,19 +2,27 @@
 //! forwarding thread per direction, each with its own link model.
 
 use super::rt::RtSetup;
-use crate::emulate::{forward, CoreLink, ForwardConfig, ForwardStats, LinkModel};
+use crate::emulate::forward::Bucket;
+use crate::emulate::{
+    forward, Drops, ForwardConfig, ForwardStats, LinkModel, LiveDir, Outputs, Recorded, Tap,
+};
+use crate::emulate::{DirModel, RuleLink};
+use crate::recordlog::{hostname, RecordLog, RecordMeta};
 use crate::StopFlag;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 use wirelab_analysis::percentiles::Percentiles;
 use wirelab_io::bpf::{BpfError, BpfProgram};
-use wirelab_io::clock::mono_to_real_offset;
+use wirelab_io::clock::{mono_to_real_offset, real_ns};
 use wirelab_io::ifstats::IfInfo;
 use wirelab_io::packet_sock::{PacketError, PacketSocket};
 use wirelab_io::ring_frames::{FrameRing, FrameRingConfig, FrameRingStats};
 use wirelab_io::rt::RtError;
 use wirelab_io::MonoClock;
 use wirelab_wire::ethernet::{HEADER_BYTES, VLAN_TAG_BYTES};
+use wirelab_wire::record::Role;
 
 /// Why the emulator could not start or went on.
 #[derive(Debug, Error)]
@@ -41,6 +49,14 @@ pub enum EmulateError {
     },
     #[error("{0} forwarding thread panicked")]
     Panicked(&'static str),
+    #[error("--ctl {0}")]
+    Ctl(#[from] crate::emulate::ctl::CtlError),
+    #[error("cannot create {what} {path}: {source}", path = path.display())]
+    Create {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// The emulator's configuration: the two interfaces and a model per
@@ -61,6 +77,14 @@ pub struct EmulateJob<M> {
     pub learn: bool,
     /// Pinning (thread 0 = a→b, 1 = b→a), SCHED_FIFO, mlockall.
     pub rt: RtSetup,
+    /// Counters for a live display (a→b, b→a).
+    pub live: [Arc<LiveDir>; 2],
+    /// The per-copy log (`--log`) and the configuration for its header.
+    pub log: Option<(PathBuf, serde_json::Value)>,
+    /// The pcapng tap (`--tap`).
+    pub tap: Option<PathBuf>,
+    /// Runtime control of the rules (`--ctl`).
+    pub ctl: Option<crate::emulate::ctl::CtlSetup>,
 }
 
 /// One direction's outcome; `model` is handed back for its counters.
@@ -68,6 +92,18 @@ pub struct DirectionRun<M> {
     pub forward: ForwardStats,
     pub ring: FrameRingStats,
     pub model: M,
+    /// Frames written to the tap, or why the tap stopped.
+    pub tap: Option<Result<u64, String>>,
+}
+
+/// A file the run wrote beside forwarding.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileOutcome {
+    pub path: PathBuf,
+    /// Records (log) or frames (tap) in it.
+    pub count: u64,
+    /// It stopped on this error (the run went on).
+    pub error: Option<String>,
 }
 
 /// What the job did.
@@ -77,6 +113,8 @@ pub struct EmulateRun<M> {
     pub duration: Duration,
     pub a2b: DirectionRun<M>,
     pub b2a: DirectionRun<M>,
+    pub log: Option<FileOutcome>,
+    pub tap: Option<FileOutcome>,
 }
 
 struct Side {
@@ -123,21 +161,65 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
         let ab = open_side(&self.a, &self.b, self.ring_frames)?;
         let ba = open_side(&self.b, &self.a, self.ring_frames)?;
         self.rt.lock_memory()?;
-        let cfg = ForwardConfig {
-            real_to_mono: -mono_to_real_offset(),
-            spin_ns: self.spin_ns,
-            learn: self.learn,
-            ..ForwardConfig::default()
+        let real_to_mono = -mono_to_real_offset();
+        let log = match &self.log {
+            Some((path, config)) => {
+                let meta = RecordMeta {
+                    wirelab_version: env!("CARGO_PKG_VERSION").into(),
+                    role: "emulate".into(),
+                    host: hostname(),
+                    clock: "rx_ns kernel receive stamp, sched_ns deadline, tx_ns just before \
+                            the send call; CLOCK_REALTIME ns (deadlines and departures taken on \
+                            CLOCK_MONOTONIC, shifted by one offset)"
+                        .into(),
+                    start_unix_ns: real_ns(),
+                    config: config.clone(),
+                };
+                let log = RecordLog::create(path, Role::Sender, &meta).map_err(|source| {
+                    EmulateError::Create {
+                        what: "log",
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
+                Some((path.clone(), log))
+            }
+            None => None,
+        };
+        let tap = match &self.tap {
+            Some(p) => Some((
+                p.clone(),
+                Tap::create(p, &self.a, &self.b).map_err(|source| EmulateError::Create {
+                    what: "tap",
+                    path: p.clone(),
+                    source,
+                })?,
+            )),
+            None => None,
+        };
+        let ctl = match self.ctl {
+            Some(setup) => Some(crate::emulate::ctl::CtlServer::start(setup)?),
+            None => None,
         };
         let started = Instant::now();
-        let spawn = |name: &'static str, index: usize, mut side: Side, mut model: M| {
+        let spawn = |name: &'static str, index: u8, mut side: Side, mut model: M| {
             let stop = stop.clone();
             let rt = self.rt;
+            let live = self.live[usize::from(index)].clone();
+            let cfg = ForwardConfig {
+                real_to_mono,
+                spin_ns: self.spin_ns,
+                learn: self.learn,
+                direction: index,
+                ..ForwardConfig::default()
+            };
+            let mut log_w = log.as_ref().map(|l| l.1.writer());
+            let mut tap_w = tap.as_ref().map(|t| t.1.writer(index));
             std::thread::Builder::new()
                 .name(format!("emulate-{name}"))
                 .spawn(move || {
                     let r = rt
-                        .apply_to_thread(index)
+                        .apply_to_thread(usize::from(index))
                         .map_err(EmulateError::from)
                         .and_then(|()| {
                             forward(
@@ -147,6 +229,11 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
                                 &mut side.out,
                                 &mut model,
                                 &stop,
+                                Outputs {
+                                    live: Some(&live),
+                                    log: log_w.as_mut(),
+                                    tap: tap_w.as_mut(),
+                                },
                             )
                             .map_err(|source| EmulateError::Forward { dir: name, source })
                         });
@@ -155,10 +242,12 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
                         stop.stop();
                     }
                     let ring = side.ring.stats().unwrap_or_default();
+                    let tap = tap_w.map(|t| t.close().map_err(|e| e.to_string()));
                     r.map(|forward| DirectionRun {
                         forward,
                         ring,
                         model,
+                        tap,
                     })
                 })
         };
@@ -175,27 +264,96 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
         }
         let a2b = t_ab.join().map_err(|_| EmulateError::Panicked("a2b"))??;
         let b2a = t_ba.join().map_err(|_| EmulateError::Panicked("b2a"))??;
+        let duration = started.elapsed();
+        if let Some(c) = ctl {
+            c.finish();
+        }
+        let log = log.map(|(path, log)| {
+            let first = [&a2b, &b2a]
+                .iter()
+                .find_map(|d| d.forward.log_error.clone());
+            match log.finish() {
+                Ok(st) => FileOutcome {
+                    path,
+                    count: st.records,
+                    error: first,
+                },
+                Err(e) => FileOutcome {
+                    path,
+                    count: 0,
+                    error: Some(first.unwrap_or_else(|| e.to_string())),
+                },
+            }
+        });
+        let tap = tap.map(|(path, tap)| {
+            let mut count = 0;
+            let mut error = None;
+            for d in [&a2b, &b2a] {
+                match &d.tap {
+                    Some(Ok(n)) => count += n,
+                    Some(Err(e)) => error = error.or(Some(e.clone())),
+                    None => {}
+                }
+            }
+            if let Err(e) = tap.finish() {
+                error = error.or(Some(e.to_string()));
+            }
+            FileOutcome { path, count, error }
+        });
         Ok(EmulateRun {
             a: a_info,
             b: b_info,
-            duration: started.elapsed(),
+            duration,
             a2b,
             b2a,
+            log,
+            tap,
         })
     }
 }
 
-impl EmulateRun<CoreLink> {
-    /// The typed report (`wirelab.emulate/1`), given each direction's stage
-    /// list and seed (a→b, b→a).
-    pub fn report<'a>(&'a self, stages: [&'a str; 2], seeds: [u64; 2]) -> EmulateReport<'a> {
+impl EmulateRun<DirModel> {
+    /// Ends the decision traces (`--record-decisions`) of both directions.
+    pub fn finish_recording(&mut self) -> Vec<(&'static str, Recorded)> {
+        let mut v: Vec<_> = self
+            .a2b
+            .model
+            .finish_recording()
+            .into_iter()
+            .map(|r| ("a2b", r))
+            .collect();
+        v.extend(
+            self.b2a
+                .model
+                .finish_recording()
+                .into_iter()
+                .map(|r| ("b2a", r)),
+        );
+        v
+    }
+
+    /// The typed report (`wirelab.emulate/1`); `decisions` from
+    /// [`EmulateRun::finish_recording`].
+    pub fn report<'a>(&'a self, decisions: &'a [(&'static str, Recorded)]) -> EmulateReport<'a> {
         EmulateReport {
             schema: "wirelab.emulate/1",
             a: &self.a.name,
             b: &self.b.name,
             duration_ns: self.duration.as_nanos() as u64,
-            a2b: dir_report(stages[0], seeds[0], &self.a2b),
-            b2a: dir_report(stages[1], seeds[1], &self.b2a),
+            a2b: dir_report(&self.a2b),
+            b2a: dir_report(&self.b2a),
+            log: self.log.as_ref(),
+            tap: self.tap.as_ref(),
+            decisions: decisions
+                .iter()
+                .map(|(d, r)| DecisionReport {
+                    direction: d,
+                    rule: r.rule,
+                    path: &r.path,
+                    records: r.records,
+                    error: r.error.as_deref(),
+                })
+                .collect(),
         }
     }
 }
@@ -209,45 +367,138 @@ pub struct EmulateReport<'a> {
     pub duration_ns: u64,
     pub a2b: DirReport<'a>,
     pub b2a: DirReport<'a>,
+    /// `--log`: records written.
+    pub log: Option<&'a FileOutcome>,
+    /// `--tap`: frames written.
+    pub tap: Option<&'a FileOutcome>,
+    /// `--record-decisions`: one trace per rule and direction with stages.
+    pub decisions: Vec<DecisionReport<'a>>,
+}
+
+/// One decision trace written.
+#[derive(serde::Serialize)]
+pub struct DecisionReport<'a> {
+    pub direction: &'static str,
+    pub rule: u32,
+    pub path: &'a std::path::Path,
+    pub records: u64,
+    pub error: Option<&'a str>,
 }
 
 #[derive(serde::Serialize)]
 pub struct DirReport<'a> {
+    /// The default stages (frames no rule took).
     pub stages: &'a str,
     pub seed: u64,
-    /// Frames read, sent (copies included), refused by the link.
+    /// Frames read, copies sent.
     pub received: u64,
     pub sent: u64,
+    /// Copies made beyond the original; copies sent with a bit flipped.
+    pub duplicates: u64,
+    pub corrupted: u64,
+    /// Copies not sent, by reason (`ring`: frames the kernel dropped in
+    /// front of the emulator). `received + duplicates = sent + dropped`
+    /// (without `ring`).
+    pub dropped: Drops,
+    /// The same as `dropped.send_failure` and `dropped.ring`.
     pub send_failures: u64,
-    /// Kernel drops in front of the emulator (receive ring full).
     pub ring_drops: u64,
-    /// What the link model decided.
+    /// The default stages' link model counters.
     pub link: &'a wirelab_core::link::LinkCounters,
     /// Departure minus deadline.
     pub lateness: Percentiles,
+    pub lateness_buckets: &'a [Bucket],
     pub early: u64,
+    /// The rules of this direction, in matching order.
+    pub rules: Vec<RuleReport<'a>>,
+    /// Rules updated or removed at run time (`ctl`), with their counters
+    /// until then.
+    pub ended_rules: &'a [crate::emulate::ctl::RuleState],
 }
 
-fn dir_report<'a>(stages: &'a str, seed: u64, r: &'a DirectionRun<CoreLink>) -> DirReport<'a> {
-    let ForwardStats {
-        received,
-        sent,
-        send_failures,
-        lateness,
-        early,
-        ..
-    } = r.forward;
-    let FrameRingStats { drops, .. } = r.ring;
+/// One rule in one direction.
+#[derive(serde::Serialize)]
+pub struct RuleReport<'a> {
+    pub rule: u32,
+    pub filter: &'a str,
+    pub stages: &'a str,
+    pub seed: u64,
+    /// Frames the rule took.
+    pub frames: u64,
+    /// Copies still queued when the run stopped.
+    pub unsent: u64,
+    /// Its link model's counters.
+    pub link: &'a wirelab_core::link::LinkCounters,
+}
+
+fn dir_report(r: &DirectionRun<DirModel>) -> DirReport<'_> {
+    let f = &r.forward;
+    let mut dropped = f.dropped;
+    dropped.ring = r.ring.drops;
+    let d = r.model.default_link();
     DirReport {
-        stages,
-        seed,
-        received,
-        sent,
-        send_failures,
-        ring_drops: drops,
-        link: r.model.link.counters(),
-        lateness,
-        early,
+        stages: &d.stages,
+        seed: d.seed,
+        received: f.received,
+        sent: f.sent,
+        duplicates: f.duplicates,
+        corrupted: f.corrupted,
+        dropped,
+        send_failures: dropped.send_failure,
+        ring_drops: dropped.ring,
+        link: d.link.counters(),
+        lateness: f.lateness,
+        lateness_buckets: &f.lateness_buckets,
+        early: f.early,
+        rules: r.model.rules().iter().map(rule_report).collect(),
+        ended_rules: r.model.ended_rules(),
+    }
+}
+
+fn rule_report(l: &RuleLink) -> RuleReport<'_> {
+    RuleReport {
+        rule: l.rule,
+        filter: l.filter.as_ref().map_or("", BpfProgram::expr),
+        stages: &l.stages,
+        seed: l.seed,
+        frames: l.frames(),
+        unsent: l.unsent,
+        link: l.link.counters(),
+    }
+}
+
+/// "dropped 53 (loss 50, limit 3)" or "dropped 0".
+fn drops_text(d: &Drops) -> String {
+    let why: Vec<String> = d
+        .by_reason()
+        .iter()
+        .filter(|r| r.1 > 0)
+        .map(|(n, v)| format!("{} {v}", n.replace('_', " ")))
+        .collect();
+    if why.is_empty() {
+        "dropped 0".into()
+    } else {
+        format!("dropped {} ({})", d.total(), why.join(", "))
+    }
+}
+
+fn link_drops(c: &wirelab_core::link::LinkCounters) -> Drops {
+    let x = &c.dropped;
+    Drops {
+        loss: x.loss,
+        trace: x.trace,
+        trace_end: x.trace_end,
+        limit: x.limit,
+        horizon: x.horizon,
+        ..Drops::default()
+    }
+}
+
+fn stages_text(s: &str) -> &str {
+    if s.is_empty() {
+        "pass"
+    } else {
+        s
     }
 }
 
@@ -261,39 +512,113 @@ impl EmulateReport<'_> {
             r.b,
             r.duration_ns as f64 / 1e9
         );
+        let us = |ns: u64| ns as f64 / 1e3;
         for (name, from, to, d) in [("a2b", r.a, r.b, &r.a2b), ("b2a", r.b, r.a, &r.b2a)] {
-            let l = d.link;
-            let dr = &l.dropped;
             s += &format!(
-            "  {name} ({from} -> {to}) [{}]: {} received, {} sent; dropped: loss {}, trace {}, \
-             trace end {}, limit {}, horizon {}; {} duplicated, {} corrupted, {} reordered; \
-             ring drops {}, send failures {}\n",
-            if d.stages.is_empty() { "pass" } else { d.stages },
-            d.received,
-            d.sent,
-            dr.loss,
-            dr.trace,
-            dr.trace_end,
-            dr.limit,
-            dr.horizon,
-            l.duplicates,
-            l.corrupted,
-            l.reordered,
-            d.ring_drops,
-            d.send_failures,
-        );
-            if d.lateness.count > 0 {
-                let us = |ns: u64| ns as f64 / 1e3;
-                s += &format!(
-                "    release lateness: p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us; early {}\n",
-                us(d.lateness.p50_ns),
-                us(d.lateness.p99_ns),
-                us(d.lateness.p999_ns),
-                us(d.lateness.max_ns),
-                d.early
+                "  {name} ({from} -> {to}): {} received, {} sent, {} duplicated, {} corrupted; {}\n",
+                d.received,
+                d.sent,
+                d.duplicates,
+                d.corrupted,
+                drops_text(&d.dropped),
             );
+            for rule in &d.rules {
+                let l = rule.link;
+                s += &format!(
+                    "    rule {} '{}' [{}]: {} frames, {} duplicated; {}\n",
+                    rule.rule,
+                    rule.filter,
+                    stages_text(rule.stages),
+                    rule.frames,
+                    l.duplicates,
+                    drops_text(&link_drops(l)),
+                );
+            }
+            for e in d.ended_rules {
+                s += &format!(
+                    "    rule {} '{}' [{}] ({}): {} frames, {} duplicated; {}\n",
+                    e.rule,
+                    e.filter,
+                    stages_text(&e.stages),
+                    e.ended.unwrap_or("ended"),
+                    e.frames,
+                    e.link.duplicates,
+                    drops_text(&link_drops(&e.link)),
+                );
+            }
+            let l = d.link;
+            s += &format!(
+                "    {}[{}]: {} frames, {} duplicated, {} reordered; {}; queue max {} packets {} bytes\n",
+                if d.rules.is_empty() { "stages " } else { "default " },
+                stages_text(d.stages),
+                l.arrivals,
+                l.duplicates,
+                l.reordered,
+                drops_text(&link_drops(l)),
+                l.queue_packets_max,
+                l.queue_bytes_max,
+            );
+            if d.lateness.count > 0 {
+                s += &format!(
+                    "    release lateness: p50 {:.1} us, p90 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us; early {}\n",
+                    us(d.lateness.p50_ns),
+                    us(d.lateness.p90_ns),
+                    us(d.lateness.p99_ns),
+                    us(d.lateness.p999_ns),
+                    us(d.lateness.max_ns),
+                    d.early
+                );
+                let hist: Vec<String> = d
+                    .lateness_buckets
+                    .iter()
+                    .map(|b| match b.le_ns {
+                        Some(le) => format!("<={} {}", short_ns(le), b.count),
+                        None => format!(">10ms {}", b.count),
+                    })
+                    .collect();
+                s += &format!("    lateness histogram: {}\n", hist.join(", "));
             }
         }
+        for (what, f) in [("log", r.log), ("tap", r.tap)] {
+            if let Some(f) = f {
+                s += &format!(
+                    "  {what}: {} ({} {})",
+                    f.path.display(),
+                    f.count,
+                    if what == "log" { "records" } else { "frames" }
+                );
+                if let Some(e) = &f.error {
+                    s += &format!("; stopped: {e}");
+                }
+                s += "\n";
+            }
+        }
+        for d in &r.decisions {
+            s += &format!(
+                "  decisions {}{}: {} ({} records)",
+                d.direction,
+                if d.rule == 0 {
+                    String::new()
+                } else {
+                    format!(" rule {}", d.rule)
+                },
+                d.path.display(),
+                d.records
+            );
+            if let Some(e) = d.error {
+                s += &format!("; stopped: {e}");
+            }
+            s += "\n";
+        }
         s
+    }
+}
+
+/// 1000 → "1us", 10_000_000 → "10ms".
+fn short_ns(ns: u64) -> String {
+    if ns >= 1_000_000 {
+        format!("{}ms", ns / 1_000_000)
+    } else {
+        format!("{}us", ns / 1_000)
     }
 }

@@ -39,6 +39,10 @@ pub struct Run {
     /// Files skipped as a repeat of an earlier one (same header and first
     /// record: the same recording), with the file they repeat.
     pub repeated: Vec<(PathBuf, PathBuf)>,
+    /// The link emulator's log records (`emulate --log`), analysed apart.
+    pub emulated: Vec<Record>,
+    /// The configuration in the first emulator log's header.
+    pub emulate_config: Option<serde_json::Value>,
 }
 
 /// The interval and size specs a sender recorded in its metadata (the
@@ -68,6 +72,8 @@ pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
     let mut partial = Vec::new();
     let (mut unknown_kind, mut ignored) = (0u64, 0u64);
     let mut repeated = Vec::new();
+    let mut emulated = Vec::new();
+    let mut emulate_config = None;
     let mut seen: Vec<(Role, String, Option<Record>, PathBuf)> = Vec::new();
     for p in paths {
         let read = |source| ReadError::Read {
@@ -93,14 +99,18 @@ pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
             continue;
         }
         seen.push((role, r.header().metadata.clone(), first, p.clone()));
-        if role == Role::Sender && sender_meta.is_none() {
-            sender_meta = serde_json::from_str(&r.header().metadata).ok();
+        let meta: Option<RecordMeta> = serde_json::from_str(&r.header().metadata).ok();
+        if meta.as_ref().is_some_and(|m| m.role == "emulate") {
+            emulate_config = emulate_config.or(meta.map(|m| m.config));
+        } else if role == Role::Sender && sender_meta.is_none() {
+            sender_meta = meta;
         }
         let mut next = first;
         while let Some(rec) = next {
             match (role, rec.kind) {
                 (Role::Sender, RecordKind::Tx) => records.tx.push(rec),
                 (Role::Sender, RecordKind::EchoReply) => records.echo.push(rec),
+                (Role::Sender, RecordKind::Emulated) => emulated.push(rec),
                 (Role::Receiver | Role::Reflector, RecordKind::Rx) => records.rx.push(rec),
                 _ => ignored += 1,
             }
@@ -122,6 +132,8 @@ pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
         unknown_kind,
         ignored,
         repeated,
+        emulated,
+        emulate_config,
     })
 }
 

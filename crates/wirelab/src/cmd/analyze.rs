@@ -30,6 +30,16 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
             ),
         });
     }
+    if !run.emulated.is_empty() {
+        if !(run.records.tx.is_empty() && run.records.rx.is_empty() && run.records.echo.is_empty())
+        {
+            anyhow::bail!(
+                "the files hold an emulator log and send/recv records: analyze the emulator log \
+                 (emulate --log) on its own"
+            );
+        }
+        return emulator_log(&run, &warnings, &a);
+    }
     let mut summary = analyze_run(&run.records, &run.requested, a.window, a.max_flows as usize)
         .map_err(|e| match e {
             AnalysisError::TooManyFlows { limit, found } => anyhow::anyhow!(
@@ -51,6 +61,56 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
     } else {
         let mut out = std::io::stdout().lock();
         render_text(&summary, &mut out)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// An emulator log (`emulate --log`): per rule and direction, fates and
+/// delays (`wirelab.emulate-log/1`).
+fn emulator_log(
+    run: &wirelab_engine::job::records::Run,
+    warnings: &[Warning],
+    a: &AnalyzeArgs,
+) -> Result<()> {
+    let mut log = wirelab_analysis::emulog::EmuLog::new(a.max_flows as usize);
+    for r in &run.emulated {
+        log.add(r);
+    }
+    let cfg = run.emulate_config.as_ref();
+    let label = |rule: u32, dir: u8| -> Option<(String, String)> {
+        let cfg = cfg?;
+        let d = if dir == 0 { "a2b" } else { "b2a" };
+        if rule == 0 {
+            return Some((String::new(), cfg.get(d)?.as_str()?.to_string()));
+        }
+        let r = cfg.get("rules")?.as_array()?.get(rule as usize - 1)?;
+        Some((
+            r.get("filter")?.as_str()?.to_string(),
+            r.get("stages")?.as_str()?.to_string(),
+        ))
+    };
+    let report = log.finish(label).map_err(|e| match e {
+        AnalysisError::TooManyFlows { limit, .. } => anyhow::anyhow!(
+            "the emulator log holds more than --max-flows {limit} flows (rule and direction \
+             pairs): raise --max-flows to analyze it"
+        ),
+        e => e.into(),
+    })?;
+    for w in warnings {
+        eprintln!("wirelab: warning: {}", w.message);
+    }
+    if run.unknown_kind > 0 {
+        eprintln!(
+            "wirelab: note: skipped {} records of an unknown kind",
+            run.unknown_kind
+        );
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let mut out = std::io::stdout().lock();
+        report.render_text(&mut out)?;
         out.flush()?;
     }
     Ok(())

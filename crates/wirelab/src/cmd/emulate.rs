@@ -2,13 +2,18 @@
 
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
-use clap::Args;
+use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use wirelab_core::link::{Direction, LinkConfig, LinkKey};
-use wirelab_engine::emulate::{open_link, CoreLink};
+use wirelab_engine::emulate::ctl::{self, CtlRule, CtlSetup};
+use wirelab_engine::emulate::recorder::decision_path;
+use wirelab_engine::emulate::{open_link, DirModel, LiveDir, Recorder, RuleLink};
 use wirelab_engine::job::emulate::{EmulateError, EmulateJob};
 use wirelab_engine::job::rt::RtSetup;
 use wirelab_engine::job::stop_on_signals;
+use wirelab_io::bpf::BpfProgram;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Stages (netem's syntax; see docs/emulate.md):\n  \
@@ -19,13 +24,16 @@ rate 10mbit [OVERHEAD [CELL [CELLOVERHEAD]]]   slot MIN [MAX] [packets N] [bytes
 limit 1000 | limit bytes 1m   order fifo|free   seed 7\n  \
 trace FILE [scale X] [offset T] [at-end loop|hold|stop|pass|drop]\n\n\
 Example: wirelab emulate --a veth1 --b veth2 --both 'delay 20ms 2ms loss 1%' -d 60s")]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EmulateArgs {
+    #[command(subcommand)]
+    pub cmd: Option<EmulateCmd>,
     /// First interface of the bridge
-    #[arg(long = "a", value_name = "IF")]
-    pub a: String,
+    #[arg(long = "a", value_name = "IF", required = true)]
+    pub a: Option<String>,
     /// Second interface of the bridge
-    #[arg(long = "b", value_name = "IF")]
-    pub b: String,
+    #[arg(long = "b", value_name = "IF", required = true)]
+    pub b: Option<String>,
     /// Stages for frames from A to B
     #[arg(long, value_name = "STAGES", allow_hyphen_values = true)]
     pub a2b: Option<String>,
@@ -35,6 +43,10 @@ pub struct EmulateArgs {
     /// Stages for both directions (each its own state and random stream)
     #[arg(long, value_name = "STAGES", conflicts_with_all = ["a2b", "b2a"], allow_hyphen_values = true)]
     pub both: Option<String>,
+    /// Frames matching FILTER (tcpdump syntax; `a2b:` or `b2a:` in front for one direction)
+    /// get STAGES instead of the direction's; the first matching rule wins; repeatable
+    #[arg(long, num_args = 2, value_names = ["FILTER", "STAGES"], allow_hyphen_values = true)]
+    pub rule: Vec<String>,
     /// Stop after this long (default: until Ctrl-C / SIGTERM)
     #[arg(short = 'd', long, value_name = "DURATION", value_parser = crate::values::NONZERO_DURATION)]
     pub duration: Option<u64>,
@@ -56,14 +68,81 @@ pub struct EmulateArgs {
     /// SCHED_FIFO priority of both threads (1-99), and locked memory
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub rt_priority: Option<i32>,
+    /// Log every copy of every frame (arrival, deadline, departure or drop reason) to this
+    /// record file; `wirelab analyze FILE` summarises it
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Write the frames each direction sends, with their departure times, to this pcapng file
+    #[arg(long, value_name = "FILE")]
+    pub tap: Option<PathBuf>,
+    /// Write every decision as a packet trace that replays the run (`trace FILE`): one file per
+    /// direction and rule with stages, named FILE with `.a2b`/`.b2a` (and `.ruleN`) before
+    /// the extension (.pkt.csv exact; .bin/.nist.txt µs)
+    #[arg(long, value_name = "FILE")]
+    pub record_decisions: Option<PathBuf>,
+    /// Accept rule changes (`wirelab emulate ctl`) on this unix socket
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = DEFAULT_CTL)]
+    pub ctl: Option<PathBuf>,
     /// Print the report as JSON (schema wirelab.emulate/1)
     #[arg(long)]
     pub json: bool,
+    /// No live counters on stderr
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
-fn link_config(flag: &str, stages: Option<&str>) -> Result<LinkConfig> {
-    let s = stages.unwrap_or("");
-    let c = LinkConfig::parse(s).map_err(|e| usage(format!("{flag} '{s}': {e}")))?;
+/// The control socket when `--ctl` and `ctl --socket` give none.
+pub const DEFAULT_CTL: &str = "/run/wirelab-emulate.sock";
+
+#[derive(Subcommand, Debug)]
+pub enum EmulateCmd {
+    /// Change a running emulator's rules over its --ctl socket
+    Ctl(CtlArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Rules are named by their number (`ctl list`) or their filter. A change applies \
+between two frames; an updated or removed rule keeps what it holds until each copy left at its \
+deadline.\n\nExample:\n  wirelab emulate --a eA --b eB --ctl /run/emu.sock &\n  \
+wirelab emulate ctl --socket /run/emu.sock add 'udp dst port 5004' 'delay 20ms loss random 1%'"
+)]
+pub struct CtlArgs {
+    /// The emulator's control socket (its --ctl)
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_CTL)]
+    pub socket: PathBuf,
+    /// Print the emulator's answer as JSON
+    #[arg(long)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub op: CtlOp,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CtlOp {
+    /// Add a rule after the others: frames matching FILTER (`a2b:`/`b2a:` in front for one
+    /// direction) get STAGES; fails "exists" if FILTER has a rule
+    Add {
+        filter: String,
+        #[arg(allow_hyphen_values = true)]
+        stages: String,
+    },
+    /// Give rule RULE (its number or filter) new stages
+    Update {
+        rule: String,
+        #[arg(allow_hyphen_values = true)]
+        stages: String,
+    },
+    /// Remove rule RULE (its number or filter)
+    Del { rule: String },
+    /// The rules
+    List,
+    /// The rules with their counters, and both directions' counters
+    Stats,
+}
+
+fn link_config(flag: &str, stages: &str) -> Result<LinkConfig> {
+    let c = LinkConfig::parse(stages).map_err(|e| usage(format!("{flag} '{stages}': {e}")))?;
     if c.ecn {
         return Err(usage(format!(
             "{flag}: `ecn` (CE marking instead of loss) is not supported by the forwarder yet; \
@@ -73,33 +152,187 @@ fn link_config(flag: &str, stages: Option<&str>) -> Result<LinkConfig> {
     Ok(c)
 }
 
+/// One `--rule`: its number, directions, filter and stages.
+struct RuleArg {
+    rule: u32,
+    dirs: Vec<Direction>,
+    filter: String,
+    stages: String,
+}
+
+/// `rules`: the values of every `--rule`, two each.
+fn rule_args(rules: &[String]) -> Result<Vec<RuleArg>> {
+    let mut out = Vec::new();
+    for (i, r) in rules.chunks(2).enumerate() {
+        let (f, stages) = match r {
+            [f, s] => (f.trim(), s.clone()),
+            _ => return Err(usage("--rule takes two values: FILTER STAGES")),
+        };
+        let (dirs, filter) = if let Some(f) = f.strip_prefix("a2b:") {
+            (vec![Direction::AToB], f.trim())
+        } else if let Some(f) = f.strip_prefix("b2a:") {
+            (vec![Direction::BToA], f.trim())
+        } else {
+            (vec![Direction::AToB, Direction::BToA], f)
+        };
+        if filter.is_empty() {
+            return Err(usage(format!(
+                "--rule '{f}': the filter is empty; stages for every frame go in --a2b, --b2a or --both"
+            )));
+        }
+        out.push(RuleArg {
+            rule: i as u32 + 1,
+            dirs,
+            filter: filter.to_string(),
+            stages,
+        });
+    }
+    Ok(out)
+}
+
+fn dir_name(d: Direction) -> &'static str {
+    match d {
+        Direction::AToB => "a2b",
+        Direction::BToA => "b2a",
+    }
+}
+
+/// A rule's link to build for one direction.
+struct NewRule<'a> {
+    rule: u32,
+    filter: Option<BpfProgram>,
+    stages: &'a str,
+    dir: Direction,
+    /// Just added (a decision trace starts; an updated rule's goes on).
+    new: bool,
+}
+
+/// Builds one rule's link: stage list, seed, trace file, decision trace.
+fn rule_link(flag: &str, r: NewRule<'_>, seed: u64, decisions: Option<&Path>) -> Result<RuleLink> {
+    let c = link_config(flag, r.stages)?;
+    let key = LinkKey {
+        seed: c.seed.unwrap_or(seed),
+        rule: r.rule,
+        direction: r.dir,
+    };
+    let link = open_link(&c, key).map_err(|e| usage(format!("{flag}: {e}")))?;
+    let mut l = RuleLink::new(r.rule, r.filter, r.stages, key.seed, link);
+    if let (Some(base), false, true) = (decisions, r.stages.trim().is_empty(), r.new) {
+        let p = decision_path(base, dir_name(r.dir), r.rule)
+            .map_err(|e| usage(format!("--record-decisions: {e}")))?;
+        let rec = Recorder::create(&p).map_err(|e| anyhow::anyhow!("--record-decisions: {e}"))?;
+        l = l.record_to(rec);
+    }
+    Ok(l)
+}
+
 pub fn run(a: EmulateArgs) -> Result<()> {
+    match a.cmd {
+        Some(EmulateCmd::Ctl(c)) => ctl_run(c),
+        None => emulate(a),
+    }
+}
+
+fn emulate(a: EmulateArgs) -> Result<()> {
+    let (if_a, if_b) = match (&a.a, &a.b) {
+        (Some(x), Some(y)) => (x.clone(), y.clone()),
+        _ => return Err(usage("emulate needs --a IF and --b IF")),
+    };
     let (s_ab, s_ba) = match &a.both {
-        Some(s) => (Some(s.as_str()), Some(s.as_str())),
-        None => (a.a2b.as_deref(), a.b2a.as_deref()),
+        Some(s) => (s.as_str(), s.as_str()),
+        None => (
+            a.a2b.as_deref().unwrap_or(""),
+            a.b2a.as_deref().unwrap_or(""),
+        ),
     };
     let (f_ab, f_ba) = if a.both.is_some() {
         ("--both", "--both")
     } else {
         ("--a2b", "--b2a")
     };
-    let c_ab = link_config(f_ab, s_ab)?;
-    let c_ba = link_config(f_ba, s_ba)?;
-    let key = |c: &LinkConfig, direction| LinkKey {
-        seed: c.seed.unwrap_or(a.seed),
-        rule: 0,
-        direction,
+    if let Some(p) = &a.record_decisions {
+        decision_path(p, "a2b", 0).map_err(|e| usage(format!("--record-decisions: {e}")))?;
+    }
+    let rules = rule_args(&a.rule)?;
+    let decisions = a.record_decisions.as_deref();
+    let model = |dir: Direction, flag: &str, stages: &str| -> Result<DirModel> {
+        let mut links = Vec::new();
+        for r in rules.iter().filter(|r| r.dirs.contains(&dir)) {
+            let flag = format!("--rule '{}'", r.filter);
+            let f = BpfProgram::compile(&r.filter, 1, 65_535)
+                .map_err(|e| usage(format!("--rule: {e}")))?;
+            let new = NewRule {
+                rule: r.rule,
+                filter: Some(f),
+                stages: &r.stages,
+                dir,
+                new: true,
+            };
+            links.push(rule_link(&flag, new, a.seed, decisions)?);
+        }
+        let new = NewRule {
+            rule: 0,
+            filter: None,
+            stages,
+            dir,
+            new: true,
+        };
+        let default = rule_link(flag, new, a.seed, decisions)?;
+        Ok(DirModel::new(links, default))
     };
-    let (k_ab, k_ba) = (key(&c_ab, Direction::AToB), key(&c_ba, Direction::BToA));
-    let bad =
-        |flag: &str, e: wirelab_engine::emulate::LinkSetupError| usage(format!("{flag}: {e}"));
-    let l_ab = open_link(&c_ab, k_ab).map_err(|e| bad(f_ab, e))?;
-    let l_ba = open_link(&c_ba, k_ba).map_err(|e| bad(f_ba, e))?;
+    let mut m_ab = model(Direction::AToB, f_ab, s_ab)?;
+    let mut m_ba = model(Direction::BToA, f_ba, s_ba)?;
+    let live = [Arc::new(LiveDir::default()), Arc::new(LiveDir::default())];
+    let ctl = a.ctl.as_ref().map(|path| {
+        let (t_ab, r_ab) = std::sync::mpsc::channel();
+        let (t_ba, r_ba) = std::sync::mpsc::channel();
+        m_ab.set_control(r_ab);
+        m_ba.set_control(r_ba);
+        let seed = a.seed;
+        let decisions = a.record_decisions.clone();
+        CtlSetup {
+            path: path.clone(),
+            rules: rules
+                .iter()
+                .map(|r| CtlRule {
+                    rule: r.rule,
+                    directions: r.dirs.iter().map(|&d| dir_name(d)).collect(),
+                    filter: r.filter.clone(),
+                    stages: r.stages.clone(),
+                })
+                .collect(),
+            build: Box::new(move |rule, filter, stages, dir, new| {
+                let f = BpfProgram::compile(filter, 1, 65_535).map_err(|e| e.to_string())?;
+                let flag = format!("rule {rule} ({})", dir_name(dir));
+                let r = NewRule {
+                    rule,
+                    filter: Some(f),
+                    stages,
+                    dir,
+                    new,
+                };
+                rule_link(&flag, r, seed, decisions.as_deref()).map_err(|e| e.to_string())
+            }),
+            to: [t_ab, t_ba],
+            live: live.clone(),
+        }
+    });
+    let config = serde_json::json!({
+        "a": if_a, "b": if_b,
+        "a2b": s_ab, "b2a": s_ba,
+        "seed": [m_ab.default_link().seed, m_ba.default_link().seed],
+        "rules": rules.iter().map(|r| serde_json::json!({
+            "rule": r.rule,
+            "directions": r.dirs.iter().map(|d| dir_name(*d)).collect::<Vec<_>>(),
+            "filter": r.filter,
+            "stages": r.stages,
+        })).collect::<Vec<_>>(),
+    });
     let job = EmulateJob {
-        a: a.a.clone(),
-        b: a.b.clone(),
-        a2b: CoreLink::new(l_ab),
-        b2a: CoreLink::new(l_ba),
+        a: if_a.clone(),
+        b: if_b.clone(),
+        a2b: m_ab,
+        b2a: m_ba,
         ring_frames: a.ring_frames,
         duration: a.duration.map(Duration::from_nanos),
         spin_ns: a.spin,
@@ -109,23 +342,36 @@ pub fn run(a: EmulateArgs) -> Result<()> {
             fifo_priority: a.rt_priority,
             mlock: a.rt_priority.is_some(),
         },
+        live: live.clone(),
+        log: a.log.clone().map(|p| (p, config)),
+        tap: a.tap.clone(),
+        ctl,
     };
     let stop = stop_on_signals()?;
     if !a.json {
         eprintln!(
-            "emulate: bridging {} <-> {}{}; Ctrl-C to stop",
-            a.a,
-            a.b,
+            "emulate: bridging {if_a} <-> {if_b}{}{}; Ctrl-C to stop",
             a.duration
                 .map(|d| format!(" for {:.2} s", d as f64 / 1e9))
+                .unwrap_or_default(),
+            a.ctl
+                .as_ref()
+                .map(|p| format!("; rules changed over {}", p.display()))
                 .unwrap_or_default()
         );
     }
-    let run = job.run(&stop).map_err(map_err)?;
-    let report = run.report(
-        [s_ab.unwrap_or(""), s_ba.unwrap_or("")],
-        [k_ab.seed, k_ba.seed],
-    );
+    let ticker = crate::progress::ticker(a.quiet, move |_| {
+        format!(
+            "a2b {} | b2a {}",
+            live[0].snapshot().line(),
+            live[1].snapshot().line()
+        )
+    });
+    let res = job.run(&stop);
+    drop(ticker);
+    let mut run = res.map_err(map_err)?;
+    let decisions = run.finish_recording();
+    let report = run.report(&decisions);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -141,7 +387,111 @@ fn map_err(e: EmulateError) -> anyhow::Error {
             anyhow::Error::new(Privilege(e.to_string()))
         }
         EmulateError::Rt(r) => rt_error(r),
-        EmulateError::SameInterface(_) | EmulateError::Interface { .. } => usage(e.to_string()),
+        EmulateError::SameInterface(_)
+        | EmulateError::Interface { .. }
+        | EmulateError::Ctl(ctl::CtlError::InUse { .. } | ctl::CtlError::NotASocket { .. }) => {
+            usage(e.to_string())
+        }
         e => e.into(),
     }
+}
+
+/// `wirelab emulate ctl`: one request, its answer on stdout.
+fn ctl_run(c: CtlArgs) -> Result<()> {
+    use ctl::Request;
+    let req = match c.op {
+        CtlOp::Add { filter, stages } => Request::Add { filter, stages },
+        CtlOp::Update { rule, stages } => Request::Update { rule, stages },
+        CtlOp::Del { rule } => Request::Del { rule },
+        CtlOp::List => Request::List,
+        CtlOp::Stats => Request::Stats,
+    };
+    let v = ctl::request(&c.socket, &req)?;
+    if c.json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    if v["ok"] != true {
+        anyhow::bail!(
+            "{}",
+            v["error"]
+                .as_str()
+                .unwrap_or("the emulator refused the request")
+        );
+    }
+    if c.json {
+        return Ok(());
+    }
+    let rule_line = |r: &serde_json::Value| {
+        let dirs: Vec<&str> = r["directions"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|d| d.as_str()).collect())
+            .unwrap_or_default();
+        let stages = r["stages"].as_str().unwrap_or("");
+        format!(
+            "rule {} {} '{}' [{}]",
+            r["rule"],
+            dirs.join("+"),
+            r["filter"].as_str().unwrap_or(""),
+            if stages.is_empty() { "pass" } else { stages }
+        )
+    };
+    match req {
+        Request::Add { .. } => println!("added {}", rule_line(&v["rule"])),
+        Request::Update { .. } => println!("updated {}", rule_line(&v["rule"])),
+        Request::Del { .. } => println!("removed {}", rule_line(&v["rule"])),
+        Request::List => {
+            let rules = v["rules"].as_array().cloned().unwrap_or_default();
+            if rules.is_empty() {
+                println!("no rules");
+            }
+            for r in &rules {
+                println!("{}", rule_line(r));
+            }
+        }
+        Request::Stats => {
+            for d in ["a2b", "b2a"] {
+                let s = &v[d];
+                let l = &s["live"];
+                println!(
+                    "{d}: {} received, {} sent, {} duplicated, {} held",
+                    l["received"], l["sent"], l["duplicates"], l["held"]
+                );
+                for r in s["rules"].as_array().cloned().unwrap_or_default() {
+                    let link = &r["link"];
+                    let dropped: Vec<String> = link["dropped"]
+                        .as_object()
+                        .map(|o| {
+                            o.iter()
+                                .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+                                .map(|(k, n)| format!("{} {n}", k.replace('_', " ")))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let stages = r["stages"].as_str().unwrap_or("");
+                    let name = if r["rule"] == 0 {
+                        "default".to_string()
+                    } else {
+                        format!(
+                            "rule {} '{}'",
+                            r["rule"],
+                            r["filter"].as_str().unwrap_or("")
+                        )
+                    };
+                    println!(
+                        "  {name} [{}]: {} frames, {} duplicated, dropped {}, {} queued",
+                        if stages.is_empty() { "pass" } else { stages },
+                        r["frames"],
+                        link["duplicates"],
+                        if dropped.is_empty() {
+                            "0".to_string()
+                        } else {
+                            dropped.join(", ")
+                        },
+                        link["queue_packets"]
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,327 @@
+//! A direction's link model: its rules in order, then its default stages.
+//!
+//! A frame goes to the first rule whose filter matches its bytes (tcpdump
+//! syntax, run in user space on the frame as it will leave, VLAN tag
+//! inline), else to the default. Each rule is a [`Link`] of its own: own
+//! state, own trace cursor, own packet count (`seq`), and randomness keyed
+//! by (seed, rule, direction, seq) — so what one rule decides does not
+//! depend on the traffic of another. Releases of different rules are merged
+//! by deadline (a stable sort: each rule's own order is kept on ties).
+
+use super::ctl::{Cmd, CmdReceiver, RuleState};
+use super::forward::{Admission, LinkModel, Release};
+use super::recorder::{Recorded, Recorder};
+use std::collections::HashMap;
+use wirelab_core::link::{self, DropReason, Fate, Link};
+use wirelab_io::bpf::BpfProgram;
+use wirelab_wire::record::EmuFate;
+
+/// The fate code of a copy the link model dropped.
+pub fn fate_of(r: DropReason) -> EmuFate {
+    match r {
+        DropReason::Loss => EmuFate::Loss,
+        DropReason::Trace => EmuFate::Trace,
+        DropReason::TraceEnd => EmuFate::TraceEnd,
+        DropReason::Limit => EmuFate::Limit,
+        DropReason::Horizon => EmuFate::Horizon,
+    }
+}
+
+/// One rule of a direction (or its default stages: rule 0, no filter).
+pub struct RuleLink {
+    /// 0 for the default stages; 1.. in the order the rules were given.
+    pub rule: u32,
+    /// `None` for the default: every frame no rule took.
+    pub filter: Option<BpfProgram>,
+    /// The stage list as given.
+    pub stages: String,
+    /// The seed its randomness is keyed by.
+    pub seed: u64,
+    pub link: Link,
+    /// Copies still queued when the run stopped (the link counts them as
+    /// released).
+    pub unsent: u64,
+    next_seq: u64,
+    /// The seq of its first frame (an updated rule goes on counting).
+    first_seq: u64,
+    /// seq → the direction's frame index, while copies wait; frames below
+    /// `identity_below` are not in it: their index is their seq (the
+    /// default stages while no rule exists take every frame in order).
+    frames: HashMap<u64, u64>,
+    identity_below: u64,
+    recorder: Option<Recorder>,
+}
+
+impl RuleLink {
+    pub fn new(
+        rule: u32,
+        filter: Option<BpfProgram>,
+        stages: &str,
+        seed: u64,
+        link: Link,
+    ) -> RuleLink {
+        RuleLink {
+            rule,
+            filter,
+            stages: stages.to_string(),
+            seed,
+            link,
+            unsent: 0,
+            next_seq: 0,
+            first_seq: 0,
+            frames: HashMap::new(),
+            identity_below: 0,
+            recorder: None,
+        }
+    }
+
+    /// Records this rule's decisions as a packet trace.
+    pub fn record_to(mut self, r: Recorder) -> RuleLink {
+        self.recorder = Some(r);
+        self
+    }
+
+    fn takes(&self, frame: &[u8]) -> bool {
+        self.filter
+            .as_ref()
+            .is_none_or(|f| f.matches(frame, frame.len() as u32))
+    }
+
+    /// Frames this rule's link took.
+    pub fn frames(&self) -> u64 {
+        self.next_seq - self.first_seq
+    }
+
+    fn state(&self) -> RuleState {
+        RuleState {
+            rule: self.rule,
+            filter: self
+                .filter
+                .as_ref()
+                .map_or_else(String::new, |f| f.expr().to_string()),
+            stages: self.stages.clone(),
+            seed: self.seed,
+            frames: self.next_seq - self.first_seq,
+            link: self.link.counters().clone(),
+            ended: None,
+        }
+    }
+}
+
+/// A direction's rules and default stages, as one [`LinkModel`].
+pub struct DirModel {
+    /// The rules in order, the default last.
+    links: Vec<RuleLink>,
+    /// Rules updated or removed at run time whose copies still wait: they
+    /// take no frame and leave once empty.
+    retired: Vec<RuleLink>,
+    /// Decision traces of removed rules, finished at the end (not on the
+    /// forwarding path: finishing waits for the disk).
+    ended: Vec<(u32, Recorder)>,
+    /// What updated and removed rules did until then.
+    ended_rules: Vec<RuleState>,
+    ctl: Option<CmdReceiver>,
+    due: Vec<link::Release>,
+}
+
+impl DirModel {
+    /// `rules` in matching order (each with a filter) and the default
+    /// stages (rule 0, no filter).
+    pub fn new(rules: Vec<RuleLink>, default: RuleLink) -> DirModel {
+        let mut links = rules;
+        links.push(default);
+        DirModel {
+            links,
+            retired: Vec::new(),
+            ended: Vec::new(),
+            ended_rules: Vec::new(),
+            ctl: None,
+            due: Vec::new(),
+        }
+    }
+
+    /// Rules updated or removed at run time, with their counters then.
+    pub fn ended_rules(&self) -> &[RuleState] {
+        &self.ended_rules
+    }
+
+    /// Takes runtime changes from `rx` (`wirelab emulate ctl`).
+    pub fn set_control(&mut self, rx: CmdReceiver) {
+        self.ctl = Some(rx);
+    }
+
+    fn apply(&mut self, cmd: Cmd) {
+        let last = self.links.len() - 1;
+        let at = |links: &[RuleLink], rule: u32| links[..last].iter().position(|l| l.rule == rule);
+        match cmd {
+            Cmd::Add(l, ack) => {
+                self.links.insert(last, l);
+                let _ = ack.send(());
+            }
+            Cmd::Replace(rule, mut l, ack) => {
+                if let Some(i) = at(&self.links, rule) {
+                    let old = &mut self.links[i];
+                    if l.recorder.is_none() {
+                        l.recorder = old.recorder.take();
+                    }
+                    // Its frames go on counting: (rule, seq) stays unique.
+                    l.next_seq = old.next_seq;
+                    l.first_seq = old.next_seq;
+                    l.identity_below = 0;
+                    let old = std::mem::replace(&mut self.links[i], l);
+                    self.retire(old, "updated");
+                }
+                let _ = ack.send(());
+            }
+            Cmd::Remove(rule, ack) => {
+                if let Some(i) = at(&self.links, rule) {
+                    let mut old = self.links.remove(i);
+                    if let Some(r) = old.recorder.take() {
+                        self.ended.push((rule, r));
+                    }
+                    self.retire(old, "removed");
+                }
+                let _ = ack.send(());
+            }
+            Cmd::State(tx) => {
+                let _ = tx.send(self.links.iter().map(RuleLink::state).collect());
+            }
+        }
+    }
+
+    /// Keeps `old` while copies wait in it.
+    fn retire(&mut self, mut old: RuleLink, why: &'static str) {
+        self.ended_rules.push(RuleState {
+            ended: Some(why),
+            ..old.state()
+        });
+        if let Some(r) = old.recorder.take() {
+            self.ended.push((old.rule, r));
+        }
+        if old.link.next_deadline().is_some() {
+            self.retired.push(old);
+        }
+    }
+
+    /// The default stages.
+    pub fn default_link(&self) -> &RuleLink {
+        &self.links[self.links.len() - 1]
+    }
+
+    /// The rules in order, without the default.
+    pub fn rules(&self) -> &[RuleLink] {
+        &self.links[..self.links.len() - 1]
+    }
+
+    /// Ends every decision trace: waits until each is in its file.
+    pub fn finish_recording(&mut self) -> Vec<Recorded> {
+        let mut v: Vec<Recorded> = self
+            .ended
+            .drain(..)
+            .map(|(rule, r)| r.finish(rule))
+            .collect();
+        v.extend(
+            self.links
+                .iter_mut()
+                .filter_map(|l| l.recorder.take().map(|r| r.finish(l.rule))),
+        );
+        v
+    }
+}
+
+impl LinkModel for DirModel {
+    fn arrive(&mut self, t_ns: u64, frame: &[u8], index: u64, out: &mut Admission) {
+        let last = self.links.len() - 1;
+        let i = (0..last)
+            .find(|&i| self.links[i].takes(frame))
+            .unwrap_or(last);
+        let l = &mut self.links[i];
+        let seq = l.next_seq;
+        l.next_seq += 1;
+        // Frames are not inspected for ECN capability: the loss model
+        // drops (`ecn` is refused by the front end until CE marking is done).
+        let a = l.link.arrive(t_ns, frame.len() as u32, seq, false);
+        out.rule = l.rule;
+        out.seq = seq;
+        for (copy, f) in a.copies().iter().enumerate() {
+            match f {
+                Fate::Queued(_) => out.queued += 1,
+                Fate::Dropped(r) => out.dropped.push((copy as u8, fate_of(*r))),
+            }
+        }
+        if last == 0 && l.identity_below == seq && seq == index {
+            l.identity_below += 1;
+        } else if out.queued > 0 {
+            l.frames.insert(seq, index);
+        }
+        if let Some(r) = &mut l.recorder {
+            r.record(&a);
+        }
+    }
+
+    fn next_deadline(&self) -> Option<u64> {
+        self.links
+            .iter()
+            .chain(&self.retired)
+            .filter_map(|l| l.link.next_deadline())
+            .min()
+    }
+
+    fn pop_due(&mut self, now_ns: u64, out: &mut Vec<Release>) {
+        let start = out.len();
+        let mut rules_due = 0;
+        for l in self.links.iter_mut().chain(self.retired.iter_mut()) {
+            self.due.clear();
+            if l.link.pop_due(now_ns, &mut self.due) == 0 {
+                continue;
+            }
+            rules_due += 1;
+            for r in &self.due {
+                let index = if r.packet_index < l.identity_below {
+                    Some(r.packet_index)
+                } else if r.last {
+                    l.frames.remove(&r.packet_index)
+                } else {
+                    l.frames.get(&r.packet_index).copied()
+                };
+                // Every queued copy's frame was noted at arrival.
+                let Some(index) = index else { continue };
+                out.push(Release {
+                    index,
+                    rule: l.rule,
+                    seq: r.packet_index,
+                    copy: r.copy,
+                    arrival_ns: r.arrival_ns,
+                    deadline_ns: r.deadline_ns,
+                    flip_bit: r
+                        .corrupt
+                        .and_then(|c| c.bit_in(r.frame_len as usize))
+                        .map(|b| b as u32),
+                    send: true,
+                });
+            }
+        }
+        if rules_due > 1 {
+            out[start..].sort_by_key(|r| r.deadline_ns);
+        }
+        if !self.retired.is_empty() {
+            self.retired.retain(|l| l.link.next_deadline().is_some());
+        }
+    }
+
+    fn drain(&mut self, out: &mut Vec<Release>) {
+        let start = out.len();
+        self.pop_due(u64::MAX, out);
+        for r in &out[start..] {
+            if let Some(l) = self.links.iter_mut().find(|l| l.rule == r.rule) {
+                l.unsent += 1;
+            }
+        }
+    }
+
+    fn control(&mut self) {
+        while let Some(cmd) = self.ctl.as_ref().and_then(|rx| rx.try_recv().ok()) {
+            self.apply(cmd);
+        }
+    }
+}
