@@ -51,7 +51,7 @@ pub enum Command {
     /// Replay pcap/pcapng files onto an interface with measured timing fidelity
     Replay(ReplayArgs),
     /// Bridge two interfaces through an emulated link: delay, loss, rate, traces; never early
-    Emulate(crate::cmd::emulate_verify::EmulateCommand),
+    Emulate(crate::cmd::emulate::EmulateArgs),
     /// Trace tools: convert, dump, encode, gen, stats, from-records, maketable
     Trace(crate::cmd::trace::TraceArgs),
 }

@@ -50,7 +50,7 @@ fn main() {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Replay(a) => cmd::replay::run(a),
-        Command::Emulate(a) => cmd::emulate_verify::run(a),
+        Command::Emulate(a) => cmd::emulate::run(a),
         Command::Trace(a) => cmd::trace::run(a),
     };
     if let Err(e) = res {

@@ -98,6 +98,10 @@ pub const DEFAULT_CTL: &str = "/run/wirelab-emulate.sock";
 pub enum EmulateCmd {
     /// Change a running emulator's rules over its --ctl socket
     Ctl(CtlArgs),
+    /// Judge an emulator from captures of its input and output: applied
+    /// delay per frame, its error against the configuration, loss, extra
+    /// copies, early copies, the seed's Table B.1, KS
+    Verify(crate::cmd::emulate_verify::VerifyArgs),
 }
 
 #[derive(Args, Debug)]
@@ -229,6 +233,7 @@ fn rule_link(flag: &str, r: NewRule<'_>, seed: u64, decisions: Option<&Path>) ->
 pub fn run(a: EmulateArgs) -> Result<()> {
     match a.cmd {
         Some(EmulateCmd::Ctl(c)) => ctl_run(c),
+        Some(EmulateCmd::Verify(v)) => crate::cmd::emulate_verify::run_verify(v),
         None => emulate(a),
     }
 }

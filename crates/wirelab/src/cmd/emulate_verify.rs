@@ -2,14 +2,10 @@
 //! its input and output against its configuration, replayed through the
 //! same link model (so a trace's or a seed's per-packet decisions are the
 //! configured values), rendered from `wirelab.emulate.verify/1`.
-//!
-//! Also the `wirelab emulate` command itself: the bridge's flags, or a
-//! tool subcommand.
 
-use crate::cmd::emulate::EmulateArgs;
 use crate::error::usage;
 use anyhow::Result;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, ValueEnum};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -18,35 +14,6 @@ use wirelab_core::link::{
     DelaySpec, Direction, Link, LinkConfig, LinkKey, Release, TraceEnd, TraceSpec,
 };
 use wirelab_engine::emulate::open_link;
-
-/// `wirelab emulate`: bridge two interfaces (the flags), or a tool.
-#[derive(Args, Debug)]
-#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
-pub struct EmulateCommand {
-    #[command(subcommand)]
-    pub tool: Option<EmulateTool>,
-    #[command(flatten)]
-    pub bridge: Option<EmulateArgs>,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum EmulateTool {
-    /// Judge an emulator from captures of its input and output: applied
-    /// delay per frame, its error against the configuration, loss, extra
-    /// copies, early copies, the seed's Table B.1, KS
-    Verify(VerifyArgs),
-}
-
-pub fn run(c: EmulateCommand) -> Result<()> {
-    match (c.tool, c.bridge) {
-        (Some(EmulateTool::Verify(v)), _) => run_verify(v),
-        (None, Some(a)) => crate::cmd::emulate::run(a),
-        // clap requires --a and --b without a subcommand.
-        (None, None) => Err(usage(
-            "wirelab emulate needs --a IF --b IF, or a subcommand",
-        )),
-    }
-}
 
 /// The direction the captures show (its decisions have their own random
 /// stream).
