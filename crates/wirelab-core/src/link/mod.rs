@@ -46,23 +46,33 @@
 //! assert_eq!(times, [11_000_000, 12_000_000]);
 //! ```
 
+mod bottleneck;
+mod codel;
+mod mmlink;
 mod model;
+mod onoff;
+mod pie;
 mod process;
 mod rate;
 mod rng;
 mod slot;
 mod spec;
+mod timecsv;
 mod trace_stage;
 
 #[cfg(test)]
 mod tests;
 
+pub use mmlink::{OpportunitySource, OPPORTUNITY_BYTES};
 pub use model::{
     Arrival, Corrupt, Direction, DropCounts, DropReason, Fate, Link, LinkCounters, LinkError,
-    LinkKey, Queued, Release, DEFAULT_LIMIT_PACKETS, HORIZON_NS, MAX_COPIES,
+    LinkKey, Queued, Release, Sources, Waiting, DEFAULT_LIMIT_PACKETS, HORIZON_NS, MAX_COPIES,
 };
 pub use spec::{
-    Chance, DelayDist, DelaySpec, Limit, LinkConfig, LossModel, Order, RateSpec, Reorder, SlotSpec,
-    SpecError, SpecErrorKind, TraceEnd, TraceSpec, MIN_SLOT_NS,
+    Chance, DelayDist, DelaySpec, DrdSpec, Limit, LinkConfig, LossModel, MmLinkSpec, OnOffKind,
+    OnOffSpec, Order, QueueKind, QueueSpec, RateSpec, Reorder, SlotSpec, SpecError, SpecErrorKind,
+    TimelineSpec, TraceEnd, TraceSpec, CODEL_INTERVAL_NS, CODEL_TARGET_NS, DRD_TOP, MIN_ONOFF_NS,
+    MIN_SLOT_NS, PIE_INTERVAL_NS, PIE_TARGET_NS,
 };
+pub use timecsv::{RowAt, RowSource};
 pub use trace_stage::Looping;
