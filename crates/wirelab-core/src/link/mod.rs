@@ -62,6 +62,8 @@ mod trace_stage;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_stages;
 
 pub use mmlink::{OpportunitySource, OPPORTUNITY_BYTES};
 pub use model::{

@@ -45,7 +45,7 @@ impl Pie {
 
     /// Updates start one T_UPDATE after `t0`.
     pub(crate) fn start(&mut self, t0: u64) {
-        self.next_update = Some(t0.saturating_add(self.t_update));
+        self.next_update = t0.checked_add(self.t_update);
     }
 
     /// When the next update is due.
@@ -67,7 +67,10 @@ impl Pie {
         if let (true, Some(next)) = (idle, self.next_update) {
             if next <= until {
                 let n = (until - next) / self.t_update + 1;
-                self.next_update = Some(next.saturating_add(n.saturating_mul(self.t_update)));
+                // Past the end of time: no more updates.
+                self.next_update = n
+                    .checked_mul(self.t_update)
+                    .and_then(|d| next.checked_add(d));
             }
         }
     }
@@ -108,7 +111,7 @@ impl Pie {
         self.qdelay_old = qdelay;
         self.next_update = self
             .next_update
-            .map(|t| t.saturating_add(self.t_update));
+            .and_then(|t| t.checked_add(self.t_update));
     }
 
     /// Whether a packet arriving to a queue of `bytes` is dropped; `u` a

@@ -1810,6 +1810,103 @@ mod tests {
     }
 
     #[test]
+    fn bottleneck_and_nist_stages() {
+        let c = parse("rate 1mbit burst 125k queue codel packets=1000 target=5ms interval=100ms");
+        assert_eq!(c.rate.unwrap().burst_bytes, 125_000);
+        assert_eq!(
+            c.queue,
+            Some(QueueSpec {
+                kind: QueueKind::Codel,
+                packets: Some(1000),
+                bytes: None,
+                target_ns: Some(5_000_000),
+                interval_ns: Some(100_000_000),
+            })
+        );
+        assert!(c.has_bottleneck());
+        let q = parse("queue pie bytes=30k rate 10mbit").queue.unwrap();
+        assert_eq!((q.kind, q.bytes, q.target(), q.interval()), (QueueKind::Pie, Some(30_000), PIE_TARGET_NS, PIE_INTERVAL_NS));
+        let c = parse("link up.trace once queue drophead packets=10");
+        assert_eq!(
+            c.link,
+            Some(MmLinkSpec {
+                file: "up.trace".to_string(),
+                once: true
+            })
+        );
+        assert_eq!(c.queue.unwrap().kind, QueueKind::DropHead);
+        assert!(!parse("link x.up").link.unwrap().once);
+        assert_eq!(
+            parse("onoff exp 1s 0.5s").onoff,
+            Some(OnOffSpec {
+                kind: OnOffKind::Exp,
+                on_ns: 1_000_000_000,
+                off_ns: 500_000_000,
+                drop: false
+            })
+        );
+        assert!(parse("onoff periodic 10ms 5ms drop rate 1mbit").onoff.unwrap().drop);
+        assert_eq!(
+            parse("drd 20 50 congest 30").drd,
+            Some(DrdSpec {
+                min: 20,
+                max: 50,
+                congest: Some(30)
+            })
+        );
+        assert_eq!(
+            parse("timeline net.csv period 10s at-end hold delay 1ms").timeline,
+            Some(TimelineSpec {
+                file: "net.csv".to_string(),
+                period_ns: Some(10_000_000_000),
+                at_end: TraceEnd::Hold
+            })
+        );
+        // A timeline composes with a packet trace.
+        assert!(parse("trace f.bin timeline n.csv").timeline.is_some());
+        let d = DrdSpec {
+            min: 20,
+            max: 50,
+            congest: None,
+        };
+        assert_eq!(
+            [0, 19, 20, 35, 50, 500].map(|q| d.probability(q)),
+            [0.0, 0.0, 0.0, 0.475, 0.95, 0.95]
+        );
+    }
+
+    #[test]
+    fn bottleneck_errors() {
+        let e = err("queue codel packets=10");
+        assert!(e.to_string().contains("add rate R, link FILE or onoff"), "{e}");
+        assert!(err("queue fifo rate 1mbit").to_string().contains("droptail, drophead"));
+        let e = err("rate 1mbit queue codel packets 10");
+        assert!(e.to_string().contains("write packets=VALUE"), "{e}");
+        assert!(err("rate 1mbit queue droptail target=5ms")
+            .to_string()
+            .contains("no target"));
+        assert!(err("rate 1mbit queue codel packets=0").to_string().contains("more than 0"));
+        assert!(err("rate 1mbit queue codel packets=1 packets=2")
+            .to_string()
+            .contains("twice"));
+        assert!(err("rate 1mbit queue pie speed=3").to_string().contains("packets=N"));
+        let e = err("link a.up rate 1mbit");
+        assert_eq!(e.token, 3);
+        assert!(e.to_string().contains("use one of them"), "{e}");
+        assert!(err("burst 10k").to_string().contains("credit of a rate"));
+        assert!(err("rate 1mbit burst 0").to_string().contains("at least 1 byte"));
+        assert!(err("onoff exp 1s").to_string().contains("duration"));
+        assert!(err("onoff exp 1s 100us").to_string().contains("at least 1ms"));
+        assert!(err("onoff sometimes 1s 1s").to_string().contains("exp or periodic"));
+        assert!(err("drd 50 20").to_string().contains("above DRD min"));
+        assert!(err("drd 5 5").to_string().contains("above DRD min"));
+        assert!(err("drd 5").to_string().contains("drd needs"));
+        assert!(err("timeline").to_string().contains("time-indexed CSV"));
+        assert!(err("timeline n.csv period 0").to_string().contains("more than 0"));
+        assert!(err("link").to_string().contains("Mahimahi"));
+    }
+
+    #[test]
     fn display_parses_back() {
         for s in [
             "delay 10ms 2ms 25% dist normal loss gemodel 1% 10% 100% 0%",
@@ -1819,6 +1916,10 @@ mod tests {
             "rate 12mbit delay 10ms slot 800us 10ms packets 42 bytes 64k limit 50000 seed 7",
             "trace f.bin scale 10 offset -250us at-end stop limit bytes 1500",
             "loss random 0.3% 25% rate 1500bit -4",
+            "rate 1mbit burst 125k queue codel packets=1000 target=5ms interval=100ms",
+            "link up.trace once onoff exp 1s 500ms drop queue pie bytes=30000 drd 20 50 congest 30",
+            "trace f.bin timeline net.csv period 10s at-end drop rate 10mbit 0 48 5 burst 1500",
+            "onoff periodic 10ms 5ms queue drophead packets=5 timeline n.csv",
         ] {
             let c = parse(s);
             let printed = c.to_string();
@@ -1907,7 +2008,7 @@ mod tests {
 
         #[test]
         fn keyword_soup_never_panics(words in proptest::collection::vec(
-            "(delay|loss|gemodel|state|random|ecn|duplicate|corrupt|reorder|gap|rate|slot|packets|bytes|limit|order|fifo|seed|trace|scale|offset|at-end|dist|normal|1%|100%|-5|10ms|0|1mbit|64k|x)",
+            "(delay|loss|gemodel|state|random|ecn|duplicate|corrupt|reorder|gap|rate|slot|packets|bytes|limit|order|fifo|seed|trace|scale|offset|at-end|dist|normal|1%|100%|-5|10ms|0|1mbit|64k|x|burst|queue|codel|pie|droptail|drophead|packets=5|bytes=3k|target=5ms|interval=1s|link|once|onoff|exp|periodic|drop|drd|congest|timeline|period|1s|7)",
             0..12,
         )) {
             let s = words.join(" ");
