@@ -266,8 +266,8 @@ impl EmulateReport<'_> {
             let dr = &l.dropped;
             s += &format!(
             "  {name} ({from} -> {to}) [{}]: {} received, {} sent; dropped: loss {}, trace {}, \
-             trace end {}, limit {}, horizon {}; {} duplicated, {} corrupted, {} reordered; \
-             ring drops {}, send failures {}\n",
+             trace end {}, limit {}, horizon {}, aqm {}, drd {}, link dead {}; {} duplicated, \
+             {} corrupted, {} reordered; ring drops {}, send failures {}\n",
             if d.stages.is_empty() { "pass" } else { d.stages },
             d.received,
             d.sent,
@@ -276,6 +276,9 @@ impl EmulateReport<'_> {
             dr.trace_end,
             dr.limit,
             dr.horizon,
+            dr.aqm,
+            dr.drd,
+            dr.link_dead,
             l.duplicates,
             l.corrupted,
             l.reordered,
