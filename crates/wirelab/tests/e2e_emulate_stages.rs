@@ -144,12 +144,7 @@ fn n(v: &serde_json::Value) -> u64 {
 fn books(r: &serde_json::Value, a_tx: u64, b_rx: u64) -> &serde_json::Value {
     let a2b = &r["a2b"];
     let link = &a2b["link"];
-    let dropped: u64 = link["dropped"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(n)
-        .sum();
+    let dropped: u64 = link["dropped"].as_object().unwrap().values().map(n).sum();
     let held = n(&link["queued"]) - n(&link["released"]);
     assert_eq!(n(&a2b["received"]), a_tx, "{r}");
     assert_eq!(n(&link["arrivals"]), a_tx, "{r}");
@@ -181,7 +176,10 @@ fn mahimahi_link_once_delivers_its_opportunities_and_then_nothing() {
     let r = stop(em);
     let dropped = books(&r, a_tx, b_rx);
     assert_eq!(b_rx, 20, "{r}");
-    assert!(n(&dropped["limit"]) > 0 && n(&dropped["link_dead"]) > 0, "{r}");
+    assert!(
+        n(&dropped["limit"]) > 0 && n(&dropped["link_dead"]) > 0,
+        "{r}"
+    );
     assert_eq!(
         n(&dropped["limit"]) + n(&dropped["link_dead"]),
         a_tx - 20,

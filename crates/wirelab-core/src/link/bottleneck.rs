@@ -147,7 +147,11 @@ fn dequeue(
 
 impl Bottleneck {
     /// `opps`: the `link` stage's source (required with one).
-    pub(crate) fn new(config: &LinkConfig, key: u64, opps: Option<OpportunitySource>) -> Bottleneck {
+    pub(crate) fn new(
+        config: &LinkConfig,
+        key: u64,
+        opps: Option<OpportunitySource>,
+    ) -> Bottleneck {
         let q = config.queue;
         let kind = q.map_or(QueueKind::DropTail, |q| q.kind);
         let server = match opps {
@@ -213,7 +217,10 @@ impl Bottleneck {
     pub(crate) fn next_event(&self) -> Option<u64> {
         let waiting = !self.queue.items.is_empty();
         match &self.server {
-            Server::Serial { busy: Some((_, done)), .. } => Some(*done),
+            Server::Serial {
+                busy: Some((_, done)),
+                ..
+            } => Some(*done),
             Server::Serial { busy: None, .. } => waiting.then(|| self.gate_on(self.now)),
             Server::Opportunities { opps, transit, .. } => (waiting || transit.is_some())
                 .then(|| opps.peek().map_or(self.now, |o| o.max(self.now))),
@@ -325,7 +332,11 @@ impl Bottleneck {
             } => {
                 if *dead || opps.peek().is_none() {
                     *dead = true;
-                    let drained = transit.take().map(|(it, _)| it).into_iter().chain(self.queue.items.drain(..));
+                    let drained = transit
+                        .take()
+                        .map(|(it, _)| it)
+                        .into_iter()
+                        .chain(self.queue.items.drain(..));
                     out.extend(drained.map(|it| Out::Dropped(it, now, DropReason::LinkDead)));
                     self.queue.bytes = 0;
                     return;

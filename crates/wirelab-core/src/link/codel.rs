@@ -155,15 +155,33 @@ mod tests {
         // A standing queue of 100 packets, all enqueued at 0.
         let mut q = Q((0..100).map(|_| (0, 1000)).collect());
         // Below target: nothing.
-        assert_eq!(c.dequeue(&mut q, 4 * MS, 1000), Dequeue { dropped: 0, got: true });
+        assert_eq!(
+            c.dequeue(&mut q, 4 * MS, 1000),
+            Dequeue {
+                dropped: 0,
+                got: true
+            }
+        );
         q.pop_head();
         // Above target: the interval starts.
-        assert_eq!(c.dequeue(&mut q, 10 * MS, 1000), Dequeue { dropped: 0, got: true });
+        assert_eq!(
+            c.dequeue(&mut q, 10 * MS, 1000),
+            Dequeue {
+                dropped: 0,
+                got: true
+            }
+        );
         q.pop_head();
         assert_eq!(c.dequeue(&mut q, 109 * MS, 1000).dropped, 0);
         q.pop_head();
         // An interval later: one drop, then the dropping state.
-        assert_eq!(c.dequeue(&mut q, 110 * MS, 1000), Dequeue { dropped: 1, got: true });
+        assert_eq!(
+            c.dequeue(&mut q, 110 * MS, 1000),
+            Dequeue {
+                dropped: 1,
+                got: true
+            }
+        );
         q.pop_head();
         // Next drop an interval later, then at interval/sqrt(2), ...
         assert_eq!(c.dequeue(&mut q, 209 * MS, 1000).dropped, 0);
@@ -182,7 +200,13 @@ mod tests {
         for i in 0..50 {
             let mut q = Q(VecDeque::from([(0, 1500)]));
             let d = c.dequeue(&mut q, (i + 1) * 50 * MS, 1500);
-            assert_eq!(d, Dequeue { dropped: 0, got: true });
+            assert_eq!(
+                d,
+                Dequeue {
+                    dropped: 0,
+                    got: true
+                }
+            );
         }
         let mut q = Q(VecDeque::new());
         assert_eq!(c.dequeue(&mut q, 10_000 * MS, 1500), Dequeue::default());

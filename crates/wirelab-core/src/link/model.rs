@@ -766,7 +766,13 @@ impl Link {
     }
 
     /// One copy through loss, DRD, corrupt, limit, reorder and delay.
-    fn random_copy(&mut self, mut c: CopyState, params: &Params, ect: bool, rng: &mut Stream) -> Fate {
+    fn random_copy(
+        &mut self,
+        mut c: CopyState,
+        params: &Params,
+        ect: bool,
+        rng: &mut Stream,
+    ) -> Fate {
         let lost = match (params.loss, &mut self.loss) {
             (Some(p), _) => rng.unit() < p,
             (None, Some(loss)) => loss.next(rng),
@@ -950,7 +956,14 @@ impl Link {
     /// Delay, order and slot after the rate or bottleneck: the release
     /// time of a copy of packet arriving at `t` that leaves the
     /// bottleneck at `base`; `None` past the horizon.
-    fn schedule(&mut self, t: u64, base: u64, delay: u64, len: u32, reordered: bool) -> Option<u64> {
+    fn schedule(
+        &mut self,
+        t: u64,
+        base: u64,
+        delay: u64,
+        len: u32,
+        reordered: bool,
+    ) -> Option<u64> {
         let latest = t.saturating_add(HORIZON_NS);
         let mut ready = base.saturating_add(delay);
         if self.config.order == Order::Fifo && !reordered {

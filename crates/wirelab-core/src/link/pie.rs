@@ -61,9 +61,8 @@ impl Pie {
     /// Nothing changes at an update with an empty queue: updates up to
     /// `until` can be skipped.
     pub(crate) fn skip_idle(&mut self, until: u64) {
-        let idle = self.drop_prob == 0.0
-            && self.qdelay_old == 0
-            && self.burst_allowance == MAX_BURST_NS;
+        let idle =
+            self.drop_prob == 0.0 && self.qdelay_old == 0 && self.burst_allowance == MAX_BURST_NS;
         if let (true, Some(next)) = (idle, self.next_update) {
             if next <= until {
                 let n = (until - next) / self.t_update + 1;
@@ -109,9 +108,7 @@ impl Pie {
             self.burst_allowance = MAX_BURST_NS;
         }
         self.qdelay_old = qdelay;
-        self.next_update = self
-            .next_update
-            .and_then(|t| t.checked_add(self.t_update));
+        self.next_update = self.next_update.and_then(|t| t.checked_add(self.t_update));
     }
 
     /// Whether a packet arriving to a queue of `bytes` is dropped; `u` a

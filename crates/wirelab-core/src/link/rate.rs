@@ -201,9 +201,14 @@ mod tests {
         assert_eq!(t[10..], [10_000_000, 20_000_000]);
         // 30 ms idle after the last departure: 3750 bytes of credit.
         let t: Vec<u64> = (0..5).map(|_| send(&mut l, 50_000_000, 1250)).collect();
-        assert_eq!(t, [50_000_000, 50_000_000, 50_000_000, 60_000_000, 70_000_000]);
+        assert_eq!(
+            t,
+            [50_000_000, 50_000_000, 50_000_000, 60_000_000, 70_000_000]
+        );
         // A long idle time fills it only up to the depth.
-        let t: Vec<u64> = (0..11).map(|_| send(&mut l, 10_000_000_000, 1250)).collect();
+        let t: Vec<u64> = (0..11)
+            .map(|_| send(&mut l, 10_000_000_000, 1250))
+            .collect();
         assert_eq!(t[..10], [10_000_000_000; 10]);
         assert_eq!(t[10], 10_010_000_000);
     }

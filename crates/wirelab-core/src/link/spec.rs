@@ -1554,7 +1554,11 @@ impl fmt::Display for LinkConfig {
             parts.push(s);
         }
         if let Some(l) = &self.link {
-            parts.push(format!("link {}{}", l.file, if l.once { " once" } else { "" }));
+            parts.push(format!(
+                "link {}{}",
+                l.file,
+                if l.once { " once" } else { "" }
+            ));
         }
         if let Some(o) = self.onoff {
             let kind = match o.kind {
@@ -1825,7 +1829,10 @@ mod tests {
         );
         assert!(c.has_bottleneck());
         let q = parse("queue pie bytes=30k rate 10mbit").queue.unwrap();
-        assert_eq!((q.kind, q.bytes, q.target(), q.interval()), (QueueKind::Pie, Some(30_000), PIE_TARGET_NS, PIE_INTERVAL_NS));
+        assert_eq!(
+            (q.kind, q.bytes, q.target(), q.interval()),
+            (QueueKind::Pie, Some(30_000), PIE_TARGET_NS, PIE_INTERVAL_NS)
+        );
         let c = parse("link up.trace once queue drophead packets=10");
         assert_eq!(
             c.link,
@@ -1845,7 +1852,12 @@ mod tests {
                 drop: false
             })
         );
-        assert!(parse("onoff periodic 10ms 5ms drop rate 1mbit").onoff.unwrap().drop);
+        assert!(
+            parse("onoff periodic 10ms 5ms drop rate 1mbit")
+                .onoff
+                .unwrap()
+                .drop
+        );
         assert_eq!(
             parse("drd 20 50 congest 30").drd,
             Some(DrdSpec {
@@ -1878,31 +1890,48 @@ mod tests {
     #[test]
     fn bottleneck_errors() {
         let e = err("queue codel packets=10");
-        assert!(e.to_string().contains("add rate R, link FILE or onoff"), "{e}");
-        assert!(err("queue fifo rate 1mbit").to_string().contains("droptail, drophead"));
+        assert!(
+            e.to_string().contains("add rate R, link FILE or onoff"),
+            "{e}"
+        );
+        assert!(err("queue fifo rate 1mbit")
+            .to_string()
+            .contains("droptail, drophead"));
         let e = err("rate 1mbit queue codel packets 10");
         assert!(e.to_string().contains("write packets=VALUE"), "{e}");
         assert!(err("rate 1mbit queue droptail target=5ms")
             .to_string()
             .contains("no target"));
-        assert!(err("rate 1mbit queue codel packets=0").to_string().contains("more than 0"));
+        assert!(err("rate 1mbit queue codel packets=0")
+            .to_string()
+            .contains("more than 0"));
         assert!(err("rate 1mbit queue codel packets=1 packets=2")
             .to_string()
             .contains("twice"));
-        assert!(err("rate 1mbit queue pie speed=3").to_string().contains("packets=N"));
+        assert!(err("rate 1mbit queue pie speed=3")
+            .to_string()
+            .contains("packets=N"));
         let e = err("link a.up rate 1mbit");
         assert_eq!(e.token, 3);
         assert!(e.to_string().contains("use one of them"), "{e}");
         assert!(err("burst 10k").to_string().contains("credit of a rate"));
-        assert!(err("rate 1mbit burst 0").to_string().contains("at least 1 byte"));
+        assert!(err("rate 1mbit burst 0")
+            .to_string()
+            .contains("at least 1 byte"));
         assert!(err("onoff exp 1s").to_string().contains("duration"));
-        assert!(err("onoff exp 1s 100us").to_string().contains("at least 1ms"));
-        assert!(err("onoff sometimes 1s 1s").to_string().contains("exp or periodic"));
+        assert!(err("onoff exp 1s 100us")
+            .to_string()
+            .contains("at least 1ms"));
+        assert!(err("onoff sometimes 1s 1s")
+            .to_string()
+            .contains("exp or periodic"));
         assert!(err("drd 50 20").to_string().contains("above DRD min"));
         assert!(err("drd 5 5").to_string().contains("above DRD min"));
         assert!(err("drd 5").to_string().contains("drd needs"));
         assert!(err("timeline").to_string().contains("time-indexed CSV"));
-        assert!(err("timeline n.csv period 0").to_string().contains("more than 0"));
+        assert!(err("timeline n.csv period 0")
+            .to_string()
+            .contains("more than 0"));
         assert!(err("link").to_string().contains("Mahimahi"));
     }
 

@@ -45,7 +45,6 @@ fn median(mut v: Vec<u64>) -> u64 {
     v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
-
 fn with_sources(spec: &str, seed: u64, sources: Sources) -> Link {
     let c = LinkConfig::parse(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
     Link::with_sources(&c, key(seed), sources).unwrap()
@@ -104,7 +103,9 @@ fn m4_a_trace_of_ones_delivers_12_mbit() {
     assert!((mbit - 12.0).abs() <= 0.12, "{mbit}");
     // Everything is delivered in the end, in order, one per ms.
     assert_eq!(out.len(), 16_667);
-    assert!(out.windows(2).all(|w| w[1].deadline_ns == w[0].deadline_ns + MS));
+    assert!(out
+        .windows(2)
+        .all(|w| w[1].deadline_ns == w[0].deadline_ns + MS));
     balanced(&l, &rel);
 }
 
@@ -122,7 +123,11 @@ fn m4_partial_carry_over_is_exact_to_the_byte() {
     }
     for k in 1..=2000u64 {
         let done = |k: u64| 1500 * k / 1000;
-        assert_eq!(per_ms.get(&k).copied().unwrap_or(0), done(k) - done(k - 1), "ms {k}");
+        assert_eq!(
+            per_ms.get(&k).copied().unwrap_or(0),
+            done(k) - done(k - 1),
+            "ms {k}"
+        );
     }
     // A trace with repeated times (period 8 ms: 7 opportunities) and
     // 700-byte frames arriving at its start: by each opportunity, the
@@ -149,7 +154,12 @@ fn m4_partial_carry_over_is_exact_to_the_byte() {
 #[test]
 fn m4_idle_opportunities_are_wasted_and_once_ends_the_link() {
     let mut l = mm_link("link ones.up", "1\n");
-    let arrivals = [(0, 1500), (10_200 * US, 1500), (10_200 * US, 1500), (10_200 * US, 1500)];
+    let arrivals = [
+        (0, 1500),
+        (10_200 * US, 1500),
+        (10_200 * US, 1500),
+        (10_200 * US, 1500),
+    ];
     let (_, rel) = run(&mut l, arrivals);
     let times: Vec<u64> = sent(&rel).iter().map(|r| r.deadline_ns / MS).collect();
     assert_eq!(times, [1, 11, 12, 13]);
@@ -180,14 +190,29 @@ fn m5_droptail_and_drophead_limits() {
         let idx: Vec<u64> = sent(&rel).iter().map(|r| r.packet_index).collect();
         (idx, l.counters().dropped.limit)
     };
-    assert_eq!(delivered("rate 1mbit queue droptail packets=3", 1000), (vec![0, 1, 2, 3], 6));
-    assert_eq!(delivered("rate 1mbit queue drophead packets=3", 1000), (vec![0, 7, 8, 9], 6));
-    assert_eq!(delivered("rate 1mbit queue droptail bytes=2500", 1000), (vec![0, 1, 2], 7));
-    assert_eq!(delivered("rate 1mbit queue drophead bytes=2500", 1000), (vec![0, 8, 9], 7));
+    assert_eq!(
+        delivered("rate 1mbit queue droptail packets=3", 1000),
+        (vec![0, 1, 2, 3], 6)
+    );
+    assert_eq!(
+        delivered("rate 1mbit queue drophead packets=3", 1000),
+        (vec![0, 7, 8, 9], 6)
+    );
+    assert_eq!(
+        delivered("rate 1mbit queue droptail bytes=2500", 1000),
+        (vec![0, 1, 2], 7)
+    );
+    assert_eq!(
+        delivered("rate 1mbit queue drophead bytes=2500", 1000),
+        (vec![0, 8, 9], 7)
+    );
     // Drophead drops come out as releases, at the arrival that pushed
     // them out.
     let mut l = link("rate 1mbit queue drophead packets=1", 1);
-    let (_, rel) = run(&mut l, [(0, 1000), (MS, 1000), (2 * MS, 1000), (3 * MS, 1000)]);
+    let (_, rel) = run(
+        &mut l,
+        [(0, 1000), (MS, 1000), (2 * MS, 1000), (3 * MS, 1000)],
+    );
     let drops: Vec<(u64, u64)> = rel
         .iter()
         .filter(|r| r.dropped.is_some())
@@ -195,7 +220,10 @@ fn m5_droptail_and_drophead_limits() {
         .collect();
     assert_eq!(drops, [(1, 2 * MS), (2, 3 * MS)]);
     // The link's own limit still counts everything in it.
-    assert_eq!(delivered("rate 1mbit queue droptail limit 2", 1000), (vec![0, 1], 8));
+    assert_eq!(
+        delivered("rate 1mbit queue droptail limit 2", 1000),
+        (vec![0, 1], 8)
+    );
 }
 
 /// `flows` window-based Reno senders (ack-clocked; window +1 packet per
@@ -203,7 +231,14 @@ fn m5_droptail_and_drophead_limits() {
 /// RTT after the drop) through `spec`, their windows starting at twice the
 /// path's bandwidth-delay product between them: the sojourn of every
 /// delivered packet that arrived after `warmup` s.
-fn reno(spec: &str, capacity: f64, flows: usize, rtt: u64, secs: u64, warmup: u64) -> (Vec<u64>, LinkCounters) {
+fn reno(
+    spec: &str,
+    capacity: f64,
+    flows: usize,
+    rtt: u64,
+    secs: u64,
+    warmup: u64,
+) -> (Vec<u64>, LinkCounters) {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     const LEN: u32 = 1000;
@@ -216,8 +251,9 @@ fn reno(spec: &str, capacity: f64, flows: usize, rtt: u64, secs: u64, warmup: u6
     let mut last_cut = vec![0u64; flows];
     let mut owner: Vec<usize> = Vec::new();
     // (time, flow, lost); every flow starts at 0.
-    let mut events: BinaryHeap<Reverse<(u64, usize, Option<bool>)>> =
-        (0..flows).map(|f| Reverse((f as u64 * 37 * US, f, None))).collect();
+    let mut events: BinaryHeap<Reverse<(u64, usize, Option<bool>)>> = (0..flows)
+        .map(|f| Reverse((f as u64 * 37 * US, f, None)))
+        .collect();
     let mut rel = Vec::new();
     let mut soj = Vec::new();
     let end = secs * 1000 * MS;
@@ -229,7 +265,11 @@ fn reno(spec: &str, capacity: f64, flows: usize, rtt: u64, secs: u64, warmup: u6
         l.pop_due(t, &mut rel);
         for r in &rel {
             let fl = owner[r.packet_index as usize];
-            events.push(Reverse((r.deadline_ns + rtt, fl, Some(r.dropped.is_some()))));
+            events.push(Reverse((
+                r.deadline_ns + rtt,
+                fl,
+                Some(r.dropped.is_some()),
+            )));
             if r.dropped.is_none() && r.arrival_ns >= warmup * 1000 * MS {
                 soj.push(r.deadline_ns - service - r.arrival_ns);
             }
@@ -266,7 +306,6 @@ fn reno(spec: &str, capacity: f64, flows: usize, rtt: u64, secs: u64, warmup: u6
     (soj, l.counters().clone())
 }
 
-
 /// M5: CoDel keeps the median sojourn at its target. The flows are
 /// responsive (Reno's window dynamics), as CoDel assumes: their windows
 /// start at twice the path's bandwidth-delay product (2x overload) and
@@ -275,12 +314,26 @@ fn reno(spec: &str, capacity: f64, flows: usize, rtt: u64, secs: u64, warmup: u6
 #[test]
 fn m5_codel_holds_the_median_sojourn_at_target() {
     for flows in [1, 4, 8] {
-        let (soj, c) = reno("rate 10mbit queue codel packets=1000", 10e6, flows, 100 * MS, 120, 20);
+        let (soj, c) = reno(
+            "rate 10mbit queue codel packets=1000",
+            10e6,
+            flows,
+            100 * MS,
+            120,
+            20,
+        );
         let m = median(soj);
         assert!(m <= 6 * MS, "{flows} flows: median sojourn {m} ns");
         assert!(c.dropped.aqm > 0 && c.dropped.limit == 0, "{:?}", c.dropped);
     }
-    let (soj, _) = reno("rate 10mbit queue droptail packets=1000", 10e6, 4, 100 * MS, 120, 20);
+    let (soj, _) = reno(
+        "rate 10mbit queue droptail packets=1000",
+        10e6,
+        4,
+        100 * MS,
+        120,
+        20,
+    );
     assert!(median(soj) > 100 * MS);
 }
 
@@ -304,14 +357,21 @@ fn m5_unresponsive_overload() {
     assert!((10 * MS..=20 * MS).contains(&m), "PIE median sojourn {m}");
     let c = l.counters().clone();
     // Half the offered load is dropped, by PIE.
-    assert!(c.dropped.aqm > 140_000 && c.dropped.limit == 0, "{:?}", c.dropped);
+    assert!(
+        c.dropped.aqm > 140_000 && c.dropped.limit == 0,
+        "{:?}",
+        c.dropped
+    );
     balanced(&l, &rel);
 
     let mut l = link("rate 10mbit queue codel packets=1000", 1);
     let (_, rel) = run(&mut l, input());
     let c = l.counters().clone();
     assert!(c.dropped.aqm > 0 && c.dropped.limit > 0, "{:?}", c.dropped);
-    let aqm = rel.iter().filter(|r| r.dropped == Some(DropReason::Aqm)).count() as u64;
+    let aqm = rel
+        .iter()
+        .filter(|r| r.dropped == Some(DropReason::Aqm))
+        .count() as u64;
     assert_eq!(aqm, c.dropped.aqm);
     balanced(&l, &rel);
 }
@@ -364,7 +424,10 @@ fn m3_onoff_exp_delivered_fraction() {
     // Held, behind a 1 Mbit/s rate at 2x overload: the link delivers
     // its rate for 2/3 of the time (a frame paused by an off period
     // resumes when the link is on again).
-    let mut l = link("rate 1mbit onoff exp 100ms 50ms queue droptail packets=100", 5);
+    let mut l = link(
+        "rate 1mbit onoff exp 100ms 50ms queue droptail packets=100",
+        5,
+    );
     let (_, rel) = run(&mut l, evenly(120_000, 5 * MS, 1250));
     let end = 600_000 * MS;
     let bytes: u64 = sent(&rel)
@@ -447,7 +510,10 @@ fn s6_drd_drops_by_queue_length() {
             assert_eq!(drops, 0, "below DRD min");
         } else if n >= 200 {
             let z = (drops as f64 - expect) / var.sqrt().max(1e-9);
-            assert!(z.abs() < 2.576, "bin {bin}: {drops} of {n}, expected {expect:.1}");
+            assert!(
+                z.abs() < 2.576,
+                "bin {bin}: {drops} of {n}, expected {expect:.1}"
+            );
             checked += 1;
         }
     }
