@@ -15,19 +15,25 @@
 //!   list, the seed, the arrival times, lengths and packet indices —
 //!   never on when `pop_due` is called. So the same input gives the same
 //!   decisions, and `pop_due` may be called late without changing them.
+//!   Except with a **bottleneck** (`queue`, `link`, `onoff`): copies wait
+//!   in a queue ([`Fate::Waiting`]) and `pop_due` runs the bottleneck in
+//!   model time up to its `now` first; a copy dropped in the queue comes
+//!   out as a [`Release`] with `dropped` set. A frame read after the model
+//!   ran past its stamp joins the queue at the model's time.
 //! - **Randomness** is counter-based: packet `i`'s draws come from a
 //!   stream keyed by (seed, rule, direction, i) ([`LinkKey`]).
-//! - **Pipeline** for each copy, in this order: trace or loss (with
-//!   `ecn`: CE mark) → corrupt → limit → reorder/delay → rate (serialize,
-//!   then the delay propagates) → order → slot. `duplicate` decides once
+//! - **Pipeline** for each copy, in this order: (timeline row) → trace or
+//!   loss (with `ecn`: CE mark) → drd → corrupt → limit → reorder/delay →
+//!   rate or bottleneck (serialize, then the delay propagates) → order →
+//!   slot. `duplicate` decides once
 //!   per packet; a copy goes through the pipeline like the original and is
 //!   never duplicated again. With a trace, each copy reads the next record.
 //! - **Limit** counts copies whose deadline is after the current arrival
 //!   (netem's: waiting for the rate and the delay alike), default
 //!   [`DEFAULT_LIMIT_PACKETS`]; nothing waits longer than [`HORIZON_NS`].
 //! - **Memory** is bounded by the limit: the release queue, the in-flight
-//!   set and the slot state hold at most what the limit admits (plus
-//!   65536 slot checkpoints).
+//!   set, the bottleneck's queue and the slot state hold at most what the
+//!   limit admits (plus 65536 slot checkpoints).
 //!
 //! docs/emulate.md gives the stage syntax and every semantic choice.
 //!
