@@ -30,6 +30,7 @@ pub struct FateCounts {
     pub queue: u64,
     pub send_failure: u64,
     pub unsent: u64,
+    pub link_down: u64,
     /// Fate codes this version does not know.
     pub other: u64,
 }
@@ -46,6 +47,7 @@ impl FateCounts {
             EmuFate::Queue => &mut self.queue,
             EmuFate::SendFailure => &mut self.send_failure,
             EmuFate::Unsent => &mut self.unsent,
+            EmuFate::LinkDown => &mut self.link_down,
             EmuFate::Other(_) => &mut self.other,
         };
         *c += 1;
@@ -57,7 +59,7 @@ impl FateCounts {
         }
     }
 
-    fn fields(&self) -> [u64; 9] {
+    fn fields(&self) -> [u64; 10] {
         [
             self.loss,
             self.trace,
@@ -67,11 +69,12 @@ impl FateCounts {
             self.queue,
             self.send_failure,
             self.unsent,
+            self.link_down,
             self.other,
         ]
     }
 
-    fn fields_mut(&mut self) -> [&mut u64; 9] {
+    fn fields_mut(&mut self) -> [&mut u64; 10] {
         [
             &mut self.loss,
             &mut self.trace,
@@ -81,6 +84,7 @@ impl FateCounts {
             &mut self.queue,
             &mut self.send_failure,
             &mut self.unsent,
+            &mut self.link_down,
             &mut self.other,
         ]
     }
@@ -92,7 +96,7 @@ impl FateCounts {
 
     /// "loss 3, limit 1" (nonzero reasons), or "none".
     pub fn text(&self) -> String {
-        const NAMES: [&str; 9] = [
+        const NAMES: [&str; 10] = [
             "loss",
             "trace",
             "trace end",
@@ -101,6 +105,7 @@ impl FateCounts {
             "queue",
             "send failure",
             "unsent",
+            "link down",
             "other",
         ];
         let v: Vec<String> = NAMES

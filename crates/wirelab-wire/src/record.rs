@@ -272,13 +272,16 @@ pub enum EmuFate {
     SendFailure,
     /// Still waiting for its deadline when the emulator stopped.
     Unsent,
+    /// Dropped because the link was off or dead (`onoff ... drop`, a
+    /// `link ... once` trace that ended).
+    LinkDown,
     /// A code this version does not know.
     Other(u8),
 }
 
 impl EmuFate {
     /// Every known fate, in code order.
-    pub const KNOWN: [EmuFate; 9] = [
+    pub const KNOWN: [EmuFate; 10] = [
         EmuFate::Sent,
         EmuFate::Loss,
         EmuFate::Trace,
@@ -288,6 +291,7 @@ impl EmuFate {
         EmuFate::Queue,
         EmuFate::SendFailure,
         EmuFate::Unsent,
+        EmuFate::LinkDown,
     ];
 
     /// The code stored in the record.
@@ -302,6 +306,7 @@ impl EmuFate {
             EmuFate::Queue => 6,
             EmuFate::SendFailure => 7,
             EmuFate::Unsent => 8,
+            EmuFate::LinkDown => 9,
             EmuFate::Other(c) => c,
         }
     }
@@ -325,6 +330,7 @@ impl EmuFate {
             EmuFate::Queue => "queue",
             EmuFate::SendFailure => "send_failure",
             EmuFate::Unsent => "unsent",
+            EmuFate::LinkDown => "link_down",
             EmuFate::Other(_) => "other",
         }
     }

@@ -15,19 +15,25 @@
 //!   list, the seed, the arrival times, lengths and packet indices —
 //!   never on when `pop_due` is called. So the same input gives the same
 //!   decisions, and `pop_due` may be called late without changing them.
+//!   Except with a **bottleneck** (`queue`, `link`, `onoff`): copies wait
+//!   in a queue ([`Fate::Waiting`]) and `pop_due` runs the bottleneck in
+//!   model time up to its `now` first; a copy dropped in the queue comes
+//!   out as a [`Release`] with `dropped` set. A frame read after the model
+//!   ran past its stamp joins the queue at the model's time.
 //! - **Randomness** is counter-based: packet `i`'s draws come from a
 //!   stream keyed by (seed, rule, direction, i) ([`LinkKey`]).
-//! - **Pipeline** for each copy, in this order: trace or loss (with
-//!   `ecn`: CE mark) → corrupt → limit → reorder/delay → rate (serialize,
-//!   then the delay propagates) → order → slot. `duplicate` decides once
+//! - **Pipeline** for each copy, in this order: (timeline row) → trace or
+//!   loss (with `ecn`: CE mark) → drd → corrupt → limit → reorder/delay →
+//!   rate or bottleneck (serialize, then the delay propagates) → order →
+//!   slot. `duplicate` decides once
 //!   per packet; a copy goes through the pipeline like the original and is
 //!   never duplicated again. With a trace, each copy reads the next record.
 //! - **Limit** counts copies whose deadline is after the current arrival
 //!   (netem's: waiting for the rate and the delay alike), default
 //!   [`DEFAULT_LIMIT_PACKETS`]; nothing waits longer than [`HORIZON_NS`].
 //! - **Memory** is bounded by the limit: the release queue, the in-flight
-//!   set and the slot state hold at most what the limit admits (plus
-//!   65536 slot checkpoints).
+//!   set, the bottleneck's queue and the slot state hold at most what the
+//!   limit admits (plus 65536 slot checkpoints).
 //!
 //! docs/emulate.md gives the stage syntax and every semantic choice.
 //!
@@ -46,23 +52,35 @@
 //! assert_eq!(times, [11_000_000, 12_000_000]);
 //! ```
 
+mod bottleneck;
+mod codel;
+mod mmlink;
 mod model;
+mod onoff;
+mod pie;
 mod process;
 mod rate;
 mod rng;
 mod slot;
 mod spec;
+mod timecsv;
 mod trace_stage;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_stages;
 
+pub use mmlink::{OpportunitySource, OPPORTUNITY_BYTES};
 pub use model::{
     Arrival, Corrupt, Direction, DropCounts, DropReason, Fate, Link, LinkCounters, LinkError,
-    LinkKey, Queued, Release, DEFAULT_LIMIT_PACKETS, HORIZON_NS, MAX_COPIES,
+    LinkKey, Queued, Release, Sources, Waiting, DEFAULT_LIMIT_PACKETS, HORIZON_NS, MAX_COPIES,
 };
 pub use spec::{
-    Chance, DelayDist, DelaySpec, Limit, LinkConfig, LossModel, Order, RateSpec, Reorder, SlotSpec,
-    SpecError, SpecErrorKind, TraceEnd, TraceSpec, MIN_SLOT_NS,
+    Chance, DelayDist, DelaySpec, DrdSpec, Limit, LinkConfig, LossModel, MmLinkSpec, OnOffKind,
+    OnOffSpec, Order, QueueKind, QueueSpec, RateSpec, Reorder, SlotSpec, SpecError, SpecErrorKind,
+    TimelineSpec, TraceEnd, TraceSpec, CODEL_INTERVAL_NS, CODEL_TARGET_NS, DRD_TOP, MIN_ONOFF_NS,
+    MIN_SLOT_NS, PIE_INTERVAL_NS, PIE_TARGET_NS,
 };
+pub use timecsv::{RowAt, RowSource};
 pub use trace_stage::Looping;

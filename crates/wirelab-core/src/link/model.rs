@@ -2,7 +2,7 @@
 //! deadline order.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 
 use rand::RngCore;
@@ -11,11 +11,14 @@ use thiserror::Error;
 
 use crate::trace::{Action, ActionSource};
 
+use super::bottleneck::{Bottleneck, Item, Out};
+use super::mmlink::OpportunitySource;
 use super::process::{Correlated, DelaySampler, LossProcess};
 use super::rate::RateLink;
 use super::rng::{link_key, Domain, Stream};
 use super::slot::Slots;
-use super::spec::{LinkConfig, Order};
+use super::spec::{DelayDist, DelaySpec, LinkConfig, Order, QueueKind, RateSpec, TraceEnd};
+use super::timecsv::{Params, RowAt, RowSource};
 use super::trace_stage::{Step, TraceCursor};
 
 /// Packets a link holds when the stage list sets no `limit` (netem's 1000
@@ -65,6 +68,13 @@ pub enum DropReason {
     Limit,
     /// It would wait longer than [`HORIZON_NS`].
     Horizon,
+    /// An active queue manager (CoDel, PIE) dropped it.
+    Aqm,
+    /// Derivative random drop (`drd`).
+    Drd,
+    /// The link was off (`onoff ... drop`) or dead (`link ... once` after
+    /// its trace).
+    LinkDead,
 }
 
 /// Which bit to flip: a uniform draw the driver maps onto the part of the
@@ -105,6 +115,19 @@ pub struct Queued {
     pub reordered: bool,
 }
 
+/// A copy waiting in the bottleneck (`queue`, `link`, `onoff`): its
+/// release time, or its drop in the queue, comes out of
+/// [`Link::pop_due`] as model time passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waiting {
+    /// Flip one bit.
+    pub corrupt: Option<Corrupt>,
+    /// Marked CE instead of dropped.
+    pub ce: bool,
+    /// `reorder` let it skip the delay.
+    pub reordered: bool,
+}
+
 /// What happens to one copy of a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fate {
@@ -112,6 +135,8 @@ pub enum Fate {
     Dropped(DropReason),
     /// Forwarded at its deadline.
     Queued(Queued),
+    /// In the bottleneck's queue: released or dropped later.
+    Waiting(Waiting),
 }
 
 /// Every decision about one arriving packet: one fate per copy (the
@@ -150,12 +175,22 @@ impl Arrival {
         &self.copies[..usize::from(self.n)]
     }
 
-    /// The copies that will be released.
+    /// The copies that will be released, with their deadlines.
     pub fn queued(&self) -> impl Iterator<Item = &Queued> {
         self.copies().iter().filter_map(|f| match f {
             Fate::Queued(q) => Some(q),
-            Fate::Dropped(_) => None,
+            _ => None,
         })
+    }
+
+    /// How many [`Release`]s [`Link::pop_due`] will hand out for this
+    /// packet: its queued and waiting copies (a waiting copy dropped in
+    /// the queue comes out as a release with `dropped` set).
+    pub fn pending(&self) -> usize {
+        self.copies()
+            .iter()
+            .filter(|f| !matches!(f, Fate::Dropped(_)))
+            .count()
     }
 
     /// Appends this packet's decisions as trace records that replay them
@@ -163,7 +198,9 @@ impl Arrival {
     /// the last as a duplicate, with its delay from arrival to release; a
     /// packet with no released copy is one `Drop`. Copies are identical,
     /// so which copy was dropped does not matter. CE marks and corruption
-    /// have no trace record and are not replayed.
+    /// have no trace record and are not replayed. Only for links without a
+    /// bottleneck ([`LinkConfig::has_bottleneck`]): with one, release
+    /// times are decided after the arrival.
     pub fn record(&self, out: &mut Vec<Action>) {
         let mut delays = self
             .queued()
@@ -201,6 +238,9 @@ pub struct Release {
     pub ce: bool,
     /// No later release of this packet follows (its buffer may go).
     pub last: bool,
+    /// `Some`: the copy was dropped in the bottleneck's queue at
+    /// `deadline_ns` (an AQM, drophead, a dead link) and is not sent.
+    pub dropped: Option<DropReason>,
 }
 
 /// Copies dropped, by reason.
@@ -216,12 +256,25 @@ pub struct DropCounts {
     pub limit: u64,
     /// Would have waited longer than [`HORIZON_NS`].
     pub horizon: u64,
+    /// By CoDel or PIE.
+    pub aqm: u64,
+    /// By derivative random drop.
+    pub drd: u64,
+    /// The link was off or dead.
+    pub link_dead: u64,
 }
 
 impl DropCounts {
     /// All drops.
     pub fn total(&self) -> u64 {
-        self.loss + self.trace + self.trace_end + self.limit + self.horizon
+        self.loss
+            + self.trace
+            + self.trace_end
+            + self.limit
+            + self.horizon
+            + self.aqm
+            + self.drd
+            + self.link_dead
     }
 
     fn add(&mut self, r: DropReason) {
@@ -231,12 +284,16 @@ impl DropCounts {
             DropReason::TraceEnd => &mut self.trace_end,
             DropReason::Limit => &mut self.limit,
             DropReason::Horizon => &mut self.horizon,
+            DropReason::Aqm => &mut self.aqm,
+            DropReason::Drd => &mut self.drd,
+            DropReason::LinkDead => &mut self.link_dead,
         } += 1;
     }
 }
 
 /// What a link did. `arrivals + duplicates = queued + dropped.total()`;
-/// `queued - released` copies are waiting.
+/// `queued - released` copies are waiting (a copy dropped in the
+/// bottleneck's queue moves from `queued` to `dropped`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct LinkCounters {
     /// Packets that arrived.
@@ -276,9 +333,30 @@ pub enum LinkError {
     /// A trace source for a stage list without `trace`.
     #[error("the stage list has no trace stage to read these actions")]
     NotATraceLink,
+    /// The stage list has a stage that reads a file (`link`, `timeline`):
+    /// build it with [`Link::with_sources`].
+    #[error("the stage list has a {0} stage: open its file and give the link its source")]
+    SourceMissing(&'static str),
+    /// A source for a stage the stage list does not have.
+    #[error("the stage list has no {0} stage for this source")]
+    NoSuchStage(&'static str),
 }
 
-struct Entry(Release, u64);
+/// What the stages that read files read (the caller opens the files).
+#[derive(Default)]
+pub struct Sources {
+    /// The `trace` stage's actions.
+    pub trace: Option<Box<dyn ActionSource + Send>>,
+    /// The `link` stage's delivery opportunities (ms from the trace's
+    /// start; looping or not is the source's business).
+    pub opportunities: Option<OpportunitySource>,
+    /// The `timeline` stage's rows.
+    pub timeline: Option<Box<dyn RowSource + Send>>,
+}
+
+/// A release and its place: (deadline, push order); `tracked`: its packet
+/// went through the bottleneck (its `last` is decided when popped).
+struct Entry(Release, u64, bool);
 
 impl Entry {
     fn key(&self) -> (u64, u64) {
@@ -312,10 +390,17 @@ struct ReorderState {
     counter: u64,
 }
 
+/// The `timeline` stage's state.
+struct TimelineState {
+    source: Box<dyn RowSource + Send>,
+    at_end: TraceEnd,
+}
+
 /// One direction of an emulated link. See the module documentation.
 pub struct Link {
     config: LinkConfig,
     key: u64,
+    first_arrival: Option<u64>,
     last_arrival: Option<u64>,
     loss: Option<LossProcess>,
     duplicate: Option<Correlated>,
@@ -325,12 +410,19 @@ pub struct Link {
     rate: Option<RateLink>,
     slots: Option<Slots>,
     trace: Option<TraceCursor>,
+    timeline: Option<TimelineState>,
+    bottleneck: Option<Bottleneck>,
+    /// Release copies the bottleneck still holds or that wait in
+    /// `releases`, per packet (only for packets through the bottleneck).
+    outstanding: HashMap<u64, u8>,
+    outs: Vec<Out>,
     limit_packets: u64,
     limit_bytes: u64,
     last_release: u64,
     seq: u64,
     releases: BinaryHeap<Reverse<Entry>>,
-    /// (deadline, bytes) of every copy still in the link in model time.
+    /// (deadline, bytes) of every copy past the bottleneck still in the
+    /// link in model time.
     in_flight: BinaryHeap<Reverse<(u64, u32)>>,
     counters: LinkCounters,
     trace_ended: bool,
@@ -346,13 +438,25 @@ impl fmt::Debug for Link {
     }
 }
 
+/// What a copy carries through the pipeline.
+#[derive(Clone, Copy)]
+struct CopyState {
+    t: u64,
+    index: u64,
+    copy: u8,
+    len: u32,
+    delay: f64,
+    corrupt: Option<Corrupt>,
+    ce: bool,
+    reordered: bool,
+    rate: Option<u64>,
+}
+
 impl Link {
-    /// A link for a stage list without `trace`.
+    /// A link for a stage list without stages that read files (`trace`,
+    /// `link`, `timeline`).
     pub fn new(config: &LinkConfig, key: LinkKey) -> Result<Link, LinkError> {
-        if config.trace.is_some() {
-            return Err(LinkError::TraceSourceMissing);
-        }
-        Ok(Link::build(config, key, None))
+        Link::with_sources(config, key, Sources::default())
     }
 
     /// A link whose `trace` stage reads `source` (the caller opened the
@@ -362,9 +466,49 @@ impl Link {
         key: LinkKey,
         source: Box<dyn ActionSource + Send>,
     ) -> Result<Link, LinkError> {
-        let spec = config.trace.as_ref().ok_or(LinkError::NotATraceLink)?;
-        let cursor = TraceCursor::new(spec, source);
-        Ok(Link::build(config, key, Some(cursor)))
+        Link::with_sources(
+            config,
+            key,
+            Sources {
+                trace: Some(source),
+                ..Sources::default()
+            },
+        )
+    }
+
+    /// A link whose stages that read files read `sources`: one for each
+    /// such stage of the stage list, none for others.
+    pub fn with_sources(
+        config: &LinkConfig,
+        key: LinkKey,
+        sources: Sources,
+    ) -> Result<Link, LinkError> {
+        let Sources {
+            trace,
+            opportunities,
+            timeline,
+        } = sources;
+        let trace = match (&config.trace, trace) {
+            (Some(spec), Some(src)) => Some(TraceCursor::new(spec, src)),
+            (Some(_), None) => return Err(LinkError::TraceSourceMissing),
+            (None, Some(_)) => return Err(LinkError::NotATraceLink),
+            (None, None) => None,
+        };
+        match (config.link.is_some(), opportunities.is_some()) {
+            (true, false) => return Err(LinkError::SourceMissing("link")),
+            (false, true) => return Err(LinkError::NoSuchStage("link")),
+            _ => {}
+        }
+        let timeline = match (&config.timeline, timeline) {
+            (Some(spec), Some(source)) => Some(TimelineState {
+                source,
+                at_end: spec.at_end,
+            }),
+            (Some(_), None) => return Err(LinkError::SourceMissing("timeline")),
+            (None, Some(_)) => return Err(LinkError::NoSuchStage("timeline")),
+            (None, None) => None,
+        };
+        Ok(Link::build(config, key, trace, opportunities, timeline))
     }
 
     /// Swaps the trace: the next copy reads the new source's first record.
@@ -375,15 +519,25 @@ impl Link {
         Ok(())
     }
 
-    fn build(config: &LinkConfig, key: LinkKey, trace: Option<TraceCursor>) -> Link {
+    fn build(
+        config: &LinkConfig,
+        key: LinkKey,
+        trace: Option<TraceCursor>,
+        opportunities: Option<OpportunitySource>,
+        timeline: Option<TimelineState>,
+    ) -> Link {
         let dir = match key.direction {
             Direction::AToB => 0,
             Direction::BToA => 1,
         };
         let key = link_key(key.seed, key.rule, dir);
+        let bottleneck = config
+            .has_bottleneck()
+            .then(|| Bottleneck::new(config, key, opportunities));
         Link {
             config: config.clone(),
             key,
+            first_arrival: None,
             last_arrival: None,
             loss: config.loss.as_ref().map(LossProcess::new),
             duplicate: config.duplicate.map(Correlated::new),
@@ -397,6 +551,10 @@ impl Link {
             rate: config.rate.as_ref().map(RateLink::new),
             slots: config.slot.as_ref().map(|s| Slots::new(s, key, HORIZON_NS)),
             trace,
+            timeline,
+            bottleneck,
+            outstanding: HashMap::new(),
+            outs: Vec::new(),
             limit_packets: config.limit.packets.unwrap_or(DEFAULT_LIMIT_PACKETS),
             limit_bytes: config.limit.bytes.unwrap_or(u64::MAX),
             last_release: 0,
@@ -418,19 +576,36 @@ impl Link {
         &self.counters
     }
 
-    /// The trace ended under `at-end stop`.
+    /// A trace (or timeline) ended under `at-end stop`.
     pub fn trace_ended(&self) -> bool {
         self.trace_ended
     }
 
+    /// Copies in the bottleneck's queue and server.
+    pub fn bottleneck_held(&self) -> usize {
+        self.bottleneck.as_ref().map_or(0, Bottleneck::held)
+    }
+
     /// Decides everything about a packet that arrived at `now_ns` (its
-    /// kernel receive stamp): drops, copies, and each copy's deadline.
-    /// `packet_index` keys the randomness (the caller counts packets per
-    /// rule and direction); `ect`: the frame is IP with ECT(0) or ECT(1)
-    /// (only used with `ecn`).
+    /// kernel receive stamp): drops, copies, and each copy's deadline (or,
+    /// through a bottleneck, its place in the queue). `packet_index` keys
+    /// the randomness (the caller counts packets per rule and direction);
+    /// `ect`: the frame is IP with ECT(0) or ECT(1) (only used with `ecn`
+    /// and `drd ... congest`).
     pub fn arrive(&mut self, now_ns: u64, frame_len: u32, packet_index: u64, ect: bool) -> Arrival {
+        let first = self.last_arrival.is_none();
         let t = self.last_arrival.map_or(now_ns, |last| now_ns.max(last));
         self.last_arrival = Some(t);
+        self.first_arrival.get_or_insert(t);
+        if let Some(b) = &mut self.bottleneck {
+            if first {
+                b.start(t);
+            }
+            b.advance(t, &mut self.outs);
+            b.waste_idle(t);
+            self.take_outs();
+        }
+        let origin = self.origin();
         while let Some(&Reverse((deadline, bytes))) = self.in_flight.peek() {
             if deadline > t {
                 break;
@@ -445,38 +620,96 @@ impl Link {
         self.counters.arrivals += 1;
         let mut arrival = Arrival::new(packet_index, t);
         let mut rng = Stream::new(self.key, Domain::Packet, packet_index);
-        let first_seq = self.seq;
+        let params = match self.timeline_at(t - origin) {
+            Ok(p) => p,
+            Err(stop) => {
+                if stop {
+                    arrival.trace_ended = true;
+                    self.trace_ended = true;
+                }
+                arrival.push(Fate::Dropped(DropReason::TraceEnd));
+                self.push_releases(&arrival, frame_len);
+                return arrival;
+            }
+        };
+        let base = CopyState {
+            t,
+            index: packet_index,
+            copy: 0,
+            len: frame_len,
+            delay: 0.0,
+            corrupt: None,
+            ce: false,
+            reordered: false,
+            rate: params.rate_bps,
+        };
         if self.trace.is_some() {
-            self.trace_copies(&mut arrival, frame_len, &mut rng);
+            self.trace_copies(&mut arrival, base, &params, ect, &mut rng);
         } else {
-            let dup = match &mut self.duplicate {
-                Some(d) => d.next(rng.unit()),
-                None => false,
+            let dup = match (params.dup, &mut self.duplicate) {
+                (Some(p), _) => rng.unit() < p,
+                (None, Some(d)) => d.next(rng.unit()),
+                (None, None) => false,
             };
-            let copies = 1 + usize::from(dup);
+            let copies = 1 + u8::from(dup);
             self.counters.duplicates += u64::from(dup);
-            for _ in 0..copies {
-                let fate = self.random_copy(t, frame_len, ect, &mut rng);
+            for copy in 0..copies {
+                let c = CopyState { copy, ..base };
+                let fate = self.random_copy(c, &params, ect, &mut rng);
                 arrival.push(fate);
             }
         }
-        self.push_releases(&arrival, frame_len, first_seq);
+        self.push_releases(&arrival, frame_len);
         arrival
     }
 
-    fn trace_copies(&mut self, arrival: &mut Arrival, len: u32, rng: &mut Stream) {
-        let t = arrival.arrival_ns;
+    /// The time the link's time-indexed stages count from (its first
+    /// arrival).
+    fn origin(&self) -> u64 {
+        self.first_arrival.unwrap_or(0)
+    }
+
+    /// The timeline row's parameters at `rel` ns from the origin;
+    /// `Err(stop)`: past the end, the copy is dropped (and with `stop`
+    /// the caller stops).
+    fn timeline_at(&mut self, rel: u64) -> Result<Params, bool> {
+        let Some(tl) = &mut self.timeline else {
+            return Ok(Params::default());
+        };
+        match tl.source.row_at(rel) {
+            RowAt::Before => Ok(Params::default()),
+            RowAt::Row(r) => Ok(Params::from(&r)),
+            RowAt::End => match tl.at_end {
+                TraceEnd::Pass => Ok(Params::default()),
+                TraceEnd::Drop => Err(false),
+                // Hold never ends; a loop that cannot start over stops.
+                TraceEnd::Stop | TraceEnd::Loop | TraceEnd::Hold => Err(true),
+            },
+        }
+    }
+
+    fn trace_copies(
+        &mut self,
+        arrival: &mut Arrival,
+        base: CopyState,
+        params: &Params,
+        ect: bool,
+        rng: &mut Stream,
+    ) {
         for copy in 0..MAX_COPIES {
             let Some(step) = self.trace.as_mut().map(TraceCursor::next) else {
                 return;
             };
             match step {
                 Step::Forward { delay_ns, dup } => {
-                    let corrupt = self.corrupt_draw(rng);
-                    let fate = if self.admits(len) {
-                        self.enqueue(t, len, delay_ns as f64, corrupt, false, false)
-                    } else {
-                        Fate::Dropped(DropReason::Limit)
+                    let mut c = CopyState {
+                        copy: copy as u8,
+                        delay: delay_ns as f64,
+                        ..base
+                    };
+                    let fate = match self.early_drops(&mut c, params, ect, rng) {
+                        Some(r) => Fate::Dropped(r),
+                        None => self.admit(c, params, rng),
                     };
                     arrival.push(fate);
                     if !dup {
@@ -504,28 +737,70 @@ impl Link {
         }
     }
 
-    /// One copy through loss, corrupt, limit, reorder and delay.
-    fn random_copy(&mut self, t: u64, len: u32, ect: bool, rng: &mut Stream) -> Fate {
-        let mut ce = false;
-        if let Some(loss) = &mut self.loss {
-            if loss.next(rng) {
-                if self.config.ecn && ect {
-                    ce = true;
+    /// Time-indexed loss (a trace copy), DRD and corrupt for one copy;
+    /// the drop reason if it is dropped.
+    fn early_drops(
+        &mut self,
+        c: &mut CopyState,
+        params: &Params,
+        ect: bool,
+        rng: &mut Stream,
+    ) -> Option<DropReason> {
+        if let Some(p) = params.loss.filter(|_| self.trace.is_some()) {
+            if rng.unit() < p {
+                return Some(DropReason::Loss);
+            }
+        }
+        if let Some(d) = self.config.drd {
+            let q = self.counters.queue_packets;
+            if rng.unit() < d.probability(q) {
+                if ect && d.congest.is_some_and(|cg| q >= cg) {
+                    c.ce = true;
                 } else {
-                    return Fate::Dropped(DropReason::Loss);
+                    return Some(DropReason::Drd);
                 }
             }
         }
-        let corrupt = self.corrupt_draw(rng);
-        if !self.admits(len) {
+        c.corrupt = self.corrupt_draw(params.corrupt, rng);
+        None
+    }
+
+    /// One copy through loss, DRD, corrupt, limit, reorder and delay.
+    fn random_copy(
+        &mut self,
+        mut c: CopyState,
+        params: &Params,
+        ect: bool,
+        rng: &mut Stream,
+    ) -> Fate {
+        let lost = match (params.loss, &mut self.loss) {
+            (Some(p), _) => rng.unit() < p,
+            (None, Some(loss)) => loss.next(rng),
+            (None, None) => false,
+        };
+        if lost {
+            if self.config.ecn && ect {
+                c.ce = true;
+            } else {
+                return Fate::Dropped(DropReason::Loss);
+            }
+        }
+        if let Some(r) = self.early_drops(&mut c, params, ect, rng) {
+            return Fate::Dropped(r);
+        }
+        if !self.admits(c.len, params) {
             return Fate::Dropped(DropReason::Limit);
         }
         // netem: `counter` packets since the last reordered one are
         // delayed; from the gap-th on, each is reordered with the chance.
-        let reordered = match &mut self.reorder {
+        c.reordered = match &mut self.reorder {
             Some(r) => {
                 let u = rng.unit();
-                if r.counter + 1 >= r.gap && r.chance.next(u) {
+                let hit = match params.reorder {
+                    Some(p) => u < p,
+                    None => r.chance.next(u),
+                };
+                if r.counter + 1 >= r.gap && hit {
                     r.counter = 0;
                     true
                 } else {
@@ -533,93 +808,236 @@ impl Link {
                     false
                 }
             }
-            None => false,
+            None => params.reorder.is_some_and(|p| rng.unit() < p),
         };
-        let delay = match (&mut self.delay, reordered) {
-            (Some(d), false) => d.next(rng),
-            _ => 0.0,
-        };
-        self.enqueue(t, len, delay, corrupt, ce, reordered)
+        if !c.reordered {
+            c.delay = self.delay_draw(params, rng);
+        }
+        self.place(c, rng)
     }
 
-    fn corrupt_draw(&mut self, rng: &mut Stream) -> Option<Corrupt> {
-        let c = self.corrupt.as_mut()?;
-        let hit = c.next(rng.unit());
+    /// The copy's propagation delay: the stage's, with a timeline row's
+    /// delay and jitter in place of the stage's where the row has them.
+    fn delay_draw(&mut self, params: &Params, rng: &mut Stream) -> f64 {
+        if params.delay_ns.is_none() && params.jitter_ns.is_none() {
+            return self.delay.as_mut().map_or(0.0, |d| d.next(rng));
+        }
+        let spec = self.config.delay.unwrap_or(DelaySpec {
+            delay_ns: 0,
+            jitter_ns: 0,
+            corr: 0.0,
+            dist: DelayDist::Uniform,
+        });
+        let sampler = self.delay.get_or_insert_with(|| DelaySampler::new(&spec));
+        let base = params.delay_ns.unwrap_or(spec.delay_ns);
+        let jitter = params.jitter_ns.unwrap_or(spec.jitter_ns);
+        sampler.next_with(rng, base as f64, jitter as f64)
+    }
+
+    fn corrupt_draw(&mut self, row: Option<f64>, rng: &mut Stream) -> Option<Corrupt> {
+        let hit = match (row, &mut self.corrupt) {
+            (Some(p), _) => rng.unit() < p,
+            (None, Some(c)) => c.next(rng.unit()),
+            (None, None) => return None,
+        };
         let bits = rng.next_u64();
         hit.then_some(Corrupt(bits))
     }
 
-    fn admits(&self, len: u32) -> bool {
-        self.counters.queue_packets < self.limit_packets
+    fn admits(&self, len: u32, params: &Params) -> bool {
+        let limit = params.limit.unwrap_or(self.limit_packets);
+        self.counters.queue_packets < limit
             && self.counters.queue_bytes + u64::from(len) <= self.limit_bytes
     }
 
-    /// Rate, order and slot for an admitted copy with propagation delay
-    /// `delay` (ns, may be negative or huge before clamping).
-    fn enqueue(
-        &mut self,
-        t: u64,
-        len: u32,
-        delay: f64,
-        corrupt: Option<Corrupt>,
-        ce: bool,
-        reordered: bool,
-    ) -> Fate {
-        let horizon = Fate::Dropped(DropReason::Horizon);
-        if delay.is_nan() || delay > HORIZON_NS as f64 {
-            return horizon;
+    /// A trace copy past its early drops: the limit, then placed.
+    fn admit(&mut self, c: CopyState, params: &Params, rng: &mut Stream) -> Fate {
+        if self.admits(c.len, params) {
+            self.place(c, rng)
+        } else {
+            Fate::Dropped(DropReason::Limit)
         }
-        let delay = delay.max(0.0).round() as u64;
-        let latest = t.saturating_add(HORIZON_NS);
-        let sent = self.rate.as_ref().map(|r| r.peek(t, len));
-        let mut ready = sent.map_or(t, |s| s.done_ns).saturating_add(delay);
-        if self.config.order == Order::Fifo && !reordered {
-            ready = ready.max(self.last_release);
+    }
+
+    /// An admitted copy into the bottleneck, or through the rate to its
+    /// deadline.
+    fn place(&mut self, c: CopyState, rng: &mut Stream) -> Fate {
+        if c.delay.is_nan() || c.delay > HORIZON_NS as f64 {
+            return Fate::Dropped(DropReason::Horizon);
         }
-        if ready > latest {
-            return horizon;
+        let delay = c.delay.max(0.0).round() as u64;
+        if let Some(b) = &mut self.bottleneck {
+            let item = Item {
+                index: c.index,
+                copy: c.copy,
+                arrival: c.t,
+                enq: c.t,
+                len: c.len,
+                delay,
+                corrupt: c.corrupt,
+                ce: c.ce,
+                reordered: c.reordered,
+                rate: c.rate,
+            };
+            let u = if self.config.queue.is_some_and(|q| q.kind == QueueKind::Pie) {
+                rng.unit()
+            } else {
+                1.0
+            };
+            let res = b.enqueue(item, c.t, u, &mut self.outs);
+            self.take_outs();
+            return match res {
+                Err(r) => Fate::Dropped(r),
+                Ok(()) => {
+                    self.hold(c.len);
+                    *self.outstanding.entry(c.index).or_insert(0) += 1;
+                    // Counted now: a later copy of this packet may push it
+                    // out of the queue (drophead) before the arrival ends.
+                    let n = &mut self.counters;
+                    n.queued += 1;
+                    n.corrupted += u64::from(c.corrupt.is_some());
+                    n.ecn_marked += u64::from(c.ce);
+                    n.reordered += u64::from(c.reordered);
+                    Fate::Waiting(Waiting {
+                        corrupt: c.corrupt,
+                        ce: c.ce,
+                        reordered: c.reordered,
+                    })
+                }
+            };
         }
-        if let Some(slots) = &mut self.slots {
-            match slots.assign(ready, len, latest) {
-                Some(edge) => ready = edge,
-                None => return horizon,
+        let rate = c.rate.or(self.config.rate.map(|r| r.bits_per_sec));
+        let sent = rate.map(|bps| {
+            let spec = self.config.rate.unwrap_or(RateSpec {
+                bits_per_sec: bps,
+                packet_overhead: 0,
+                cell_size: 0,
+                cell_overhead: 0,
+                burst_bytes: 0,
+            });
+            let l = self.rate.get_or_insert_with(|| RateLink::new(&spec));
+            l.set_rate(bps);
+            l.peek(c.t, c.len)
+        });
+        let base = sent.map_or(c.t, |s| s.done_ns);
+        match self.schedule(c.t, base, delay, c.len, c.reordered) {
+            None => Fate::Dropped(DropReason::Horizon),
+            Some(deadline_ns) => {
+                if let (Some(r), Some(s)) = (&mut self.rate, sent) {
+                    r.commit(s);
+                }
+                self.hold(c.len);
+                self.in_flight.push(Reverse((deadline_ns, c.len)));
+                Fate::Queued(Queued {
+                    deadline_ns,
+                    corrupt: c.corrupt,
+                    ce: c.ce,
+                    reordered: c.reordered,
+                })
             }
         }
-        if let (Some(r), Some(s)) = (&mut self.rate, sent) {
-            r.commit(s);
-        }
-        if self.config.order == Order::Fifo {
-            self.last_release = self.last_release.max(ready);
-        }
-        self.in_flight.push(Reverse((ready, len)));
+    }
+
+    /// Counts a copy into the link.
+    fn hold(&mut self, len: u32) {
         let c = &mut self.counters;
         c.queue_packets += 1;
         c.queue_bytes += u64::from(len);
         c.queue_packets_max = c.queue_packets_max.max(c.queue_packets);
         c.queue_bytes_max = c.queue_bytes_max.max(c.queue_bytes);
-        Fate::Queued(Queued {
-            deadline_ns: ready,
-            corrupt,
-            ce,
-            reordered,
-        })
     }
 
-    fn push_releases(&mut self, arrival: &Arrival, frame_len: u32, first_seq: u64) {
+    /// Counts a copy out of the link.
+    fn unhold(&mut self, len: u32) {
+        self.counters.queue_packets -= 1;
+        self.counters.queue_bytes -= u64::from(len);
+    }
+
+    /// Delay, order and slot after the rate or bottleneck: the release
+    /// time of a copy of packet arriving at `t` that leaves the
+    /// bottleneck at `base`; `None` past the horizon.
+    fn schedule(
+        &mut self,
+        t: u64,
+        base: u64,
+        delay: u64,
+        len: u32,
+        reordered: bool,
+    ) -> Option<u64> {
+        let latest = t.saturating_add(HORIZON_NS);
+        let mut ready = base.saturating_add(delay);
+        if self.config.order == Order::Fifo && !reordered {
+            ready = ready.max(self.last_release);
+        }
+        if ready > latest {
+            return None;
+        }
+        if let Some(slots) = &mut self.slots {
+            ready = slots.assign(ready, len, latest)?;
+        }
+        if self.config.order == Order::Fifo {
+            self.last_release = self.last_release.max(ready);
+        }
+        Some(ready)
+    }
+
+    /// What the bottleneck let out: releases at their deadlines, drops in
+    /// the queue as releases that are not sent.
+    fn take_outs(&mut self) {
+        let mut outs = std::mem::take(&mut self.outs);
+        for o in outs.drain(..) {
+            let (it, release) = match o {
+                Out::Sent(it, at) => {
+                    match self.schedule(it.arrival, at, it.delay, it.len, it.reordered) {
+                        Some(deadline) => {
+                            self.in_flight.push(Reverse((deadline, it.len)));
+                            (it, (deadline, None))
+                        }
+                        None => (it, (at, Some(DropReason::Horizon))),
+                    }
+                }
+                Out::Dropped(it, at, reason) => (it, (at, Some(reason))),
+            };
+            let (deadline_ns, dropped) = release;
+            if let Some(r) = dropped {
+                self.unhold(it.len);
+                self.counters.queued -= 1;
+                self.counters.dropped.add(r);
+            }
+            let r = Release {
+                deadline_ns,
+                packet_index: it.index,
+                arrival_ns: it.arrival,
+                copy: it.copy,
+                frame_len: it.len,
+                corrupt: it.corrupt,
+                ce: it.ce,
+                last: false,
+                dropped,
+            };
+            self.releases.push(Reverse(Entry(r, self.seq, true)));
+            self.seq += 1;
+        }
+        self.outs = outs;
+    }
+
+    fn push_releases(&mut self, arrival: &Arrival, frame_len: u32) {
         let last_copy = arrival
             .copies()
             .iter()
             .enumerate()
             .filter_map(|(i, f)| match f {
                 Fate::Queued(q) => Some((q.deadline_ns, i)),
-                Fate::Dropped(_) => None,
+                _ => None,
             })
             .max()
             .map(|(_, i)| i);
-        let mut seq = first_seq;
+        let mut seq = self.seq;
         for (i, fate) in arrival.copies().iter().enumerate() {
             match *fate {
                 Fate::Dropped(r) => self.counters.dropped.add(r),
+                // Counted when it entered the queue.
+                Fate::Waiting(_) => {}
                 Fate::Queued(q) => {
                     let c = &mut self.counters;
                     c.queued += 1;
@@ -635,8 +1053,9 @@ impl Link {
                         corrupt: q.corrupt,
                         ce: q.ce,
                         last: Some(i) == last_copy,
+                        dropped: None,
                     };
-                    self.releases.push(Reverse(Entry(release, seq)));
+                    self.releases.push(Reverse(Entry(release, seq, false)));
                     seq += 1;
                 }
             }
@@ -652,27 +1071,53 @@ impl Link {
             .map_or_else(Vec::new, |s| s.edges_until(until))
     }
 
-    /// The earliest deadline waiting, if any.
+    /// When the link next needs `pop_due`: the earliest deadline waiting,
+    /// or the bottleneck's next event (a dequeue, a departure, a delivery
+    /// opportunity), whichever is first.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.releases.peek().map(|Reverse(e)| e.0.deadline_ns)
+        let release = self.releases.peek().map(|Reverse(e)| e.0.deadline_ns);
+        let event = self.bottleneck.as_ref().and_then(Bottleneck::next_event);
+        match (release, event) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// Appends every copy due at `now_ns` to `out`, in release order
-    /// (deadline, then arrival and copy order); returns how many. Never
-    /// hands out a copy before its deadline.
+    /// Runs the bottleneck up to `now_ns`, then appends every copy due at
+    /// `now_ns` to `out`, in release order (deadline, then the order they
+    /// were decided in); returns how many. Never hands out a copy before
+    /// its deadline. A release with `dropped` set was dropped in the queue
+    /// at its deadline and is not to be sent.
     pub fn pop_due(&mut self, now_ns: u64, out: &mut Vec<Release>) -> usize {
+        if let Some(b) = &mut self.bottleneck {
+            if self.last_arrival.is_some() {
+                b.advance(now_ns, &mut self.outs);
+                self.take_outs();
+            }
+        }
         let before = out.len();
         while self
             .releases
             .peek()
             .is_some_and(|Reverse(e)| e.0.deadline_ns <= now_ns)
         {
-            if let Some(Reverse(e)) = self.releases.pop() {
-                out.push(e.0);
+            let Some(Reverse(Entry(mut r, _, tracked))) = self.releases.pop() else {
+                break;
+            };
+            if tracked {
+                if let Some(n) = self.outstanding.get_mut(&r.packet_index) {
+                    *n -= 1;
+                    r.last = *n == 0;
+                    if r.last {
+                        self.outstanding.remove(&r.packet_index);
+                    }
+                }
             }
+            if r.dropped.is_none() {
+                self.counters.released += 1;
+            }
+            out.push(r);
         }
-        let n = out.len() - before;
-        self.counters.released += n as u64;
-        n
+        out.len() - before
     }
 }

@@ -188,8 +188,14 @@ impl DelaySampler {
 
     /// The next delay in ns, before clamping at 0.
     pub(crate) fn next(&mut self, rng: &mut Stream) -> f64 {
-        if self.jitter == 0.0 {
-            return self.base;
+        self.next_with(rng, self.base, self.jitter)
+    }
+
+    /// The next delay with this base and jitter (a time-indexed trace's
+    /// row) and the stage's shape and correlation.
+    pub(crate) fn next_with(&mut self, rng: &mut Stream, base: f64, jitter: f64) -> f64 {
+        if jitter == 0.0 {
+            return base;
         }
         let e: f64 = StandardNormal.sample(rng);
         let z = match self.z {
@@ -197,7 +203,7 @@ impl DelaySampler {
             Some(prev) => self.rho * prev + self.innovation * e,
         };
         self.z = Some(z);
-        self.base + self.jitter * standard_value(self.dist, z)
+        base + jitter * standard_value(self.dist, z)
     }
 }
 

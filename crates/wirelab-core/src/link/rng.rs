@@ -27,6 +27,8 @@ pub(crate) enum Domain {
     Packet = 1,
     /// Slot index: slot lengths.
     Slot = 2,
+    /// On/off cycle index: on and off lengths.
+    OnOff = 3,
 }
 
 /// The key of one link direction.

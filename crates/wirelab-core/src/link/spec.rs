@@ -127,6 +127,153 @@ pub struct RateSpec {
     pub cell_size: u32,
     /// Bytes added to every cell (may be negative).
     pub cell_overhead: i32,
+    /// `burst B`: bytes that may leave unshaped after the link was idle
+    /// (Dummynet's burst: a token bucket of this depth filled at the rate
+    /// while idle); 0 = none.
+    pub burst_bytes: u64,
+}
+
+/// The queue in front of a bottleneck (`queue KIND ...`, mm-link's forms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    /// Drop the arriving packet when full.
+    DropTail,
+    /// Drop from the head when full, to make room for the arriving one.
+    DropHead,
+    /// CoDel (RFC 8289): drops at dequeue.
+    Codel,
+    /// PIE (RFC 8033): drops at enqueue.
+    Pie,
+}
+
+impl QueueKind {
+    fn name(self) -> &'static str {
+        match self {
+            QueueKind::DropTail => "droptail",
+            QueueKind::DropHead => "drophead",
+            QueueKind::Codel => "codel",
+            QueueKind::Pie => "pie",
+        }
+    }
+}
+
+/// `queue KIND [packets=N] [bytes=B] [target=T] [interval=I]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueSpec {
+    /// The discipline.
+    pub kind: QueueKind,
+    /// Most packets in the queue (not counting the one being sent).
+    pub packets: Option<u64>,
+    /// Most bytes in the queue.
+    pub bytes: Option<u64>,
+    /// CoDel's TARGET, PIE's QDELAY_REF.
+    pub target_ns: Option<u64>,
+    /// CoDel's INTERVAL, PIE's T_UPDATE.
+    pub interval_ns: Option<u64>,
+}
+
+/// RFC 8289's defaults: TARGET 5 ms, INTERVAL 100 ms.
+pub const CODEL_TARGET_NS: u64 = 5_000_000;
+/// See [`CODEL_TARGET_NS`].
+pub const CODEL_INTERVAL_NS: u64 = 100_000_000;
+/// RFC 8033's defaults: QDELAY_REF 15 ms, T_UPDATE 15 ms.
+pub const PIE_TARGET_NS: u64 = 15_000_000;
+/// See [`PIE_TARGET_NS`].
+pub const PIE_INTERVAL_NS: u64 = 15_000_000;
+
+impl QueueSpec {
+    /// The target delay (the discipline's default if not given).
+    pub fn target(&self) -> u64 {
+        self.target_ns.unwrap_or(match self.kind {
+            QueueKind::Pie => PIE_TARGET_NS,
+            _ => CODEL_TARGET_NS,
+        })
+    }
+
+    /// The interval (the discipline's default if not given).
+    pub fn interval(&self) -> u64 {
+        self.interval_ns.unwrap_or(match self.kind {
+            QueueKind::Pie => PIE_INTERVAL_NS,
+            _ => CODEL_INTERVAL_NS,
+        })
+    }
+}
+
+/// `link FILE [once]`: Mahimahi delivery opportunities.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MmLinkSpec {
+    /// The trace file as written (the caller opens it).
+    pub file: String,
+    /// After the trace's last opportunity the link is dead (else it loops).
+    pub once: bool,
+}
+
+/// How on and off periods are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnOffKind {
+    /// Exponential lengths with these means (mm-onoff).
+    Exp,
+    /// Fixed lengths.
+    Periodic,
+}
+
+/// `onoff exp|periodic ON OFF [drop]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnOffSpec {
+    /// How lengths are drawn.
+    pub kind: OnOffKind,
+    /// (Mean) on time.
+    pub on_ns: u64,
+    /// (Mean) off time.
+    pub off_ns: u64,
+    /// Packets arriving while off are dropped (reason `link_dead`)
+    /// instead of held until the link is on again.
+    pub drop: bool,
+}
+
+/// Shortest (mean) on or off time: bounds the work of finding the period
+/// a time falls in.
+pub const MIN_ONOFF_NS: u64 = 1_000_000;
+
+/// `drd MIN MAX [congest C]`: NIST Net's derivative random drop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrdSpec {
+    /// Queue length (packets) where drops start.
+    pub min: u64,
+    /// Queue length where the drop probability reaches its top, 95 %.
+    pub max: u64,
+    /// From this queue length, ECN-capable copies DRD picks are marked CE
+    /// instead of dropped.
+    pub congest: Option<u64>,
+}
+
+/// NIST Net's top DRD drop probability (at and above `max`).
+pub const DRD_TOP: f64 = 0.95;
+
+impl DrdSpec {
+    /// The drop probability at queue length `q`: 0 below `min`, rising
+    /// linearly to [`DRD_TOP`] at `max`, [`DRD_TOP`] above.
+    pub fn probability(&self, q: u64) -> f64 {
+        if q < self.min {
+            0.0
+        } else if q >= self.max {
+            DRD_TOP
+        } else {
+            DRD_TOP * (q - self.min) as f64 / (self.max - self.min) as f64
+        }
+    }
+}
+
+/// `timeline FILE [period T] [at-end loop|hold|stop|pass|drop]`: a
+/// time-indexed CSV trace; each packet uses the row active at its arrival.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineSpec {
+    /// The file as written (the caller opens it).
+    pub file: String,
+    /// Length of a `t_us`/`t_ms` trace (its last row lasts until then).
+    pub period_ns: Option<u64>,
+    /// After the trace's end.
+    pub at_end: TraceEnd,
 }
 
 /// `slot MIN [MAX] [packets N] [bytes B]`.
@@ -229,6 +376,25 @@ pub struct LinkConfig {
     pub seed: Option<u64>,
     /// Per-packet actions from a trace instead of `delay`/`loss`/`duplicate`.
     pub trace: Option<TraceSpec>,
+    /// The queue in front of the bottleneck.
+    pub queue: Option<QueueSpec>,
+    /// Mahimahi delivery opportunities as the bottleneck.
+    pub link: Option<MmLinkSpec>,
+    /// The bottleneck goes on and off.
+    pub onoff: Option<OnOffSpec>,
+    /// Derivative random drop by queue length.
+    pub drd: Option<DrdSpec>,
+    /// Link parameters by time from a CSV trace.
+    pub timeline: Option<TimelineSpec>,
+}
+
+impl LinkConfig {
+    /// The link has a bottleneck simulated in time (`queue`, `link` or
+    /// `onoff`): release times are decided as model time passes, not at
+    /// arrival.
+    pub fn has_bottleneck(&self) -> bool {
+        self.queue.is_some() || self.link.is_some() || self.onoff.is_some()
+    }
 }
 
 /// A stage list that cannot be used: what, and where.
@@ -283,8 +449,8 @@ pub enum SpecErrorKind {
     Conflict(String),
 }
 
-const KEYWORDS: &str = "delay, dist, loss, ecn, duplicate, corrupt, reorder, rate, slot, limit, \
-                        order, seed, trace";
+const KEYWORDS: &str = "delay, dist, loss, ecn, duplicate, corrupt, reorder, rate, burst, slot, \
+                        limit, order, seed, trace, queue, link, onoff, drd, timeline";
 
 /// Shortest slot accepted (bounds the work of finding slot edges).
 pub const MIN_SLOT_NS: u64 = 1_000;
@@ -425,6 +591,12 @@ struct Seen {
     order: Option<usize>,
     seed: Option<usize>,
     trace: Option<usize>,
+    burst: Option<usize>,
+    queue: Option<usize>,
+    link: Option<usize>,
+    onoff: Option<usize>,
+    drd: Option<usize>,
+    timeline: Option<usize>,
 }
 
 impl LinkConfig {
@@ -439,6 +611,7 @@ impl LinkConfig {
         };
         let mut c = LinkConfig::default();
         let mut seen = Seen::default();
+        let mut burst = None;
         while let Some(kw) = p.peek() {
             let at = p.pos;
             p.pos += 1;
@@ -518,7 +691,48 @@ impl LinkConfig {
                     slot_for(&mut seen.trace, "trace", &p)?;
                     c.trace = Some(parse_trace(&mut p)?);
                 }
+                "burst" => {
+                    slot_for(&mut seen.burst, "burst", &p)?;
+                    burst = Some(parse_burst(&mut p)?);
+                }
+                "queue" => {
+                    slot_for(&mut seen.queue, "queue", &p)?;
+                    c.queue = Some(parse_queue(&mut p)?);
+                }
+                "link" => {
+                    slot_for(&mut seen.link, "link", &p)?;
+                    let file = p.need("link", "a Mahimahi trace file")?.to_string();
+                    let once = p.peek() == Some("once");
+                    p.pos += usize::from(once);
+                    c.link = Some(MmLinkSpec { file, once });
+                }
+                "onoff" => {
+                    slot_for(&mut seen.onoff, "onoff", &p)?;
+                    c.onoff = Some(parse_onoff(&mut p)?);
+                }
+                "drd" => {
+                    slot_for(&mut seen.drd, "drd", &p)?;
+                    c.drd = Some(parse_drd(&mut p)?);
+                }
+                "timeline" => {
+                    slot_for(&mut seen.timeline, "timeline", &p)?;
+                    c.timeline = Some(parse_timeline(&mut p)?);
+                }
                 _ => return Err(p.err_at(at, SpecErrorKind::Unknown)),
+            }
+        }
+        if let (Some(b), Some(at)) = (burst, seen.burst) {
+            match &mut c.rate {
+                Some(r) => r.burst_bytes = b,
+                None => {
+                    return Err(p.err_at(
+                        at,
+                        SpecErrorKind::Conflict(
+                            "burst is credit of a rate: give one (e.g. rate 1mbit burst 125k)"
+                                .to_string(),
+                        ),
+                    ))
+                }
             }
         }
         validate(&mut c, &seen, &p)?;
@@ -667,6 +881,7 @@ fn parse_rate_clause(p: &mut Parser) -> Result<RateSpec, SpecError> {
         packet_overhead: 0,
         cell_size: 0,
         cell_overhead: 0,
+        burst_bytes: 0,
     };
     if let Some(t) = p.optional_number(true) {
         r.packet_overhead = p.value("packet overhead", signed_bytes(t))?;
@@ -820,23 +1035,204 @@ fn parse_trace(p: &mut Parser) -> Result<TraceSpec, SpecError> {
             Some("at-end") if !end => {
                 p.pos += 1;
                 end = true;
-                t.at_end = match p.need("trace at-end", "loop, hold, stop, pass or drop")? {
-                    "loop" => TraceEnd::Loop,
-                    "hold" => TraceEnd::Hold,
-                    "stop" => TraceEnd::Stop,
-                    "pass" => TraceEnd::Pass,
-                    "drop" => TraceEnd::Drop,
-                    _ => {
-                        return Err(p.err_prev(SpecErrorKind::Value {
-                            what: "trace at-end",
-                            reason: "expected loop, hold, stop, pass or drop".to_string(),
-                        }))
-                    }
-                };
+                t.at_end = parse_at_end(p, "trace at-end")?;
             }
             _ => return Ok(t),
         }
     }
+}
+
+fn parse_burst(p: &mut Parser) -> Result<u64, SpecError> {
+    let t = p.need("burst", "a size such as 125k")?;
+    let b = p.value("burst", size(t))?;
+    if b == 0 {
+        return Err(p.err_prev(SpecErrorKind::Value {
+            what: "burst",
+            reason: "must be at least 1 byte (leave burst out for none)".to_string(),
+        }));
+    }
+    Ok(b)
+}
+
+fn parse_queue(p: &mut Parser) -> Result<QueueSpec, SpecError> {
+    const KINDS: &str = "droptail, drophead, codel or pie";
+    let kind = match p.need("queue", KINDS)? {
+        "droptail" => QueueKind::DropTail,
+        "drophead" => QueueKind::DropHead,
+        "codel" => QueueKind::Codel,
+        "pie" => QueueKind::Pie,
+        _ => {
+            return Err(p.err_prev(SpecErrorKind::Value {
+                what: "queue",
+                reason: format!("expected {KINDS}"),
+            }))
+        }
+    };
+    let mut q = QueueSpec {
+        kind,
+        packets: None,
+        bytes: None,
+        target_ns: None,
+        interval_ns: None,
+    };
+    while let Some(t) = p.peek() {
+        let Some((key, value)) = t.split_once('=') else {
+            if matches!(t, "packets" | "bytes" | "target" | "interval") {
+                p.pos += 1;
+                return Err(p.err_prev(SpecErrorKind::Value {
+                    what: "queue",
+                    reason: format!("write {t}=VALUE (mm-link's form, e.g. packets=1000)"),
+                }));
+            }
+            break;
+        };
+        p.pos += 1;
+        let repeated = |set: bool, p: &Parser| {
+            if set {
+                Err(p.err_prev(SpecErrorKind::Repeated("a queue argument")))
+            } else {
+                Ok(())
+            }
+        };
+        match key {
+            "packets" => {
+                repeated(q.packets.is_some(), p)?;
+                let n = p.value("queue packets", count(value))?;
+                q.packets = Some(p.value("queue packets", at_least_one(n))?);
+            }
+            "bytes" => {
+                repeated(q.bytes.is_some(), p)?;
+                let b = p.value("queue bytes", size(value))?;
+                q.bytes = Some(p.value("queue bytes", at_least_one(b))?);
+            }
+            "target" => {
+                repeated(q.target_ns.is_some(), p)?;
+                let d = p.value("queue target", duration(value))?;
+                q.target_ns = Some(p.value("queue target", at_least_one(d))?);
+            }
+            "interval" => {
+                repeated(q.interval_ns.is_some(), p)?;
+                let d = p.value("queue interval", duration(value))?;
+                q.interval_ns = Some(p.value("queue interval", at_least_one(d))?);
+            }
+            _ => {
+                return Err(p.err_prev(SpecErrorKind::Value {
+                    what: "queue",
+                    reason: "expected packets=N, bytes=B, target=T or interval=T".to_string(),
+                }))
+            }
+        }
+    }
+    if matches!(kind, QueueKind::DropTail | QueueKind::DropHead)
+        && (q.target_ns.is_some() || q.interval_ns.is_some())
+    {
+        return Err(p.err_prev(SpecErrorKind::Value {
+            what: "queue",
+            reason: format!(
+                "{} has no target or interval (they are codel's and pie's)",
+                kind.name()
+            ),
+        }));
+    }
+    Ok(q)
+}
+
+fn at_least_one(v: u64) -> Result<u64, String> {
+    if v == 0 {
+        Err("must be more than 0".to_string())
+    } else {
+        Ok(v)
+    }
+}
+
+fn parse_onoff(p: &mut Parser) -> Result<OnOffSpec, SpecError> {
+    let kind = match p.need("onoff", "exp or periodic")? {
+        "exp" => OnOffKind::Exp,
+        "periodic" => OnOffKind::Periodic,
+        _ => {
+            return Err(p.err_prev(SpecErrorKind::Value {
+                what: "onoff",
+                reason: "expected exp or periodic".to_string(),
+            }))
+        }
+    };
+    let mut times = [0u64; 2];
+    for (i, what) in ["on time", "off time"].into_iter().enumerate() {
+        times[i] = p.duration("onoff", what)?;
+        if times[i] < MIN_ONOFF_NS {
+            return Err(p.err_prev(SpecErrorKind::Value {
+                what,
+                reason: "must be at least 1ms".to_string(),
+            }));
+        }
+    }
+    let drop = p.peek() == Some("drop");
+    p.pos += usize::from(drop);
+    Ok(OnOffSpec {
+        kind,
+        on_ns: times[0],
+        off_ns: times[1],
+        drop,
+    })
+}
+
+fn parse_drd(p: &mut Parser) -> Result<DrdSpec, SpecError> {
+    let min = p.count("drd", "DRD min (packets)")?;
+    let max = p.count("drd", "DRD max (packets)")?;
+    if max <= min {
+        return Err(p.err_prev(SpecErrorKind::Value {
+            what: "DRD max",
+            reason: format!("must be above DRD min ({min})"),
+        }));
+    }
+    let mut congest = None;
+    if p.peek() == Some("congest") {
+        p.pos += 1;
+        congest = Some(p.count("drd congest", "DRD congest (packets)")?);
+    }
+    Ok(DrdSpec { min, max, congest })
+}
+
+fn parse_timeline(p: &mut Parser) -> Result<TimelineSpec, SpecError> {
+    let file = p.need("timeline", "a time-indexed CSV file")?.to_string();
+    let mut t = TimelineSpec {
+        file,
+        period_ns: None,
+        at_end: TraceEnd::default(),
+    };
+    let (mut period, mut end) = (false, false);
+    loop {
+        match p.peek() {
+            Some("period") if !period => {
+                p.pos += 1;
+                period = true;
+                let d = p.duration("timeline period", "timeline period")?;
+                t.period_ns = Some(p.value("timeline period", at_least_one(d))?);
+            }
+            Some("at-end") if !end => {
+                p.pos += 1;
+                end = true;
+                t.at_end = parse_at_end(p, "timeline at-end")?;
+            }
+            _ => return Ok(t),
+        }
+    }
+}
+
+fn parse_at_end(p: &mut Parser, option: &'static str) -> Result<TraceEnd, SpecError> {
+    Ok(match p.need(option, "loop, hold, stop, pass or drop")? {
+        "loop" => TraceEnd::Loop,
+        "hold" => TraceEnd::Hold,
+        "stop" => TraceEnd::Stop,
+        "pass" => TraceEnd::Pass,
+        "drop" => TraceEnd::Drop,
+        _ => {
+            return Err(p.err_prev(SpecErrorKind::Value {
+                what: option,
+                reason: "expected loop, hold, stop, pass or drop".to_string(),
+            }))
+        }
+    })
 }
 
 fn validate(c: &mut LinkConfig, seen: &Seen, p: &Parser) -> Result<(), SpecError> {
@@ -884,6 +1280,21 @@ fn validate(c: &mut LinkConfig, seen: &Seen, p: &Parser) -> Result<(), SpecError
                 "reorder and order fifo contradict each other: fifo forbids reordering",
             ));
         }
+    }
+    if let Some(at) = seen.queue {
+        if c.rate.is_none() && c.link.is_none() && c.onoff.is_none() {
+            return Err(conflict(
+                at,
+                "a queue fills in front of a bottleneck: add rate R, link FILE or onoff \
+                 (e.g. queue codel rate 10mbit)",
+            ));
+        }
+    }
+    if let (Some(a), Some(b)) = (seen.link, seen.rate) {
+        return Err(conflict(
+            a.max(b),
+            "link and rate both set the bottleneck's speed: use one of them",
+        ));
     }
     if let Some(at) = seen.ecn {
         if c.loss.is_none() {
@@ -1137,6 +1548,59 @@ impl fmt::Display for LinkConfig {
                     s += &format!(" {} {}", r.cell_size, r.cell_overhead);
                 }
             }
+            if r.burst_bytes > 0 {
+                s += &format!(" burst {}", r.burst_bytes);
+            }
+            parts.push(s);
+        }
+        if let Some(l) = &self.link {
+            parts.push(format!(
+                "link {}{}",
+                l.file,
+                if l.once { " once" } else { "" }
+            ));
+        }
+        if let Some(o) = self.onoff {
+            let kind = match o.kind {
+                OnOffKind::Exp => "exp",
+                OnOffKind::Periodic => "periodic",
+            };
+            parts.push(format!(
+                "onoff {kind} {} {}{}",
+                fmt_duration(o.on_ns),
+                fmt_duration(o.off_ns),
+                if o.drop { " drop" } else { "" }
+            ));
+        }
+        if let Some(q) = self.queue {
+            let mut s = format!("queue {}", q.kind.name());
+            if let Some(n) = q.packets {
+                s += &format!(" packets={n}");
+            }
+            if let Some(b) = q.bytes {
+                s += &format!(" bytes={b}");
+            }
+            if let Some(t) = q.target_ns {
+                s += &format!(" target={}", fmt_duration(t));
+            }
+            if let Some(i) = q.interval_ns {
+                s += &format!(" interval={}", fmt_duration(i));
+            }
+            parts.push(s);
+        }
+        if let Some(d) = self.drd {
+            let mut s = format!("drd {} {}", d.min, d.max);
+            if let Some(c) = d.congest {
+                s += &format!(" congest {c}");
+            }
+            parts.push(s);
+        }
+        if let Some(t) = &self.timeline {
+            let mut s = format!("timeline {}", t.file);
+            if let Some(p) = t.period_ns {
+                s += &format!(" period {}", fmt_duration(p));
+            }
+            s += &format!(" at-end {}", t.at_end.name());
             parts.push(s);
         }
         if let Some(s) = self.slot {
@@ -1296,7 +1760,8 @@ mod tests {
                 bits_per_sec: 1_000_000,
                 packet_overhead: 0,
                 cell_size: 48,
-                cell_overhead: 5
+                cell_overhead: 5,
+                burst_bytes: 0,
             })
         );
         assert_eq!(
@@ -1349,6 +1814,128 @@ mod tests {
     }
 
     #[test]
+    fn bottleneck_and_nist_stages() {
+        let c = parse("rate 1mbit burst 125k queue codel packets=1000 target=5ms interval=100ms");
+        assert_eq!(c.rate.unwrap().burst_bytes, 125_000);
+        assert_eq!(
+            c.queue,
+            Some(QueueSpec {
+                kind: QueueKind::Codel,
+                packets: Some(1000),
+                bytes: None,
+                target_ns: Some(5_000_000),
+                interval_ns: Some(100_000_000),
+            })
+        );
+        assert!(c.has_bottleneck());
+        let q = parse("queue pie bytes=30k rate 10mbit").queue.unwrap();
+        assert_eq!(
+            (q.kind, q.bytes, q.target(), q.interval()),
+            (QueueKind::Pie, Some(30_000), PIE_TARGET_NS, PIE_INTERVAL_NS)
+        );
+        let c = parse("link up.trace once queue drophead packets=10");
+        assert_eq!(
+            c.link,
+            Some(MmLinkSpec {
+                file: "up.trace".to_string(),
+                once: true
+            })
+        );
+        assert_eq!(c.queue.unwrap().kind, QueueKind::DropHead);
+        assert!(!parse("link x.up").link.unwrap().once);
+        assert_eq!(
+            parse("onoff exp 1s 0.5s").onoff,
+            Some(OnOffSpec {
+                kind: OnOffKind::Exp,
+                on_ns: 1_000_000_000,
+                off_ns: 500_000_000,
+                drop: false
+            })
+        );
+        assert!(
+            parse("onoff periodic 10ms 5ms drop rate 1mbit")
+                .onoff
+                .unwrap()
+                .drop
+        );
+        assert_eq!(
+            parse("drd 20 50 congest 30").drd,
+            Some(DrdSpec {
+                min: 20,
+                max: 50,
+                congest: Some(30)
+            })
+        );
+        assert_eq!(
+            parse("timeline net.csv period 10s at-end hold delay 1ms").timeline,
+            Some(TimelineSpec {
+                file: "net.csv".to_string(),
+                period_ns: Some(10_000_000_000),
+                at_end: TraceEnd::Hold
+            })
+        );
+        // A timeline composes with a packet trace.
+        assert!(parse("trace f.bin timeline n.csv").timeline.is_some());
+        let d = DrdSpec {
+            min: 20,
+            max: 50,
+            congest: None,
+        };
+        assert_eq!(
+            [0, 19, 20, 35, 50, 500].map(|q| d.probability(q)),
+            [0.0, 0.0, 0.0, 0.475, 0.95, 0.95]
+        );
+    }
+
+    #[test]
+    fn bottleneck_errors() {
+        let e = err("queue codel packets=10");
+        assert!(
+            e.to_string().contains("add rate R, link FILE or onoff"),
+            "{e}"
+        );
+        assert!(err("queue fifo rate 1mbit")
+            .to_string()
+            .contains("droptail, drophead"));
+        let e = err("rate 1mbit queue codel packets 10");
+        assert!(e.to_string().contains("write packets=VALUE"), "{e}");
+        assert!(err("rate 1mbit queue droptail target=5ms")
+            .to_string()
+            .contains("no target"));
+        assert!(err("rate 1mbit queue codel packets=0")
+            .to_string()
+            .contains("more than 0"));
+        assert!(err("rate 1mbit queue codel packets=1 packets=2")
+            .to_string()
+            .contains("twice"));
+        assert!(err("rate 1mbit queue pie speed=3")
+            .to_string()
+            .contains("packets=N"));
+        let e = err("link a.up rate 1mbit");
+        assert_eq!(e.token, 3);
+        assert!(e.to_string().contains("use one of them"), "{e}");
+        assert!(err("burst 10k").to_string().contains("credit of a rate"));
+        assert!(err("rate 1mbit burst 0")
+            .to_string()
+            .contains("at least 1 byte"));
+        assert!(err("onoff exp 1s").to_string().contains("duration"));
+        assert!(err("onoff exp 1s 100us")
+            .to_string()
+            .contains("at least 1ms"));
+        assert!(err("onoff sometimes 1s 1s")
+            .to_string()
+            .contains("exp or periodic"));
+        assert!(err("drd 50 20").to_string().contains("above DRD min"));
+        assert!(err("drd 5 5").to_string().contains("above DRD min"));
+        assert!(err("drd 5").to_string().contains("drd needs"));
+        assert!(err("timeline").to_string().contains("time-indexed CSV"));
+        assert!(err("timeline n.csv period 0")
+            .to_string()
+            .contains("more than 0"));
+        assert!(err("link").to_string().contains("Mahimahi"));
+    }
+
+    #[test]
     fn display_parses_back() {
         for s in [
             "delay 10ms 2ms 25% dist normal loss gemodel 1% 10% 100% 0%",
@@ -1358,6 +1945,10 @@ mod tests {
             "rate 12mbit delay 10ms slot 800us 10ms packets 42 bytes 64k limit 50000 seed 7",
             "trace f.bin scale 10 offset -250us at-end stop limit bytes 1500",
             "loss random 0.3% 25% rate 1500bit -4",
+            "rate 1mbit burst 125k queue codel packets=1000 target=5ms interval=100ms",
+            "link up.trace once onoff exp 1s 500ms drop queue pie bytes=30000 drd 20 50 congest 30",
+            "trace f.bin timeline net.csv period 10s at-end drop rate 10mbit 0 48 5 burst 1500",
+            "onoff periodic 10ms 5ms queue drophead packets=5 timeline n.csv",
         ] {
             let c = parse(s);
             let printed = c.to_string();
@@ -1446,7 +2037,7 @@ mod tests {
 
         #[test]
         fn keyword_soup_never_panics(words in proptest::collection::vec(
-            "(delay|loss|gemodel|state|random|ecn|duplicate|corrupt|reorder|gap|rate|slot|packets|bytes|limit|order|fifo|seed|trace|scale|offset|at-end|dist|normal|1%|100%|-5|10ms|0|1mbit|64k|x)",
+            "(delay|loss|gemodel|state|random|ecn|duplicate|corrupt|reorder|gap|rate|slot|packets|bytes|limit|order|fifo|seed|trace|scale|offset|at-end|dist|normal|1%|100%|-5|10ms|0|1mbit|64k|x|burst|queue|codel|pie|droptail|drophead|packets=5|bytes=3k|target=5ms|interval=1s|link|once|onoff|exp|periodic|drop|drd|congest|timeline|period|1s|7)",
             0..12,
         )) {
             let s = words.join(" ");

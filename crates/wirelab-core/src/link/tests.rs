@@ -199,7 +199,7 @@ fn trace_end_policies() {
                     .iter()
                     .map(|f| match f {
                         Fate::Queued(q) => (q.deadline_ns - a.arrival_ns) as i64,
-                        Fate::Dropped(_) => -1,
+                        _ => -1,
                     })
                     .collect::<Vec<_>>()
             })

@@ -49,8 +49,9 @@ pub struct Release {
     /// A bit of the frame to flip first (corruption), counted from the
     /// first byte's most significant bit.
     pub flip_bit: Option<u32>,
-    /// False: the copy was dropped where it was queued (an AQM's decision).
-    pub send: bool,
+    /// `Some`: the copy was dropped where it waited (an AQM, drophead, a
+    /// link that went down), with that fate; it is not sent.
+    pub dropped: Option<EmuFate>,
 }
 
 /// What the model decided about a frame when it arrived.
@@ -131,6 +132,7 @@ pub struct Drops {
     pub queue: u64,
     pub send_failure: u64,
     pub unsent: u64,
+    pub link_down: u64,
     pub ring: u64,
 }
 
@@ -147,13 +149,14 @@ impl Drops {
             EmuFate::Queue => &mut self.queue,
             EmuFate::SendFailure => &mut self.send_failure,
             EmuFate::Unsent => &mut self.unsent,
+            EmuFate::LinkDown => &mut self.link_down,
             EmuFate::Sent | EmuFate::Other(_) => return,
         };
         *c += 1;
     }
 
     /// Every reason with its count, `ring` last.
-    pub fn by_reason(&self) -> [(&'static str, u64); 9] {
+    pub fn by_reason(&self) -> [(&'static str, u64); 10] {
         [
             ("loss", self.loss),
             ("trace", self.trace),
@@ -163,6 +166,7 @@ impl Drops {
             ("queue", self.queue),
             ("send_failure", self.send_failure),
             ("unsent", self.unsent),
+            ("link_down", self.link_down),
             ("ring", self.ring),
         ]
     }
@@ -503,8 +507,8 @@ fn release<C: Clock, T: Transmit>(
             let Some(h) = held.get(&r.index) else {
                 continue;
             };
-            if !r.send {
-                st.dropped.add(EmuFate::Queue);
+            if let Some(fate) = r.dropped {
+                st.dropped.add(fate);
                 log.fate(
                     r.rule,
                     r.seq,
@@ -513,7 +517,7 @@ fn release<C: Clock, T: Transmit>(
                     r.arrival_ns,
                     r.deadline_ns,
                     0,
-                    EmuFate::Queue,
+                    fate,
                     false,
                 );
                 continue;

@@ -15,7 +15,7 @@ pub struct LiveDir {
     held: AtomicU64,
     early: AtomicU64,
     /// By [`Drops::by_reason`] order, `ring` excluded.
-    dropped: [AtomicU64; 8],
+    dropped: [AtomicU64; 9],
 }
 
 /// What [`LiveDir::snapshot`] read.
@@ -66,6 +66,7 @@ impl LiveDir {
                 queue: d[5],
                 send_failure: d[6],
                 unsent: d[7],
+                link_down: d[8],
                 ring: 0,
             },
         }

@@ -13,62 +13,117 @@ pub enum LinkSetupError {
     },
     #[error("{0}")]
     Format(#[from] wirelab_core::trace::FormatError),
-    #[error("{path}: a {format} trace gives rates or times, not per-packet actions; a `trace` stage reads nist-bin, nist-txt, delays or pkt-csv")]
-    NotPerPacket { path: String, format: &'static str },
+    #[error("{path}: a {format} trace gives {what}; {hint}")]
+    WrongStage {
+        path: String,
+        format: &'static str,
+        what: &'static str,
+        hint: String,
+    },
     #[error("{0}")]
     Trace(#[from] wirelab_core::trace::FileError),
     #[error("{0}")]
     Link(#[from] link::LinkError),
+    #[error(
+        "drd congest marks ECN-capable packets CE, and the forwarder does not mark yet: \
+         leave out congest (DRD then drops)"
+    )]
+    Congest,
 }
 
-/// The link for `config`: with a `trace` stage, its file is checked whole
-/// first (a bad record is an error before any frame is forwarded), then
-/// streamed, so a trace of any size takes bounded memory.
+/// The link for `config`. Every file a stage reads (`trace`, `link`,
+/// `timeline`) is checked whole first (a bad record is an error before
+/// any frame is forwarded), then streamed, so a trace of any size takes
+/// bounded memory.
 pub fn open_link(config: &link::LinkConfig, key: link::LinkKey) -> Result<Link, LinkSetupError> {
-    use std::io::{BufReader, Read};
+    use std::io::BufReader;
+    use wirelab_core::trace::csv::{CsvReader, Timeline};
+    use wirelab_core::trace::mahimahi::Opportunities;
     use wirelab_core::trace::{validate, Format, Indexing, PacketReader, TraceOptions};
-    let Some(spec) = &config.trace else {
-        return Ok(Link::new(config, key)?);
-    };
-    let path = spec.file.clone();
+    if config.drd.is_some_and(|d| d.congest.is_some()) {
+        return Err(LinkSetupError::Congest);
+    }
     let open = |p: &str| {
         std::fs::File::open(p).map_err(|source| LinkSetupError::Open {
             path: p.to_string(),
             source,
         })
     };
-    let mut head = Vec::with_capacity(4096);
-    open(&path)?
-        .take(4096)
-        .read_to_end(&mut head)
-        .map_err(|source| LinkSetupError::Open {
-            path: path.clone(),
-            source,
-        })?;
-    let format = Format::detect(&path, &head)?;
-    if format.indexing() != Indexing::Packet {
-        return Err(LinkSetupError::NotPerPacket {
-            path,
-            format: format.name(),
-        });
-    }
-    let opts = TraceOptions::default();
-    validate(format, &opts, BufReader::new(open(&path)?)).map_err(|e| e.in_file(&path))?;
-    let reader = move || {
-        let f = std::fs::File::open(&path).ok();
-        f.and_then(|f| PacketReader::new(format, &opts, BufReader::new(f)).ok())
-            .into_iter()
-            .flatten()
-            // Checked whole above: an error now means the file changed
-            // under the run, and the trace ends there.
-            .map_while(Result::ok)
-            .map(|r| r.action)
+    let check = |path: &str, format: Format, opts: &TraceOptions| {
+        validate(format, opts, BufReader::new(open(path)?))
+            .map(|_| ())
+            .map_err(|e| LinkSetupError::Trace(e.in_file(path)))
     };
-    let source: Box<dyn wirelab_core::trace::ActionSource + Send> =
-        if spec.at_end == link::TraceEnd::Loop {
+    let mut sources = link::Sources::default();
+    if let Some(spec) = &config.trace {
+        let path = spec.file.clone();
+        let format = detect(&path, &open)?;
+        if format.indexing() != Indexing::Packet {
+            let hint = match format {
+                Format::Mahimahi => format!("use the link stage: link {path}"),
+                Format::Csv => format!("use the timeline stage: timeline {path}"),
+                _ => "a trace stage reads nist-bin, nist-txt, delays or pkt-csv".to_string(),
+            };
+            return Err(LinkSetupError::WrongStage {
+                path,
+                format: format.name(),
+                what: "rates or times, not per-packet actions",
+                hint,
+            });
+        }
+        let opts = TraceOptions::default();
+        check(&path, format, &opts)?;
+        let reader = move || {
+            let f = std::fs::File::open(&path).ok();
+            f.and_then(|f| PacketReader::new(format, &opts, BufReader::new(f)).ok())
+                .into_iter()
+                .flatten()
+                // Checked whole above: an error now means the file changed
+                // under the run, and the trace ends there.
+                .map_while(Result::ok)
+                .map(|r| r.action)
+        };
+        sources.trace = Some(if spec.at_end == link::TraceEnd::Loop {
             Box::new(link::Looping::new(reader))
         } else {
             Box::new(reader())
+        });
+    }
+    if let Some(spec) = &config.link {
+        // Always Mahimahi, whatever the file is called (its own traces
+        // have no extension that says so).
+        let opts = TraceOptions::default();
+        check(&spec.file, Format::Mahimahi, &opts)?;
+        let f = BufReader::new(open(&spec.file)?);
+        let opps = Opportunities::new(f, !spec.once).map_while(Result::ok);
+        sources.opportunities = Some(Box::new(opps));
+    }
+    if let Some(spec) = &config.timeline {
+        let opts = TraceOptions {
+            period_ns: spec.period_ns,
+            ..TraceOptions::default()
         };
-    Ok(Link::with_trace(config, key, source)?)
+        check(&spec.file, Format::Csv, &opts)?;
+        let reader = CsvReader::new(BufReader::new(open(&spec.file)?), &opts);
+        let timeline = Timeline::new(reader, spec.at_end.reader_policy());
+        sources.timeline = Some(Box::new(timeline));
+    }
+    Ok(Link::with_sources(config, key, sources)?)
+}
+
+/// The format of the trace file `path`, from its name and first bytes.
+fn detect(
+    path: &str,
+    open: &impl Fn(&str) -> Result<std::fs::File, LinkSetupError>,
+) -> Result<wirelab_core::trace::Format, LinkSetupError> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4096);
+    open(path)?
+        .take(4096)
+        .read_to_end(&mut head)
+        .map_err(|source| LinkSetupError::Open {
+            path: path.to_string(),
+            source,
+        })?;
+    Ok(wirelab_core::trace::Format::detect(path, &head)?)
 }

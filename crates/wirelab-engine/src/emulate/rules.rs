@@ -24,6 +24,10 @@ pub fn fate_of(r: DropReason) -> EmuFate {
         DropReason::TraceEnd => EmuFate::TraceEnd,
         DropReason::Limit => EmuFate::Limit,
         DropReason::Horizon => EmuFate::Horizon,
+        // Queue management: CoDel and PIE at dequeue, DRD at arrival (the
+        // link's counters say which).
+        DropReason::Aqm | DropReason::Drd => EmuFate::Queue,
+        DropReason::LinkDead => EmuFate::LinkDown,
     }
 }
 
@@ -245,7 +249,9 @@ impl LinkModel for DirModel {
         out.seq = seq;
         for (copy, f) in a.copies().iter().enumerate() {
             match f {
-                Fate::Queued(_) => out.queued += 1,
+                // A waiting copy leaves or is dropped in the queue later:
+                // a release either way.
+                Fate::Queued(_) | Fate::Waiting(_) => out.queued += 1,
                 Fate::Dropped(r) => out.dropped.push((copy as u8, fate_of(*r))),
             }
         }
@@ -297,7 +303,7 @@ impl LinkModel for DirModel {
                         .corrupt
                         .and_then(|c| c.bit_in(r.frame_len as usize))
                         .map(|b| b as u32),
-                    send: true,
+                    dropped: r.dropped.map(fate_of),
                 });
             }
         }

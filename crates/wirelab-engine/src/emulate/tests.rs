@@ -49,7 +49,7 @@ fn rel(index: u64, t_ns: u64, deadline_ns: u64, copy: u8, flip_bit: Option<u32>)
         arrival_ns: t_ns,
         deadline_ns,
         flip_bit,
-        send: true,
+        dropped: None,
     }
 }
 

@@ -490,6 +490,9 @@ fn link_drops(c: &wirelab_core::link::LinkCounters) -> Drops {
         trace_end: x.trace_end,
         limit: x.limit,
         horizon: x.horizon,
+        // As the copies' fates count them (`--json` has the split).
+        queue: x.aqm + x.drd,
+        link_down: x.link_dead,
         ..Drops::default()
     }
 }

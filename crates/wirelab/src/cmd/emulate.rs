@@ -20,9 +20,12 @@ use wirelab_io::bpf::BpfProgram;
 delay 10ms [2ms [25%]] [dist normal|pareto|paretonormal|uniform]\n  \
 loss random 1% [25%] | loss state P13 [P31 [P32 [P23 [P14]]]] | loss gemodel P [R [1-H [1-K]]]\n  \
 duplicate 1% [C]   corrupt 0.1% [C]   reorder 25% [C] gap 5\n  \
-rate 10mbit [OVERHEAD [CELL [CELLOVERHEAD]]]   slot MIN [MAX] [packets N] [bytes B]\n  \
-limit 1000 | limit bytes 1m   order fifo|free   seed 7\n  \
-trace FILE [scale X] [offset T] [at-end loop|hold|stop|pass|drop]\n\n\
+rate 10mbit [OVERHEAD [CELL [CELLOVERHEAD]]] [burst 125k]   slot MIN [MAX] [packets N] [bytes B]\n  \
+limit 1000 | limit bytes 1m   order fifo|free   seed 7   drd MIN MAX\n  \
+trace FILE [scale X] [offset T] [at-end loop|hold|stop|pass|drop]\n  \
+timeline NET.csv [period T] [at-end loop|hold|stop|pass|drop]   (time-indexed CSV)\n  \
+link FILE [once]   (Mahimahi delivery opportunities)   onoff exp|periodic ON OFF [drop]\n  \
+queue droptail|drophead|codel|pie [packets=N] [bytes=B] [target=T] [interval=T]\n\n\
 Example: wirelab emulate --a veth1 --b veth2 --both 'delay 20ms 2ms loss 1%' -d 60s")]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EmulateArgs {

@@ -1,0 +1,241 @@
+//! `wirelab emulate` with a bottleneck (a Mahimahi `link` trace, a `queue`)
+//! between two namespaces: A – E – B with the emulator in E, probes from
+//! A to B. Exact counts only: what B's interface receives is what the
+//! emulator sent, which is what it received less its drops by reason. No
+//! timing is asserted.
+
+mod common;
+
+use common::{exe, json, netns_available, run};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use wirelab_ctl::lab::{exec_in, Lab, LinkSpec};
+
+struct Emu {
+    lab: Lab,
+    dir: std::path::PathBuf,
+}
+
+impl Emu {
+    fn new() -> Emu {
+        // No IPv6 (no stray solicitations through the emulator); static
+        // neighbours, so only probes cross it.
+        let lab = Lab::new("wls")
+            .namespace("a")
+            .namespace("e")
+            .namespace("b")
+            .link("a", "e", LinkSpec::new().ipv6_off())
+            .link("e", "b", LinkSpec::new().ipv6_off())
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let dir = std::env::temp_dir().join(lab.ns("e"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let emu = Emu { lab, dir };
+        let mac = |role: &str, peer: &str| {
+            let dev = &emu.lab.end(role, peer).dev;
+            let o = run(emu
+                .lab
+                .exec(role, "cat")
+                .arg(format!("/sys/class/net/{dev}/address")));
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        };
+        let (ma, mb) = (mac("a", "e"), mac("b", "e"));
+        for (role, peer, me, other, other_mac) in [
+            ("a", "e", "198.18.7.1/24", "198.18.7.2", &mb),
+            ("b", "e", "198.18.7.2/24", "198.18.7.1", &ma),
+        ] {
+            let dev = emu.lab.end(role, peer).dev.clone();
+            run(emu
+                .lab
+                .exec(role, "ip")
+                .args(["addr", "add", me, "dev", &dev]));
+            run(emu.lab.exec(role, "ip").args([
+                "neigh",
+                "replace",
+                other,
+                "lladdr",
+                other_mac,
+                "dev",
+                &dev,
+                "nud",
+                "permanent",
+            ]));
+        }
+        emu
+    }
+
+    fn emulate(&self, args: &[&str]) -> Child {
+        exec_in(self.lab.ns("e"), exe())
+            .args(["emulate", "--json", "--a"])
+            .arg(&self.lab.end("e", "a").dev)
+            .arg("--b")
+            .arg(&self.lab.end("e", "b").dev)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// A packet counter of `dev` in namespace `role`.
+    fn count(&self, role: &str, dev: &str, what: &str) -> u64 {
+        let p = format!("/sys/class/net/{dev}/statistics/{what}");
+        let o = run(self.lab.exec(role, "cat").arg(p));
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    }
+
+    /// Sends `n` probes (64-byte payloads, 106-byte frames) from A to B
+    /// at 1 kpps with no receiver (B's interface counts them; B's ICMP
+    /// replies go b2a, which has no stages); returns
+    /// (frames A sent, frames B received) during the call.
+    fn probes(&self, n: u64, settle: Duration) -> (u64, u64) {
+        let (a_dev, b_dev) = (
+            self.lab.end("a", "e").dev.clone(),
+            self.lab.end("b", "e").dev.clone(),
+        );
+        let (a0, b0) = (
+            self.count("a", &a_dev, "tx_packets"),
+            self.count("b", &b_dev, "rx_packets"),
+        );
+        run(exec_in(self.lab.ns("a"), exe()).args([
+            "send",
+            "198.18.7.2",
+            "--rate",
+            "1kpps",
+            "-n",
+            &n.to_string(),
+        ]));
+        // What the bottleneck still holds drains before counting.
+        std::thread::sleep(settle);
+        (
+            self.count("a", &a_dev, "tx_packets") - a0,
+            self.count("b", &b_dev, "rx_packets") - b0,
+        )
+    }
+}
+
+impl Drop for Emu {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Stops the emulator (SIGINT) and returns its JSON report.
+fn stop(child: Child) -> serde_json::Value {
+    let pid = child.id().to_string();
+    run(Command::new("kill").args(["-INT", &pid]));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let out = child.wait_with_output().unwrap();
+    assert!(Instant::now() < deadline);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
+fn n(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// The emulator's books for a2b balance and match both interfaces:
+/// received = A's frames, sent = B's frames = received − drops − held.
+fn books(r: &serde_json::Value, a_tx: u64, b_rx: u64) -> &serde_json::Value {
+    let a2b = &r["a2b"];
+    let link = &a2b["link"];
+    let dropped: u64 = link["dropped"].as_object().unwrap().values().map(n).sum();
+    let held = n(&link["queued"]) - n(&link["released"]);
+    assert_eq!(n(&a2b["received"]), a_tx, "{r}");
+    assert_eq!(n(&link["arrivals"]), a_tx, "{r}");
+    assert_eq!(held, 0, "{r}");
+    assert_eq!(n(&a2b["sent"]), a_tx - dropped, "{r}");
+    assert_eq!(n(&a2b["send_failures"]), 0, "{r}");
+    assert_eq!(b_rx, n(&a2b["sent"]), "{r}");
+    assert_eq!(a2b["early"], 0, "{r}");
+    &link["dropped"]
+}
+
+/// A Mahimahi trace with two delivery opportunities, `once`: 100 ms and
+/// 200 ms after the first probe each carry 1500 bytes, enough for the 10
+/// probes a droptail queue of 10 holds; then the link is dead. Exactly 20
+/// probes reach B; every other frame is dropped by the queue limit or as
+/// `link_dead`.
+#[test]
+fn mahimahi_link_once_delivers_its_opportunities_and_then_nothing() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let emu = Emu::new();
+    let trace = emu.dir.join("two.up");
+    std::fs::write(&trace, "100\n200\n").unwrap();
+    let stages = format!("link {} once queue droptail packets=10", trace.display());
+    let em = emu.emulate(&["--a2b", &stages]);
+    std::thread::sleep(Duration::from_millis(300));
+    let (a_tx, b_rx) = emu.probes(400, Duration::from_millis(300));
+    let r = stop(em);
+    let dropped = books(&r, a_tx, b_rx);
+    assert_eq!(b_rx, 20, "{r}");
+    assert!(
+        n(&dropped["limit"]) > 0 && n(&dropped["link_dead"]) > 0,
+        "{r}"
+    );
+    assert_eq!(
+        n(&dropped["limit"]) + n(&dropped["link_dead"]),
+        a_tx - 20,
+        "{r}"
+    );
+}
+
+/// CoDel in front of a 200 kbit/s rate (236 probes/s) under 1 kpps: the
+/// queue of 50 fills (limit drops) and its sojourn stays far above the
+/// 5 ms target for more than the 100 ms interval, so CoDel drops too. The
+/// books balance exactly once the queue has drained.
+#[test]
+fn codel_queue_drops_are_counted_by_reason() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let emu = Emu::new();
+    let em = emu.emulate(&["--a2b", "rate 200kbit queue codel packets=50"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let (a_tx, b_rx) = emu.probes(1_000, Duration::from_millis(1_000));
+    let r = stop(em);
+    let dropped = books(&r, a_tx, b_rx);
+    assert!(n(&dropped["aqm"]) > 0 && n(&dropped["limit"]) > 0, "{r}");
+    assert_eq!(
+        n(&dropped["aqm"]) + n(&dropped["limit"]),
+        a_tx - b_rx,
+        "{r}"
+    );
+}
+
+/// A bad `link` trace is refused before anything is forwarded, naming the
+/// file and line; `drd ... congest` is refused (the forwarder does not
+/// mark CE).
+#[test]
+fn bad_stage_files_are_refused() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let emu = Emu::new();
+    let bad = emu.dir.join("bad.up");
+    std::fs::write(&bad, "5\n3\n").unwrap();
+    let stages = format!("link {} rate 1mbit", bad.display());
+    let out = emu.emulate(&["--a2b", &stages]).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("use one of them"), "{err}");
+    let stages = format!("link {}", bad.display());
+    let out = emu.emulate(&["--a2b", &stages]).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.up:2:1: time 3ms goes backwards"), "{err}");
+    let out = emu
+        .emulate(&["--a2b", "delay 1s drd 10 20 congest 15"])
+        .wait_with_output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("leave out congest"), "{err}");
+}
