@@ -145,7 +145,10 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
                 .build()
                 .map_err(DemoError::Build)?,
         ),
-        (true, Some(_)) => Some(emulated_lab()?),
+        (true, Some(_)) => Some(
+            Lab::bridged("wl", ["s", "e", "r"], [ADDR_SEND, ADDR_RECV])
+                .map_err(DemoError::Build)?,
+        ),
     };
     let guard = match &lab {
         Some(l) => Some(l.guard_signals(stop.clone())?),
@@ -244,55 +247,6 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     }
     demo.interrupted = stop.load(Ordering::SeqCst);
     Ok(demo)
-}
-
-/// Sender – emulator – receiver: three namespaces, two veth pairs, the
-/// two ends on one subnet with each other's MAC as a permanent neighbour
-/// (so no ARP has to cross a lossy link first), the middle without
-/// addresses.
-fn emulated_lab() -> Result<Lab, DemoError> {
-    let lab = Lab::new("wl")
-        .namespace("s")
-        .namespace("e")
-        .namespace("r")
-        .link("s", "e", LinkSpec::new().ipv6_off())
-        .link("e", "r", LinkSpec::new().ipv6_off())
-        .build()
-        .map_err(DemoError::Build)?;
-    let run = |mut c: Command| -> Result<String, DemoError> {
-        let out = c
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(io_err("running ip in the lab"))?;
-        if !out.status.success() {
-            return Err(DemoError::Io {
-                what: "configuring the lab".into(),
-                source: io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
-            });
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    let mac = |role: &str| {
-        let dev = &lab.end(role, "e").dev;
-        let mut c = lab.exec(role, "cat");
-        c.arg(format!("/sys/class/net/{dev}/address"));
-        run(c)
-    };
-    let (mac_s, mac_r) = (mac("s")?, mac("r")?);
-    for (role, me, other, other_mac) in [
-        ("s", ADDR_SEND, ADDR_RECV, &mac_r),
-        ("r", ADDR_RECV, ADDR_SEND, &mac_s),
-    ] {
-        let dev = lab.end(role, "e").dev.clone();
-        let mut c = lab.exec(role, "ip");
-        c.args(["addr", "add", &format!("{me}/24"), "dev", &dev]);
-        run(c)?;
-        let mut c = lab.exec(role, "ip");
-        c.args(["neigh", "replace", other, "lladdr", other_mac, "dev", &dev])
-            .args(["nud", "permanent"]);
-        run(c)?;
-    }
-    Ok(lab)
 }
 
 /// Starts `wirelab emulate` in the lab's middle namespace with `stages`

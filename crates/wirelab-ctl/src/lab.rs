@@ -358,6 +358,68 @@ impl Lab {
         exec_in(self.ns(role), program)
     }
 
+    /// Two end namespaces joined through a middle one by two veth pairs,
+    /// for a layer-2 bridge such as `wirelab emulate` in the middle:
+    /// `roles` = [end, middle, end], `addrs` the two ends' IPv4 addresses
+    /// (one /24). IPv6 is off and each end knows the other's MAC as a
+    /// permanent neighbour, so only the caller's traffic crosses the
+    /// bridge (no ARP, no router solicitations). The middle has no address.
+    pub fn bridged(tag: &str, roles: [&str; 3], addrs: [&str; 2]) -> Result<Lab, LabError> {
+        let [left, mid, right] = roles;
+        let lab = Lab::new(tag)
+            .namespace(left)
+            .namespace(mid)
+            .namespace(right)
+            .link(left, mid, LinkSpec::new().ipv6_off())
+            .link(mid, right, LinkSpec::new().ipv6_off())
+            .build()?;
+        let run = |role: &str, program: &str, args: &[&str]| -> Result<String, LabError> {
+            let out = lab
+                .exec(role, program)
+                .args(args)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| missing(program, e))?;
+            if !out.status.success() {
+                return Err(LabError::Command {
+                    command: format!("{program} {}", args.join(" ")),
+                    stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                });
+            }
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        };
+        let mac = |role: &str| {
+            let dev = &lab.end(role, mid).dev;
+            run(role, "cat", &[&format!("/sys/class/net/{dev}/address")])
+        };
+        let macs = [mac(left)?, mac(right)?];
+        for (i, role) in [left, right].into_iter().enumerate() {
+            let dev = lab.end(role, mid).dev.clone();
+            let (me, other) = (addrs[i], addrs[1 - i]);
+            run(
+                role,
+                "ip",
+                &["addr", "add", &format!("{me}/24"), "dev", &dev],
+            )?;
+            run(
+                role,
+                "ip",
+                &[
+                    "neigh",
+                    "replace",
+                    other,
+                    "lladdr",
+                    &macs[1 - i],
+                    "dev",
+                    &dev,
+                    "nud",
+                    "permanent",
+                ],
+            )?;
+        }
+        Ok(lab)
+    }
+
     /// Waits until something listens on UDP `port` inside namespace `role`
     /// (a bound socket in `/proc/net/udp` or `udp6`).
     pub fn wait_udp(&self, role: &str, port: u16, timeout: Duration) -> Result<(), LabError> {

@@ -5,109 +5,23 @@
 
 mod common;
 
-use common::{exe, json, netns_available, run};
+use common::{exe, json, netns_available, run, EmuLab};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use wirelab_ctl::lab::{exec_in, Lab, LinkSpec};
+use wirelab_ctl::lab::exec_in;
 
-struct Emu {
-    lab: Lab,
-    dir: std::path::PathBuf,
+struct Emu(EmuLab);
+
+impl std::ops::Deref for Emu {
+    type Target = EmuLab;
+    fn deref(&self) -> &EmuLab {
+        &self.0
+    }
 }
 
 impl Emu {
     fn new() -> Emu {
-        // No IPv6 (no stray solicitations through the emulator); static
-        // neighbours, so no ARP consumes trace records.
-        let lab = Lab::new("wlm")
-            .namespace("a")
-            .namespace("e")
-            .namespace("b")
-            .link("a", "e", LinkSpec::new().ipv6_off())
-            .link("e", "b", LinkSpec::new().ipv6_off())
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let dir = std::env::temp_dir().join(lab.ns("e"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let emu = Emu { lab, dir };
-        let mac = |role: &str, peer: &str| {
-            let dev = &emu.lab.end(role, peer).dev;
-            let o = run(emu
-                .lab
-                .exec(role, "cat")
-                .arg(format!("/sys/class/net/{dev}/address")));
-            String::from_utf8_lossy(&o.stdout).trim().to_string()
-        };
-        let (ma, mb) = (mac("a", "e"), mac("b", "e"));
-        for (role, peer, me, other, other_mac) in [
-            ("a", "e", "198.18.6.1/24", "198.18.6.2", &mb),
-            ("b", "e", "198.18.6.2/24", "198.18.6.1", &ma),
-        ] {
-            let dev = emu.lab.end(role, peer).dev.clone();
-            run(emu
-                .lab
-                .exec(role, "ip")
-                .args(["addr", "add", me, "dev", &dev]));
-            run(emu.lab.exec(role, "ip").args([
-                "neigh",
-                "replace",
-                other,
-                "lladdr",
-                other_mac,
-                "dev",
-                &dev,
-                "nud",
-                "permanent",
-            ]));
-        }
-        emu
-    }
-
-    /// Starts the emulator in E and waits until its rings are open (frames
-    /// from then on are forwarded).
-    fn emulate(&self, args: &[&str]) -> Child {
-        let before = self.packet_sockets();
-        let mut child = exec_in(self.lab.ns("e"), exe())
-            .args(["emulate", "--json", "--a"])
-            .arg(&self.lab.end("e", "a").dev)
-            .arg("--b")
-            .arg(&self.lab.end("e", "b").dev)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let t0 = Instant::now();
-        // Two receive rings and two sending sockets.
-        while self.packet_sockets() < before + 4 {
-            if let Some(st) = child.try_wait().unwrap() {
-                let out = child.wait_with_output().unwrap();
-                panic!(
-                    "emulate exited ({st}): {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            assert!(t0.elapsed() < Duration::from_secs(20), "emulator not up");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        child
-    }
-
-    /// Packet sockets open in E.
-    fn packet_sockets(&self) -> usize {
-        let o = run(self.lab.exec("e", "cat").arg("/proc/net/packet"));
-        String::from_utf8_lossy(&o.stdout).lines().count() - 1
-    }
-
-    fn dev(&self, role: &str, peer: &str) -> String {
-        self.lab.end(role, peer).dev.clone()
-    }
-
-    /// An interface counter in `role`'s namespace.
-    fn counter(&self, role: &str, dev: &str, what: &str) -> u64 {
-        let p = format!("/sys/class/net/{dev}/statistics/{what}");
-        let o = run(self.lab.exec(role, "cat").arg(p));
-        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+        Emu(EmuLab::new("wlm", 6))
     }
 
     /// Sends `n` probes from A to B at 1 kpps; the receiver's flow report.
@@ -131,12 +45,6 @@ impl Emu {
         let out = rx.wait_with_output().unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         v["flows"][0].clone()
-    }
-}
-
-impl Drop for Emu {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

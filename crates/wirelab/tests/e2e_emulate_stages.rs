@@ -6,82 +6,23 @@
 
 mod common;
 
-use common::{exe, json, netns_available, run};
-use std::process::{Child, Command, Stdio};
+use common::{exe, json, netns_available, run, EmuLab};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-use wirelab_ctl::lab::{exec_in, Lab, LinkSpec};
+use wirelab_ctl::lab::exec_in;
 
-struct Emu {
-    lab: Lab,
-    dir: std::path::PathBuf,
+struct Emu(EmuLab);
+
+impl std::ops::Deref for Emu {
+    type Target = EmuLab;
+    fn deref(&self) -> &EmuLab {
+        &self.0
+    }
 }
 
 impl Emu {
     fn new() -> Emu {
-        // No IPv6 (no stray solicitations through the emulator); static
-        // neighbours, so only probes cross it.
-        let lab = Lab::new("wls")
-            .namespace("a")
-            .namespace("e")
-            .namespace("b")
-            .link("a", "e", LinkSpec::new().ipv6_off())
-            .link("e", "b", LinkSpec::new().ipv6_off())
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let dir = std::env::temp_dir().join(lab.ns("e"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let emu = Emu { lab, dir };
-        let mac = |role: &str, peer: &str| {
-            let dev = &emu.lab.end(role, peer).dev;
-            let o = run(emu
-                .lab
-                .exec(role, "cat")
-                .arg(format!("/sys/class/net/{dev}/address")));
-            String::from_utf8_lossy(&o.stdout).trim().to_string()
-        };
-        let (ma, mb) = (mac("a", "e"), mac("b", "e"));
-        for (role, peer, me, other, other_mac) in [
-            ("a", "e", "198.18.7.1/24", "198.18.7.2", &mb),
-            ("b", "e", "198.18.7.2/24", "198.18.7.1", &ma),
-        ] {
-            let dev = emu.lab.end(role, peer).dev.clone();
-            run(emu
-                .lab
-                .exec(role, "ip")
-                .args(["addr", "add", me, "dev", &dev]));
-            run(emu.lab.exec(role, "ip").args([
-                "neigh",
-                "replace",
-                other,
-                "lladdr",
-                other_mac,
-                "dev",
-                &dev,
-                "nud",
-                "permanent",
-            ]));
-        }
-        emu
-    }
-
-    fn emulate(&self, args: &[&str]) -> Child {
-        exec_in(self.lab.ns("e"), exe())
-            .args(["emulate", "--json", "--a"])
-            .arg(&self.lab.end("e", "a").dev)
-            .arg("--b")
-            .arg(&self.lab.end("e", "b").dev)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-
-    /// A packet counter of `dev` in namespace `role`.
-    fn count(&self, role: &str, dev: &str, what: &str) -> u64 {
-        let p = format!("/sys/class/net/{dev}/statistics/{what}");
-        let o = run(self.lab.exec(role, "cat").arg(p));
-        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+        Emu(EmuLab::new("wls", 7))
     }
 
     /// Sends `n` probes (64-byte payloads, 106-byte frames) from A to B
@@ -94,8 +35,8 @@ impl Emu {
             self.lab.end("b", "e").dev.clone(),
         );
         let (a0, b0) = (
-            self.count("a", &a_dev, "tx_packets"),
-            self.count("b", &b_dev, "rx_packets"),
+            self.counter("a", &a_dev, "tx_packets"),
+            self.counter("b", &b_dev, "rx_packets"),
         );
         run(exec_in(self.lab.ns("a"), exe()).args([
             "send",
@@ -108,15 +49,9 @@ impl Emu {
         // What the bottleneck still holds drains before counting.
         std::thread::sleep(settle);
         (
-            self.count("a", &a_dev, "tx_packets") - a0,
-            self.count("b", &b_dev, "rx_packets") - b0,
+            self.counter("a", &a_dev, "tx_packets") - a0,
+            self.counter("b", &b_dev, "rx_packets") - b0,
         )
-    }
-}
-
-impl Drop for Emu {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -222,17 +157,23 @@ fn bad_stage_files_are_refused() {
     let bad = emu.dir.join("bad.up");
     std::fs::write(&bad, "5\n3\n").unwrap();
     let stages = format!("link {} rate 1mbit", bad.display());
-    let out = emu.emulate(&["--a2b", &stages]).wait_with_output().unwrap();
+    let out = emu
+        .spawn_emulate(&["--a2b", &stages])
+        .wait_with_output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("use one of them"), "{err}");
     let stages = format!("link {}", bad.display());
-    let out = emu.emulate(&["--a2b", &stages]).wait_with_output().unwrap();
+    let out = emu
+        .spawn_emulate(&["--a2b", &stages])
+        .wait_with_output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("bad.up:2:1: time 3ms goes backwards"), "{err}");
     let out = emu
-        .emulate(&["--a2b", "delay 1s drd 10 20 congest 15"])
+        .spawn_emulate(&["--a2b", "delay 1s drd 10 20 congest 15"])
         .wait_with_output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

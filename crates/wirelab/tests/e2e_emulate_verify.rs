@@ -7,76 +7,24 @@
 
 mod common;
 
-use common::{exe, json, netns_available, run, tools_available};
+use common::{exe, json, netns_available, run, tools_available, EmuLab};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use wirelab_ctl::lab::{exec_in, Lab, LinkSpec};
+use wirelab_ctl::lab::{exec_in, Lab};
 
-struct Emu {
-    lab: Lab,
-    dir: PathBuf,
+struct Emu(EmuLab);
+
+impl std::ops::Deref for Emu {
+    type Target = EmuLab;
+    fn deref(&self) -> &EmuLab {
+        &self.0
+    }
 }
 
 impl Emu {
-    /// No IPv6 and static neighbours: the probes are the only frames, so
-    /// the k-th frame into E is the emulator's packet k.
     fn new() -> Emu {
-        let lab = Lab::new("wlv")
-            .namespace("a")
-            .namespace("e")
-            .namespace("b")
-            .link("a", "e", LinkSpec::new().ipv6_off())
-            .link("e", "b", LinkSpec::new().ipv6_off())
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let dir = std::env::temp_dir().join(lab.ns("e"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let emu = Emu { lab, dir };
-        let mac = |role: &str, peer: &str| {
-            let dev = &emu.lab.end(role, peer).dev;
-            let o = run(emu
-                .lab
-                .exec(role, "cat")
-                .arg(format!("/sys/class/net/{dev}/address")));
-            String::from_utf8_lossy(&o.stdout).trim().to_string()
-        };
-        let (ma, mb) = (mac("a", "e"), mac("b", "e"));
-        for (role, peer, me, other, other_mac) in [
-            ("a", "e", "198.18.7.1/24", "198.18.7.2", &mb),
-            ("b", "e", "198.18.7.2/24", "198.18.7.1", &ma),
-        ] {
-            let dev = emu.lab.end(role, peer).dev.clone();
-            run(emu
-                .lab
-                .exec(role, "ip")
-                .args(["addr", "add", me, "dev", &dev]));
-            run(emu.lab.exec(role, "ip").args([
-                "neigh",
-                "replace",
-                other,
-                "lladdr",
-                other_mac,
-                "dev",
-                &dev,
-                "nud",
-                "permanent",
-            ]));
-        }
-        emu
-    }
-
-    fn emulate(&self, args: &[&str]) -> Child {
-        exec_in(self.lab.ns("e"), exe())
-            .args(["emulate", "--json", "--a"])
-            .arg(&self.lab.end("e", "a").dev)
-            .arg("--b")
-            .arg(&self.lab.end("e", "b").dev)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+        Emu(EmuLab::new("wlv", 7))
     }
 
     fn tx_packets(&self) -> u64 {
@@ -123,12 +71,6 @@ impl Emu {
             .arg(cap_in)
             .arg(cap_out)
             .args(args)))
-    }
-}
-
-impl Drop for Emu {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

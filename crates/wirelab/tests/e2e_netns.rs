@@ -292,10 +292,11 @@ fn demo_with_an_emulated_link_delays_and_drops_as_asked() {
         .lines()
         .find(|l| l.contains("a2b ("))
         .unwrap_or_else(|| panic!("{err}"));
+    // "…; dropped 188 (loss 188)"
     let dropped: u64 = a2b
-        .split("dropped: loss ")
+        .split("(loss ")
         .nth(1)
-        .and_then(|t| t.split(',').next())
+        .and_then(|t| t.split([',', ')']).next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{a2b}"));
     assert!((lost..=lost + 3).contains(&dropped), "{a2b} / {f}");

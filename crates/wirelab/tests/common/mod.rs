@@ -166,3 +166,84 @@ pub fn flow(v: &serde_json::Value, flow: u64) -> &serde_json::Value {
         .find(|f| f["flow"].as_u64() == Some(flow))
         .unwrap_or_else(|| panic!("no flow {flow} in {v}"))
 }
+
+/// Namespaces A – E – B for `wirelab emulate` in E (`Lab::bridged`:
+/// A at 198.18.SUBNET.1, B at .2, static neighbours, no IPv6, so only the
+/// test's traffic crosses E), with a scratch directory removed on drop.
+pub struct EmuLab {
+    pub lab: wirelab_ctl::lab::Lab,
+    pub dir: PathBuf,
+}
+
+impl EmuLab {
+    pub fn new(tag: &str, subnet: u8) -> EmuLab {
+        let (a, b) = (format!("198.18.{subnet}.1"), format!("198.18.{subnet}.2"));
+        let lab = wirelab_ctl::lab::Lab::bridged(tag, ["a", "e", "b"], [&a, &b])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let dir = std::env::temp_dir().join(lab.ns("e"));
+        std::fs::create_dir_all(&dir).unwrap();
+        EmuLab { lab, dir }
+    }
+
+    /// Starts `wirelab emulate --json` in E between its two interfaces and
+    /// waits until its rings and sockets are open (frames from then on are
+    /// forwarded); panics with its stderr if it exits first.
+    pub fn emulate(&self, args: &[&str]) -> std::process::Child {
+        let before = self.packet_sockets();
+        let mut child = self.spawn_emulate(args);
+        let t0 = std::time::Instant::now();
+        // Two receive rings and two sending sockets.
+        while self.packet_sockets() < before + 4 {
+            if let Some(st) = child.try_wait().unwrap() {
+                let out = child.wait_with_output().unwrap();
+                panic!(
+                    "emulate exited ({st}): {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "emulator not up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child
+    }
+
+    /// Starts `wirelab emulate --json` in E without waiting for it (for a
+    /// run that is expected to fail).
+    pub fn spawn_emulate(&self, args: &[&str]) -> std::process::Child {
+        exec_in(self.lab.ns("e"), exe())
+            .args(["emulate", "--json", "--a"])
+            .arg(&self.lab.end("e", "a").dev)
+            .arg("--b")
+            .arg(&self.lab.end("e", "b").dev)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Packet sockets open in E.
+    fn packet_sockets(&self) -> usize {
+        let o = run(self.lab.exec("e", "cat").arg("/proc/net/packet"));
+        String::from_utf8_lossy(&o.stdout).lines().count() - 1
+    }
+
+    /// `role`'s interface towards `peer`.
+    pub fn dev(&self, role: &str, peer: &str) -> String {
+        self.lab.end(role, peer).dev.clone()
+    }
+
+    /// An interface counter (`tx_packets`, `rx_packets`, …) in `role`'s
+    /// namespace.
+    pub fn counter(&self, role: &str, dev: &str, what: &str) -> u64 {
+        let p = format!("/sys/class/net/{dev}/statistics/{what}");
+        let o = run(self.lab.exec(role, "cat").arg(p));
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    }
+}
+
+impl Drop for EmuLab {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
