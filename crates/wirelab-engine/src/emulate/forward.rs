@@ -173,7 +173,11 @@ impl Drops {
 
     /// Copies dropped (every reason but `ring`).
     pub fn copies(&self) -> u64 {
-        self.by_reason()[..8].iter().map(|r| r.1).sum()
+        self.by_reason()
+            .iter()
+            .filter(|r| r.0 != "ring")
+            .map(|r| r.1)
+            .sum()
     }
 
     /// Everything not forwarded, `ring` included.

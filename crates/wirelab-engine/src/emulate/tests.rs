@@ -676,3 +676,15 @@ fn runtime_changes_keep_what_is_in_flight_and_name_rules_uniquely() {
     assert_eq!(ended, [(1, 5, Some("updated")), (1, 5, Some("removed"))]);
     assert_eq!(m.next_deadline(), None);
 }
+
+#[test]
+fn every_fate_but_sent_is_a_dropped_copy_and_ring_drops_are_not_copies() {
+    use wirelab_wire::record::EmuFate;
+    let mut d = super::forward::Drops::default();
+    for f in EmuFate::KNOWN {
+        d.add(f);
+    }
+    d.ring = 5;
+    assert_eq!(d.copies(), EmuFate::KNOWN.len() as u64 - 1);
+    assert_eq!(d.total(), d.copies() + 5);
+}
