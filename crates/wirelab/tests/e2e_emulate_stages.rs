@@ -30,6 +30,11 @@ impl Emu {
     /// replies go b2a, which has no stages); returns
     /// (frames A sent, frames B received) during the call.
     fn probes(&self, n: u64, settle: Duration) -> (u64, u64) {
+        self.probes_with(n, settle, &[])
+    }
+
+    /// [`Emu::probes`] with more `wirelab send` flags.
+    fn probes_with(&self, n: u64, settle: Duration, extra: &[&str]) -> (u64, u64) {
         let (a_dev, b_dev) = (
             self.lab.end("a", "e").dev.clone(),
             self.lab.end("b", "e").dev.clone(),
@@ -38,14 +43,16 @@ impl Emu {
             self.counter("a", &a_dev, "tx_packets"),
             self.counter("b", &b_dev, "rx_packets"),
         );
-        run(exec_in(self.lab.ns("a"), exe()).args([
-            "send",
-            "198.18.7.2",
-            "--rate",
-            "1kpps",
-            "-n",
-            &n.to_string(),
-        ]));
+        run(exec_in(self.lab.ns("a"), exe())
+            .args([
+                "send",
+                "198.18.7.2",
+                "--rate",
+                "1kpps",
+                "-n",
+                &n.to_string(),
+            ])
+            .args(extra));
         // What the bottleneck still holds drains before counting.
         std::thread::sleep(settle);
         (
@@ -146,8 +153,7 @@ fn codel_queue_drops_are_counted_by_reason() {
 }
 
 /// A bad `link` trace is refused before anything is forwarded, naming the
-/// file and line; `drd ... congest` is refused (the forwarder does not
-/// mark CE).
+/// file and line.
 #[test]
 fn bad_stage_files_are_refused() {
     if !netns_available(&[]) {
@@ -172,11 +178,41 @@ fn bad_stage_files_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("bad.up:2:1: time 3ms goes backwards"), "{err}");
-    let out = emu
-        .spawn_emulate(&["--a2b", "delay 1s drd 10 20 congest 15"])
-        .wait_with_output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("leave out congest"), "{err}");
+}
+
+/// `loss random 100% ecn`: ECN-capable probes leave marked CE instead of
+/// being lost (tcpdump reads TOS 0x3 and a right IPv4 checksum on every
+/// frame of the tap), the others are all lost, and the link counts the
+/// marks.
+#[test]
+fn ecn_capable_probes_are_marked_ce_instead_of_lost() {
+    if !netns_available(&["tcpdump"]) {
+        return;
+    }
+    let emu = Emu::new();
+    let tap = emu.dir.join("tap.pcapng");
+    let tap_arg = tap.display().to_string();
+    let em = emu.emulate(&["--a2b", "loss random 100% ecn", "--tap", &tap_arg]);
+    let (sent, got) = emu.probes_with(50, Duration::from_millis(200), &["--tos", "2"]);
+    assert!(sent >= 50);
+    assert_eq!(sent, got, "every ECT frame crosses");
+    let (sent0, got0) = emu.probes_with(20, Duration::from_millis(200), &["--tos", "0"]);
+    assert!(sent0 >= 20);
+    assert_eq!(got0, 0, "not-ECT frames are lost");
+    let r = stop(em);
+    assert_eq!(r["a2b"]["link"]["ecn_marked"].as_u64(), Some(sent), "{r}");
+    let out = run(Command::new("tcpdump").args(["-nn", "-v", "-r"]).arg(&tap));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The a2b frames: UDP from A (the tap also holds B's ICMP replies, and
+    // tcpdump quotes the probe inside them on a tab-indented line).
+    let ip: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('\t') && l.contains(" IP (tos") && l.contains("proto UDP"))
+        .collect();
+    assert_eq!(ip.len() as u64, sent, "{text}");
+    assert!(
+        ip.iter().all(|l| l.contains("(tos 0x3,")),
+        "CE on every frame: {text}"
+    );
+    assert!(!text.contains("bad cksum"), "{text}");
 }

@@ -52,6 +52,8 @@ pub struct Release {
     /// `Some`: the copy was dropped where it waited (an AQM, drophead, a
     /// link that went down), with that fate; it is not sent.
     pub dropped: Option<EmuFate>,
+    /// Set ECN Congestion Experienced on the copy (it is ECN-capable).
+    pub ce: bool,
 }
 
 /// What the model decided about a frame when it arrived.
@@ -526,16 +528,22 @@ fn release<C: Clock, T: Transmit>(
                 );
                 continue;
             }
-            if let Some(bit) = r.flip_bit {
-                // A corrupted copy gets its own buffer: the others stay intact.
+            if r.flip_bit.is_some() || r.ce {
+                // A marked or corrupted copy gets its own buffer: the
+                // others stay intact.
                 if scratch.len() == flips {
                     scratch.push(Vec::new());
                 }
                 let b = &mut scratch[flips];
                 b.clear();
                 b.extend_from_slice(&h.buf);
-                if let Some(byte) = b.get_mut((bit / 8) as usize) {
-                    *byte ^= 0x80 >> (bit % 8);
+                if r.ce {
+                    wirelab_wire::rewrite::ecn::mark_ce(b);
+                }
+                if let Some(bit) = r.flip_bit {
+                    if let Some(byte) = b.get_mut((bit / 8) as usize) {
+                        *byte ^= 0x80 >> (bit % 8);
+                    }
                 }
                 flips += 1;
             }
@@ -546,7 +554,7 @@ fn release<C: Clock, T: Transmit>(
         let mut f = 0;
         for (slot, &j) in frames.iter_mut().zip(&pick[..k]) {
             let r = &due[j];
-            *slot = if r.flip_bit.is_some() {
+            *slot = if r.flip_bit.is_some() || r.ce {
                 f += 1;
                 &scratch[f - 1]
             } else {

@@ -24,11 +24,6 @@ pub enum LinkSetupError {
     Trace(#[from] wirelab_core::trace::FileError),
     #[error("{0}")]
     Link(#[from] link::LinkError),
-    #[error(
-        "drd congest marks ECN-capable packets CE, and the forwarder does not mark yet: \
-         leave out congest (DRD then drops)"
-    )]
-    Congest,
 }
 
 /// The link for `config`. Every file a stage reads (`trace`, `link`,
@@ -40,9 +35,6 @@ pub fn open_link(config: &link::LinkConfig, key: link::LinkKey) -> Result<Link, 
     use wirelab_core::trace::csv::{CsvReader, Timeline};
     use wirelab_core::trace::mahimahi::Opportunities;
     use wirelab_core::trace::{validate, Format, Indexing, PacketReader, TraceOptions};
-    if config.drd.is_some_and(|d| d.congest.is_some()) {
-        return Err(LinkSetupError::Congest);
-    }
     let open = |p: &str| {
         std::fs::File::open(p).map_err(|source| LinkSetupError::Open {
             path: p.to_string(),

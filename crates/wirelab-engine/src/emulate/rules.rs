@@ -242,9 +242,10 @@ impl LinkModel for DirModel {
         let l = &mut self.links[i];
         let seq = l.next_seq;
         l.next_seq += 1;
-        // Frames are not inspected for ECN capability: the loss model
-        // drops (`ecn` is refused by the front end until CE marking is done).
-        let a = l.link.arrive(t_ns, frame.len() as u32, seq, false);
+        // ECN-capable frames may be marked CE instead of dropped (`ecn`,
+        // `drd ... congest`); the mark is set when the copy leaves.
+        let ect = wirelab_wire::rewrite::ecn::is_ect(frame);
+        let a = l.link.arrive(t_ns, frame.len() as u32, seq, ect);
         out.rule = l.rule;
         out.seq = seq;
         for (copy, f) in a.copies().iter().enumerate() {
@@ -304,6 +305,7 @@ impl LinkModel for DirModel {
                         .and_then(|c| c.bit_in(r.frame_len as usize))
                         .map(|b| b as u32),
                     dropped: r.dropped.map(fate_of),
+                    ce: r.ce,
                 });
             }
         }

@@ -50,6 +50,7 @@ fn rel(index: u64, t_ns: u64, deadline_ns: u64, copy: u8, flip_bit: Option<u32>)
         deadline_ns,
         flip_bit,
         dropped: None,
+        ce: false,
     }
 }
 
@@ -687,4 +688,52 @@ fn every_fate_but_sent_is_a_dropped_copy_and_ring_drops_are_not_copies() {
     d.ring = 5;
     assert_eq!(d.copies(), EmuFate::KNOWN.len() as u64 - 1);
     assert_eq!(d.total(), d.copies() + 5);
+}
+
+#[test]
+fn ecn_capable_frames_are_marked_ce_instead_of_dropped() {
+    use wirelab_wire::rewrite::{csum, ecn};
+    let c = SimClock::new(0);
+    let mut rx = SimFrames::new(&c);
+    for i in 0..20u64 {
+        let mut f = udp(i, 7000);
+        if i % 2 == 0 {
+            f[15] = 0xb8 | 0b10; // DSCP EF, ECT(0)
+        }
+        let ck = csum::finish(csum::sum(&f[14..34], 0));
+        f[24..26].copy_from_slice(&ck.to_be_bytes());
+        rx.arrive(1_000_000 + i * 1_000_000, &f);
+    }
+    let mut tx = SimTx::new(&c, 1_000, 0);
+    let stop = StopFlag::new();
+    let mut m = DirModel::new(vec![], default_rule("delay 1ms loss random 100% ecn"));
+    let mut clock = c.clone();
+    let s2 = stop.clone();
+    let c2 = c.clone();
+    let t = std::thread::spawn(move || {
+        while c2.peek_ns() < 100_000_000 {
+            std::thread::yield_now();
+        }
+        s2.stop();
+    });
+    let st = forward(
+        &cfg(),
+        &mut clock,
+        &mut rx,
+        &mut tx,
+        &mut m,
+        &stop,
+        Outputs::default(),
+    )
+    .unwrap();
+    t.join().unwrap();
+    // Not-ECT frames are lost; ECT ones leave marked, DSCP kept, with a
+    // right IPv4 header checksum.
+    assert_eq!((st.received, st.sent, st.dropped.loss), (20, 10, 10));
+    assert_eq!(m.default_link().link.counters().ecn_marked, 10);
+    for d in &tx.sent {
+        assert_eq!(frame_no(&d.bytes) % 2, 0);
+        assert_eq!(d.bytes[15], 0xb8 | ecn::CE);
+        assert_eq!(csum::finish(csum::sum(&d.bytes[14..34], 0)), 0);
+    }
 }

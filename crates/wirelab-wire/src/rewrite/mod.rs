@@ -18,6 +18,7 @@
 
 pub mod arg;
 pub mod csum;
+pub mod ecn;
 pub mod layers;
 pub mod split;
 

@@ -18,7 +18,7 @@ use wirelab_io::bpf::BpfProgram;
 #[derive(Args, Debug)]
 #[command(after_help = "Stages (netem's syntax; see docs/emulate.md):\n  \
 delay 10ms [2ms [25%]] [dist normal|pareto|paretonormal|uniform]\n  \
-loss random 1% [25%] | loss state P13 [P31 [P32 [P23 [P14]]]] | loss gemodel P [R [1-H [1-K]]]\n  \
+loss random 1% [25%] | loss state P13 [P31 [P32 [P23 [P14]]]] | loss gemodel P [R [1-H [1-K]]] [ecn]\n  \
 duplicate 1% [C]   corrupt 0.1% [C]   reorder 25% [C] gap 5\n  \
 rate 10mbit [OVERHEAD [CELL [CELLOVERHEAD]]] [burst 125k]   slot MIN [MAX] [packets N] [bytes B]\n  \
 limit 1000 | limit bytes 1m   order fifo|free   seed 7   drd MIN MAX\n  \
@@ -149,14 +149,7 @@ pub enum CtlOp {
 }
 
 fn link_config(flag: &str, stages: &str) -> Result<LinkConfig> {
-    let c = LinkConfig::parse(stages).map_err(|e| usage(format!("{flag} '{stages}': {e}")))?;
-    if c.ecn {
-        return Err(usage(format!(
-            "{flag}: `ecn` (CE marking instead of loss) is not supported by the forwarder yet; \
-             leave it out to drop"
-        )));
-    }
-    Ok(c)
+    LinkConfig::parse(stages).map_err(|e| usage(format!("{flag} '{stages}': {e}")))
 }
 
 /// One `--rule`: its number, directions, filter and stages.
