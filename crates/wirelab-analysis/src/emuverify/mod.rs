@@ -37,7 +37,10 @@ use serde::Serialize;
 use crate::ks::ks_two_sample;
 use crate::latency::{DelayStats, SignedHistogram};
 
+pub use chi2::{Chi2Report, Chi2Test};
 pub use pcaps::{verify_captures, Side, VerifyError};
+
+mod chi2;
 
 /// The schema identifier of [`VerifyReport`] in JSON.
 pub const SCHEMA: &str = "wirelab.emulate.verify/1";
@@ -234,6 +237,8 @@ pub struct VerifyReport {
     /// `error` in the seed's Table B.1 layout.
     pub table_b1: Option<TableB1>,
     pub ks: Option<KsReport>,
+    /// Drop and duplication rates, configured vs observed.
+    pub chi2: Chi2Report,
     pub warnings: Vec<String>,
 }
 
@@ -297,6 +302,39 @@ pub struct Verifier {
     pairs: Vec<(f64, f64)>,
     pairs_seen: u64,
     rng: XorShift,
+    fates: Fates,
+}
+
+/// Retired IN frames by fate, as configured and as observed.
+#[derive(Debug, Default)]
+struct Fates {
+    frames: u64,
+    /// Frames with at least one copy: [configured, observed].
+    delivered: [u64; 2],
+    /// Frames with more than one copy: [configured, observed].
+    duplicated: [u64; 2],
+}
+
+impl Fates {
+    /// A frame the configuration gave `expected` copies, of which `left`
+    /// left.
+    fn add(&mut self, expected: u64, left: u64) {
+        self.frames += 1;
+        self.delivered[0] += u64::from(expected > 0);
+        self.delivered[1] += u64::from(left > 0);
+        self.duplicated[0] += u64::from(expected > 1);
+        self.duplicated[1] += u64::from(left > 1);
+    }
+
+    fn tests(&self) -> Chi2Report {
+        let split = |yes: u64, of: u64| [yes, of - yes];
+        let [d_conf, d_obs] = self.delivered;
+        let [u_conf, u_obs] = self.duplicated;
+        Chi2Report {
+            delivery: chi2::homogeneity(split(d_conf, self.frames), split(d_obs, self.frames)),
+            duplication: chi2::homogeneity(split(u_conf, d_conf), split(u_obs, d_obs)),
+        }
+    }
 }
 
 impl Verifier {
@@ -337,6 +375,10 @@ impl Verifier {
                 error: None,
                 table_b1: None,
                 ks: None,
+                chi2: Chi2Report {
+                    delivery: None,
+                    duplication: None,
+                },
                 warnings: Vec::new(),
             },
             applied: SignedHistogram::new(),
@@ -345,6 +387,7 @@ impl Verifier {
             pairs: Vec::new(),
             pairs_seen: 0,
             rng: XorShift(0x9e37_79b9_7f4a_7c15),
+            fates: Fates::default(),
         }
     }
 
@@ -466,6 +509,7 @@ impl Verifier {
         }
         let r = &mut self.r;
         r.extra = r.duplicated + r.unknown;
+        r.chi2 = self.fates.tests();
         r.applied = self.applied.stats();
         r.configured_delay = self.configured.stats();
         r.error = self.error.stats();
@@ -547,6 +591,8 @@ impl Verifier {
         }
         let expected = e.delays.len() as u64;
         let seen = u64::from(e.seen);
+        let left = seen + u64::from(e.extra);
+        self.fates.add(expected, left);
         self.r.missing_copies += expected.saturating_sub(seen);
         if seen == 0 && e.extra == 0 {
             if expected == 0 {

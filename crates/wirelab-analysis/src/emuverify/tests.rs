@@ -495,3 +495,51 @@ fn skipped_in_frames_are_not_indexed() {
     assert_eq!((r.lost, r.extra, r.dropped_as_configured), (0, 0, 1));
     assert!(r.text().contains("(4 frames after 2 skipped)"));
 }
+
+#[test]
+fn chi2_tests_judge_the_rates_not_the_frames() {
+    // 2,000 frames; the configuration drops every 100th (1 %).
+    let input: Vec<_> = (0..2000)
+        .map(|i| (T0 + i * 100 * US, frame(i as u32)))
+        .collect();
+    let mut model = |i: u64, _: u64, _: u32, d: &mut Vec<u64>| {
+        if !i.is_multiple_of(100) {
+            d.push(1000 * US);
+        }
+    };
+    let out = |drop: &dyn Fn(u64) -> bool| -> Vec<(u64, Vec<u8>)> {
+        (0..2000u64)
+            .filter(|&i| !drop(i))
+            .map(|i| (T0 + i * 100 * US + 1010 * US, frame(i as u32)))
+            .collect()
+    };
+    // Another emulator at the same rate, other frames (every 100th from
+    // 50): frame by frame all differ, the rate test passes.
+    let r = run(
+        &input,
+        &out(&|i| i % 100 == 50),
+        VerifyConfig::default(),
+        &mut model,
+    );
+    // (A frame configured dropped that left counts as duplicated.)
+    assert_eq!((r.lost, r.duplicated), (20, 20));
+    let d = r.chi2.delivery.unwrap();
+    assert_eq!((d.configured, d.observed), ([1980, 20], [1980, 20]));
+    assert!(d.p_value > 0.99, "{d:?}");
+    assert_eq!(r.chi2.duplication, None);
+    // One that drops 5 %: the test fails.
+    let r = run(
+        &input,
+        &out(&|i| i % 20 == 7),
+        VerifyConfig::default(),
+        &mut model,
+    );
+    let d = r.chi2.delivery.unwrap();
+    assert_eq!(d.observed, [1900, 100]);
+    assert!(d.p_value < 1e-6, "{d:?}");
+    let text = r.text();
+    assert!(
+        text.contains("χ² frames forwarded: configured 1980 of 2000, observed 1900 of 2000"),
+        "{text}"
+    );
+}

@@ -96,6 +96,23 @@ impl VerifyReport {
                 k.distance, k.samples
             );
         }
+        for (what, t) in [
+            ("forwarded", &self.chi2.delivery),
+            ("duplicated", &self.chi2.duplication),
+        ] {
+            if let Some(t) = t {
+                let _ = writeln!(
+                    o,
+                    "χ² frames {what}: configured {} of {}, observed {} of {}: χ² {:.2}, p {:.3}",
+                    t.configured[0],
+                    t.configured[0] + t.configured[1],
+                    t.observed[0],
+                    t.observed[0] + t.observed[1],
+                    t.statistic,
+                    t.p_value
+                );
+            }
+        }
         if !self.lost_first.is_empty() {
             let list: Vec<String> = self.lost_first.iter().map(u64::to_string).collect();
             let _ = writeln!(o, "lost IN frames (first): {}", list.join(", "));

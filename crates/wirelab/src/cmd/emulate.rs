@@ -103,7 +103,7 @@ pub enum EmulateCmd {
     Ctl(CtlArgs),
     /// Judge an emulator from captures of its input and output: applied
     /// delay per frame, its error against the configuration, loss, extra
-    /// copies, early copies, the seed's Table B.1, KS
+    /// copies, early copies, the seed's Table B.1, KS and χ² tests
     Verify(crate::cmd::emulate_verify::VerifyArgs),
 }
 
