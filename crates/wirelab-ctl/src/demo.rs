@@ -258,41 +258,13 @@ fn start_emulator(
     say: &mut dyn FnMut(String),
 ) -> Result<std::process::Child, DemoError> {
     say(format!("running: wirelab emulate --both '{stages}'"));
-    let mut em = lab
-        .exec("e", exe)
-        .arg("emulate")
+    let mut cmd = lab.exec("e", exe);
+    cmd.arg("emulate")
         .args(["--a", &lab.end("e", "s").dev, "--b", &lab.end("e", "r").dev])
-        .args(["--both", stages])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(io_err("cannot start the emulator"))?;
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(5) {
-        if em
-            .try_wait()
-            .map_err(io_err("watching the emulator"))?
-            .is_some()
-        {
-            let out = em
-                .wait_with_output()
-                .map_err(io_err("reading the emulator"))?;
-            return Err(DemoError::Emulator(
-                String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            ));
-        }
-        if lab
-            .wait_packet_sockets("e", 2, Duration::from_millis(100))
-            .is_ok()
-        {
-            return Ok(em);
-        }
-    }
-    let _ = em.kill();
-    let _ = em.wait();
-    Err(DemoError::Emulator(
-        "it did not open its packet sockets within 5 s".into(),
-    ))
+        .args(["--both", stages]);
+    // Two receive rings and two sending sockets.
+    lab.spawn_bridge("e", cmd, 4, Duration::from_secs(5))
+        .map_err(|e| DemoError::Emulator(e.to_string()))
 }
 
 /// Stops the emulator (SIGTERM) and returns its report.

@@ -29,7 +29,7 @@
 //! teardown and exit, so no signal leaves namespaces behind.
 
 use std::net::IpAddr;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -75,6 +75,12 @@ pub enum LabError {
         ns: String,
         port: u16,
         timeout: Duration,
+    },
+    #[error("the bridge in namespace {ns} exited ({status}) before it was up: {stderr}")]
+    BridgeExited {
+        ns: String,
+        status: std::process::ExitStatus,
+        stderr: String,
     },
     #[error("namespace {ns} did not open {n} packet sockets within {timeout:?}")]
     NoPacketSockets {
@@ -434,23 +440,57 @@ impl Lab {
         })
     }
 
-    /// Waits until namespace `role` holds at least `n` packet sockets (in
-    /// `/proc/net/packet`): a bridge such as `wirelab emulate` has opened
-    /// its rings.
-    pub fn wait_packet_sockets(
+    /// Starts `cmd` (a bridge in namespace `role`, such as `wirelab
+    /// emulate`, made with [`Lab::exec`]; its stdout and stderr piped) and
+    /// waits until `role` holds `sockets` more packet sockets than before:
+    /// its rings and sending sockets are open, so frames from then on are
+    /// forwarded. A bridge that exits first is an error with its stderr.
+    pub fn spawn_bridge(
         &self,
         role: &str,
-        n: usize,
+        mut cmd: Command,
+        sockets: usize,
         timeout: Duration,
-    ) -> Result<(), LabError> {
-        let seen = self.wait_proc(role, &["/proc/net/packet"], timeout, |t| {
-            t.lines().skip(1).count() >= n
+    ) -> Result<Child, LabError> {
+        let count = |t: &str| t.lines().skip(1).count();
+        let mut before = 0;
+        self.wait_proc(role, &["/proc/net/packet"], Duration::ZERO, |t| {
+            before = count(t);
+            true
         })?;
-        seen.then_some(()).ok_or_else(|| LabError::NoPacketSockets {
-            ns: self.ns(role).into(),
-            n,
-            timeout,
-        })
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| missing(&program, e))?;
+        let t0 = Instant::now();
+        loop {
+            if let Ok(Some(_)) = child.try_wait() {
+                let out = child.wait_with_output().map_err(|e| missing(&program, e))?;
+                return Err(LabError::BridgeExited {
+                    ns: self.ns(role).into(),
+                    status: out.status,
+                    stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                });
+            }
+            let up = self.wait_proc(role, &["/proc/net/packet"], Duration::ZERO, |t| {
+                count(t) >= before + sockets
+            })?;
+            if up {
+                return Ok(child);
+            }
+            if t0.elapsed() >= timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(LabError::NoPacketSockets {
+                    ns: self.ns(role).into(),
+                    n: sockets,
+                    timeout,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Polls `files` inside namespace `role` until `ready` holds for their
@@ -460,7 +500,7 @@ impl Lab {
         role: &str,
         files: &[&str],
         timeout: Duration,
-        ready: impl Fn(&str) -> bool,
+        mut ready: impl FnMut(&str) -> bool,
     ) -> Result<bool, LabError> {
         let ns = self.ns(role);
         let t0 = Instant::now();

@@ -576,6 +576,12 @@ impl Link {
         &self.counters
     }
 
+    /// Whether `arrive`'s `ect` can change a decision (`ecn`, `drd ...
+    /// congest`): without either the caller need not look for it.
+    pub fn uses_ect(&self) -> bool {
+        self.config.ecn || self.config.drd.is_some_and(|d| d.congest.is_some())
+    }
+
     /// A trace (or timeline) ended under `at-end stop`.
     pub fn trace_ended(&self) -> bool {
         self.trace_ended

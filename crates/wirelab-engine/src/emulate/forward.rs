@@ -175,11 +175,7 @@ impl Drops {
 
     /// Copies dropped (every reason but `ring`).
     pub fn copies(&self) -> u64 {
-        self.by_reason()
-            .iter()
-            .filter(|r| r.0 != "ring")
-            .map(|r| r.1)
-            .sum()
+        self.by_reason().iter().map(|r| r.1).sum::<u64>() - self.ring
     }
 
     /// Everything not forwarded, `ring` included.

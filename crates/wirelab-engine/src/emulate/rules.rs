@@ -243,8 +243,9 @@ impl LinkModel for DirModel {
         let seq = l.next_seq;
         l.next_seq += 1;
         // ECN-capable frames may be marked CE instead of dropped (`ecn`,
-        // `drd ... congest`); the mark is set when the copy leaves.
-        let ect = wirelab_wire::rewrite::ecn::is_ect(frame);
+        // `drd ... congest`); the mark is set when the copy leaves. Only
+        // such links parse the headers.
+        let ect = l.link.uses_ect() && wirelab_wire::rewrite::ecn::is_ect(frame);
         let a = l.link.arrive(t_ns, frame.len() as u32, seq, ect);
         out.rule = l.rule;
         out.seq = seq;

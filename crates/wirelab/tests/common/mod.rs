@@ -189,43 +189,30 @@ impl EmuLab {
     /// waits until its rings and sockets are open (frames from then on are
     /// forwarded); panics with its stderr if it exits first.
     pub fn emulate(&self, args: &[&str]) -> std::process::Child {
-        let before = self.packet_sockets();
-        let mut child = self.spawn_emulate(args);
-        let t0 = std::time::Instant::now();
         // Two receive rings and two sending sockets.
-        while self.packet_sockets() < before + 4 {
-            if let Some(st) = child.try_wait().unwrap() {
-                let out = child.wait_with_output().unwrap();
-                panic!(
-                    "emulate exited ({st}): {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            assert!(t0.elapsed() < Duration::from_secs(20), "emulator not up");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        child
+        self.lab
+            .spawn_bridge("e", self.emulate_cmd(args), 4, Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Starts `wirelab emulate --json` in E without waiting for it (for a
     /// run that is expected to fail).
     pub fn spawn_emulate(&self, args: &[&str]) -> std::process::Child {
-        exec_in(self.lab.ns("e"), exe())
-            .args(["emulate", "--json", "--a"])
-            .arg(&self.lab.end("e", "a").dev)
-            .arg("--b")
-            .arg(&self.lab.end("e", "b").dev)
-            .args(args)
+        self.emulate_cmd(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
     }
 
-    /// Packet sockets open in E.
-    fn packet_sockets(&self) -> usize {
-        let o = run(self.lab.exec("e", "cat").arg("/proc/net/packet"));
-        String::from_utf8_lossy(&o.stdout).lines().count() - 1
+    fn emulate_cmd(&self, args: &[&str]) -> Command {
+        let mut c = exec_in(self.lab.ns("e"), exe());
+        c.args(["emulate", "--json", "--a"])
+            .arg(&self.lab.end("e", "a").dev)
+            .arg("--b")
+            .arg(&self.lab.end("e", "b").dev)
+            .args(args);
+        c
     }
 
     /// `role`'s interface towards `peer`.
