@@ -29,6 +29,7 @@
 //!   [`Requested`] and [`analyze_run`] join it to a run.
 //! * [`LiveFlows`], [`SendAccum`] — streaming statistics of running jobs,
 //!   per-flow state built as a flow's packets need it ([`staged`]).
+//! * [`status`] — a running receiver's loss so far (`recv --status`).
 //! * [`schema`] — the typed JSON reports `wirelab.send/1`, `wirelab.recv/1`.
 //! * [`render_text`], [`export_csv`], [`export_jsonl`] — output.
 #![forbid(unsafe_code)]
@@ -54,6 +55,7 @@ pub mod schema;
 pub mod sender;
 pub mod seqwin;
 pub mod staged;
+pub mod status;
 pub mod text;
 pub mod window;
 

@@ -356,6 +356,11 @@ pub struct RecvArgs {
     #[arg(long, default_value_t = wirelab_analysis::DEFAULT_MAX_LIVE_FLOWS as u32,
           value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_flows: u32,
+    /// Rewrite FILE with the loss so far per flow (JSON, schema wirelab.recv.status/1:
+    /// received, highest sequence, lost) at the start, every 250 ms and at the end; a
+    /// controller such as `wirelab run` reads it to abort a run early
+    #[arg(long, value_name = "FILE")]
+    pub status: Option<PathBuf>,
     /// Share the port with other receivers started with --reuse-port (SO_REUSEPORT: the
     /// kernel gives each sender address and port to one of them); without it a port
     /// already in use is refused

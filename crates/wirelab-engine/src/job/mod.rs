@@ -41,6 +41,8 @@ pub enum JobFileError {
     RecordFinish(io::Error),
     #[error("cannot install the signal handlers: {0}")]
     Signals(io::Error),
+    #[error("cannot write the status file {path}: {source}", path = path.display())]
+    Status { path: PathBuf, source: io::Error },
 }
 
 /// A stop flag raised by SIGINT and SIGTERM: the job stops sending, drains

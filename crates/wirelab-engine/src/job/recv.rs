@@ -7,12 +7,14 @@ use crate::receiver::{Receiver, RecvConfig, RecvCounters, RecvOutcome, RxSink};
 use crate::recordlog::{hostname, LogStats, RecordLog, RecordMeta};
 use crate::{ProbeFormat, StopFlag};
 use serde::Serialize;
+use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 use wirelab_analysis::schema::{HwStampReport, RecvReport};
+use wirelab_analysis::status::LiveLoss;
 use wirelab_analysis::LiveFlows;
 use wirelab_io::clock::real_ns;
 use wirelab_io::hwtstamp::{HwTsError, RxHwStamping};
@@ -59,6 +61,9 @@ pub struct RecvJob {
     pub record: Option<PathBuf>,
     /// Stamp received packets with this interface's hardware clock.
     pub hw_timestamps: Option<String>,
+    /// Rewrite this file with the loss so far (`wirelab.recv.status/1`)
+    /// at bind, with every progress tick and at the end.
+    pub status: Option<PathBuf>,
     pub settings: RecvSettings,
 }
 
@@ -135,8 +140,24 @@ impl RecvJob {
             None => None,
         };
         let stop = super::stop_on_signals().map_err(super::JobFileError::Signals)?;
+        let status = match self.status {
+            Some(path) => {
+                let s = StatusFile {
+                    path,
+                    loss: LiveLoss::new(self.max_flows),
+                    failed: None,
+                };
+                s.write(false).map_err(|source| super::JobFileError::Status {
+                    path: s.path.clone(),
+                    source,
+                })?;
+                Some(s)
+            }
+            None => None,
+        };
         Ok(RecvRun {
             echo: self.recv.echo,
+            status,
             flows: LiveFlows::new(self.window_ns, self.max_flows),
             rx,
             local,
@@ -151,6 +172,7 @@ impl RecvJob {
 /// A bound receiver, ready to run.
 pub struct RecvRun {
     echo: bool,
+    status: Option<StatusFile>,
     rx: Receiver,
     local: SocketAddr,
     flows: LiveFlows,
@@ -180,11 +202,39 @@ impl ProgressLine {
     }
 }
 
-struct Live<'a>(&'a mut LiveFlows);
+struct Live<'a>(&'a mut LiveFlows, &'a RefCell<Option<StatusFile>>);
 
 impl RxSink for Live<'_> {
     fn packet(&mut self, r: &Record) {
         self.0.observe(r);
+        if let Some(s) = self.1.borrow_mut().as_mut() {
+            s.loss.observe(r);
+        }
+    }
+}
+
+/// `--status`: the live loss, rewritten whole (write, then rename, so a
+/// reader never sees half a file).
+struct StatusFile {
+    path: PathBuf,
+    loss: LiveLoss,
+    /// The first failed rewrite after the one at bind.
+    failed: Option<io::Error>,
+}
+
+impl StatusFile {
+    fn write(&self, done: bool) -> io::Result<()> {
+        let mut tmp = self.path.clone().into_os_string();
+        tmp.push(".tmp");
+        let json = serde_json::to_vec(&self.loss.status(done)).map_err(io::Error::other)?;
+        std::fs::write(&tmp, json)?;
+        std::fs::rename(&tmp, &self.path)
+    }
+
+    fn update(&mut self, done: bool) {
+        if let Err(e) = self.write(done) {
+            self.failed.get_or_insert(e);
+        }
     }
 }
 
@@ -219,13 +269,27 @@ impl RecvRun {
         progress: &mut dyn FnMut(&RecvCounters),
     ) -> Result<RecvJobReport, RecvError> {
         let mut writer = self.log.as_ref().map(|l| l.writer());
+        let status = RefCell::new(self.status.take());
+        let mut tick = |c: &RecvCounters| {
+            progress(c);
+            if let Some(s) = status.borrow_mut().as_mut() {
+                s.update(false);
+            }
+        };
         let out = self.rx.run(
-            &mut Live(&mut self.flows),
+            &mut Live(&mut self.flows, &status),
             writer.as_mut(),
             &self.stop,
-            progress,
+            &mut tick,
             PROGRESS_EVERY,
-        )?;
+        );
+        if let Some(s) = status.borrow_mut().as_mut() {
+            s.update(true);
+            if let Some(e) = &s.failed {
+                tracing::warn!("rewriting the status file {}: {e}", s.path.display());
+            }
+        }
+        let out = out?;
         drop(writer);
         let record_log = match self.log {
             Some(l) => Some(l.finish().map_err(super::JobFileError::RecordFinish)?),

@@ -49,6 +49,7 @@ pub fn run(a: RecvArgs) -> Result<()> {
         window_ns: a.window,
         max_flows: a.max_flows as usize,
         record: a.record.clone(),
+        status: a.status.clone(),
         hw_timestamps: a.hw_timestamps.clone(),
         settings: RecvSettings {
             rcvbuf: a.rcvbuf,
