@@ -30,8 +30,6 @@ pub struct LiveLoss {
 struct FlowCount {
     received: u64,
     highest: u64,
-    /// The end marker arrived (its repeats are not counted again).
-    ended: bool,
 }
 
 /// One flow's loss so far.
@@ -72,31 +70,30 @@ impl LiveLoss {
         }
     }
 
-    /// Counts one received probe; a sender's repeats of its end marker
-    /// count once.
+    /// Counts one received probe. A sender's end markers (repeats of its
+    /// final probe with the LAST flag) are not counted as received: they
+    /// only raise the highest sequence, so a lost final probe is counted
+    /// as lost.
     pub fn observe(&mut self, r: &Record) {
-        let last = r.probe_flags & ProbeFlags::LAST != 0;
+        let got = u64::from(r.probe_flags & ProbeFlags::LAST == 0);
         let n = self.flows.len();
         match self.flows.get_mut(&r.flow) {
-            Some(f) if last && f.ended => return,
             Some(f) => {
-                f.received += 1;
+                f.received += got;
                 f.highest = f.highest.max(r.seq);
-                f.ended |= last;
             }
             None if n < self.max_flows => {
                 self.flows.insert(
                     r.flow,
                     FlowCount {
-                        received: 1,
+                        received: got,
                         highest: r.seq,
-                        ended: last,
                     },
                 );
             }
             None => {}
         }
-        self.packets += 1;
+        self.packets += got;
     }
 
     /// The status as of now.
@@ -142,12 +139,12 @@ mod tests {
         l.observe(&rec(9, 0));
         l.observe(&rec(9, 0)); // a duplicate counts as received
         l.observe(&rec(11, 4)); // a third flow: counted in total only
-        let mut end = rec(9, 1);
+        let mut end = rec(9, 2);
         end.probe_flags = ProbeFlags::LAST;
+        l.observe(&end); // seq 2 lost, then its end markers
         l.observe(&end);
-        l.observe(&end); // the marker's repeat
         let s = l.status(false);
-        assert_eq!(s.packets, 9);
+        assert_eq!(s.packets, 8);
         assert_eq!(
             s.flows,
             vec![
@@ -159,15 +156,15 @@ mod tests {
                 },
                 FlowStatus {
                     flow: 9,
-                    received: 3,
-                    highest_seq: 1,
-                    lost: 0
+                    received: 2,
+                    highest_seq: 2,
+                    lost: 1
                 },
             ]
         );
-        assert_eq!(s.lost(), 3);
+        assert_eq!(s.lost(), 4);
         let j = serde_json::to_string(&s).unwrap();
-        assert!(j.starts_with(r#"{"schema":"wirelab.recv.status/1","packets":9,"done":false,"flows":[{"flow":5,"received":5,"highest_seq":7,"lost":3}"#), "{j}");
+        assert!(j.starts_with(r#"{"schema":"wirelab.recv.status/1","packets":8,"done":false,"flows":[{"flow":5,"received":5,"highest_seq":7,"lost":3}"#), "{j}");
         assert_eq!(serde_json::from_str::<RecvStatus>(&j).unwrap(), s);
     }
 }
