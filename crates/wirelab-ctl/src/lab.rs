@@ -56,6 +56,8 @@ pub enum LabError {
     Command { command: String, stderr: String },
     #[error("{what} {name:?} must be 1 to {LABEL_MAX} lowercase letters or digits")]
     BadLabel { what: &'static str, name: String },
+    #[error("interface name {0:?} must be 1 to 15 letters, digits, '-', '_' or '.'")]
+    BadIfname(String),
     #[error("namespace {0:?} is declared twice")]
     DuplicateNamespace(String),
     #[error("namespace {0:?} is not part of the lab: declare it with .namespace() first")]
@@ -128,6 +130,7 @@ pub struct LinkSpec {
     mtu: Option<u32>,
     gro_off: bool,
     rps_cpu: [Option<usize>; 2],
+    names: [Option<String>; 2],
 }
 
 /// One end of a link.
@@ -172,6 +175,13 @@ impl LinkSpec {
     /// discovery on the wire: a capture holds only what the test sent).
     pub fn ipv6_off(mut self) -> LinkSpec {
         self.ipv6_off = true;
+        self
+    }
+
+    /// The interfaces' names inside their namespaces (side a, side b); by
+    /// default the lab names them after its tag and the link's number.
+    pub fn names(mut self, a: &str, b: &str) -> LinkSpec {
+        self.names = [Some(a.into()), Some(b.into())];
         self
     }
 
@@ -261,6 +271,19 @@ fn check_label(what: &'static str, s: &str) -> Result<(), LabError> {
             name: s.into(),
         })
     }
+}
+
+/// A Linux interface name: at most 15 bytes (IFNAMSIZ − 1), none of the
+/// characters the kernel or `ip` would refuse or misread.
+fn check_ifname(s: &str) -> Result<(), LabError> {
+    let ok = !s.is_empty()
+        && s.len() <= 15
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && s != "."
+        && s != "..";
+    ok.then_some(())
+        .ok_or_else(|| LabError::BadIfname(s.into()))
 }
 
 /// `n` in base 36, the last `width` digits, zero-padded.
@@ -787,6 +810,14 @@ impl LabBuilder {
             ]));
             plan.push(args(&["link", "set", &a.dev, "netns", &a.ns]));
             plan.push(args(&["link", "set", &b.dev, "netns", &b.ns]));
+            let (mut a, mut b) = (a, b);
+            for (e, name) in [(&mut a, &spec.names[0]), (&mut b, &spec.names[1])] {
+                if let Some(name) = name {
+                    check_ifname(name)?;
+                    plan.push(args(&["-n", &e.ns, "link", "set", &e.dev, "name", name]));
+                    e.dev = name.clone();
+                }
+            }
             for (side, e) in [&a, &b].into_iter().enumerate() {
                 if spec.ipv6_off {
                     plan.push(args(&[
@@ -989,6 +1020,37 @@ mod tests {
             got.last().unwrap(),
             "netns exec wlr-9-3-s sysctl -qw net.core.somaxconn=1024"
         );
+    }
+
+    #[test]
+    fn named_interfaces_are_renamed_inside_their_namespaces() {
+        let spec = LinkSpec::new().ipv4("10.1.0.1/24", "10.1.0.2/24").names("e1", "eth1");
+        let lab = Lab::new("wl")
+            .namespace("s")
+            .namespace("e")
+            .link("s", "e", spec)
+            .resolve(7, 0)
+            .unwrap();
+        assert_eq!(lab.end("s", "e").dev, "e1");
+        assert_eq!(lab.end("e", "s").dev, "eth1");
+        let got = forget(lab);
+        assert_eq!(
+            got[2..7],
+            [
+                "link add wl00007000a type veth peer name wl00007000b",
+                "link set wl00007000a netns wl-7-0-s",
+                "link set wl00007000b netns wl-7-0-e",
+                "-n wl-7-0-s link set wl00007000a name e1",
+                "-n wl-7-0-e link set wl00007000b name eth1",
+            ]
+        );
+        assert_eq!(got[7], "-n wl-7-0-s addr add 10.1.0.1/24 dev e1");
+        let bad = Lab::new("wl")
+            .namespace("s")
+            .namespace("e")
+            .link("s", "e", LinkSpec::new().names("a/b", "x"))
+            .resolve(7, 0);
+        assert!(matches!(bad, Err(LabError::BadIfname(n)) if n == "a/b"));
     }
 
     #[test]
