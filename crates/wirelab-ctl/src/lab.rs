@@ -212,6 +212,7 @@ pub struct LabBuilder {
     roles: Vec<String>,
     links: Vec<(String, String, LinkSpec)>,
     sysctls: Vec<(String, String, String)>,
+    routes: Vec<(String, String, String)>,
 }
 
 /// One end of a veth pair in a built lab.
@@ -327,6 +328,7 @@ impl Lab {
             roles: vec![],
             links: vec![],
             sysctls: vec![],
+            routes: vec![],
         }
     }
 
@@ -742,6 +744,13 @@ impl LabBuilder {
         self
     }
 
+    /// `ip route add to via via` inside namespace `role` once its links are
+    /// up (`to` may be `default`).
+    pub fn route(mut self, role: &str, to: &str, via: &str) -> LabBuilder {
+        self.routes.push((role.into(), to.into(), via.into()));
+        self
+    }
+
     /// Names the lab for lab number `n` of process `pid` and lists the steps
     /// that make it, without running anything.
     fn resolve(&self, pid: u32, n: u32) -> Result<Lab, LabError> {
@@ -873,6 +882,9 @@ impl LabBuilder {
         }
         for (_, ns) in &namespaces {
             plan.push(args(&["-n", ns, "link", "set", "lo", "up"]));
+        }
+        for (role, to, via) in &self.routes {
+            plan.push(args(&["-n", &ns_of(role)?, "route", "add", to, "via", via]));
         }
         for (role, key, value) in &self.sysctls {
             plan.push(args(&[
@@ -1045,6 +1057,24 @@ mod tests {
             ]
         );
         assert_eq!(got[7], "-n wl-7-0-s addr add 10.1.0.1/24 dev e1");
+        let routed = forget(
+            Lab::new("wl")
+                .namespace("s")
+                .namespace("e")
+                .link("s", "e", LinkSpec::new().ipv4("10.1.0.1/24", "10.1.0.2/24"))
+                .route("s", "default", "10.1.0.2")
+                .sysctl("e", "net.ipv4.ip_forward", "1")
+                .resolve(7, 0)
+                .unwrap(),
+        );
+        let n = routed.len();
+        assert_eq!(
+            routed[n - 2..],
+            [
+                "-n wl-7-0-s route add default via 10.1.0.2",
+                "netns exec wl-7-0-e sysctl -qw net.ipv4.ip_forward=1",
+            ]
+        );
         let bad = Lab::new("wl")
             .namespace("s")
             .namespace("e")
