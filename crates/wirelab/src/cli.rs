@@ -54,6 +54,8 @@ pub enum Command {
     Emulate(crate::cmd::emulate::EmulateArgs),
     /// Trace tools: convert, dump, encode, gen, stats, from-records, maketable
     Trace(crate::cmd::trace::TraceArgs),
+    /// Run a campaign from a control file: hosts, flows, sweep, emulator, captures
+    Run(crate::cmd::run::RunArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -395,7 +397,8 @@ wirelab analyze rx.wlr --json              # receiver records alone\n  \
 wirelab analyze tx.wlr --window 100ms      # sender alone: pacing accuracy, RTT with --echo\n\n\
 One-way delay is receive time minus send time on two clocks: it is exact only when both hosts' clocks are synchronized (on one host they are the same clock).")]
 pub struct AnalyzeArgs {
-    /// Record files written by `send --record` and `recv --record`
+    /// Record files written by `send --record` and `recv --record`, or one results
+    /// directory of `wirelab run` (its summary is derived again from its records)
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Window for throughput over time (at least 1ms)

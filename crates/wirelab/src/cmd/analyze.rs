@@ -7,6 +7,11 @@ use wirelab_analysis::{analyze_run, render_text, AnalysisError, Warning};
 use wirelab_engine::job::records::read_run;
 
 pub fn run(a: AnalyzeArgs) -> Result<()> {
+    if let [dir] = a.files.as_slice() {
+        if dir.is_dir() && dir.join("points").is_dir() {
+            return super::run::analyze_bundle(dir, a.json);
+        }
+    }
     let run = read_run(&a.files)?;
     let mut warnings = Vec::new();
     for (path, bytes) in &run.partial {

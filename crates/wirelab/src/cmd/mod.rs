@@ -8,5 +8,6 @@ pub mod emulate_verify;
 pub mod export;
 pub mod recv;
 pub mod replay;
+pub mod run;
 pub mod send;
 pub mod trace;

@@ -1,0 +1,972 @@
+//! `wirelab run`: a campaign's points, one after another, on agents.
+//!
+//! Per point: the emulator (if any) and the captures start and are seen
+//! to hold their sockets; the receivers start and are seen bound; every
+//! sender starts at one absolute time T0 (`send --start-at`); the run is
+//! watched (each receiver's `--status` file, abort criteria, Ctrl-C)
+//! until the senders end; the receivers drain and stop, the emulator and
+//! captures stop; the files are fetched into the bundle, `point.json` is
+//! written, and the next point follows after the campaign's pause.
+//! Whatever a point started is stopped on every path out of it; the
+//! agents stop their children when their connection closes (dead-man
+//! rule), and a `[lab]` is torn down when the campaign ends.
+
+use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStatus};
+use crate::control::{Control, FlowSpec, SocketKind};
+use crate::lab::{Lab, LabError, LinkSpec};
+use crate::sweep::{self, Plan, Point};
+use crate::transport::{AgentConn, Exit, Sig, Transport, TransportError};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use thiserror::Error;
+use wirelab_analysis::status::RecvStatus;
+
+/// First UDP port given to a flow without a `port` (flow i gets BASE + i).
+pub const BASE_PORT: u16 = 5800;
+/// How often a running point is looked at (status files, senders' exit).
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+/// Time from "every receiver is bound" to T0: room for the senders to be
+/// spawned and set up on every agent.
+const START_LEAD: Duration = Duration::from_millis(1_500);
+/// How long tools get to come up (bind, open their sockets).
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// After the last sender ends: how long receivers keep receiving (packets
+/// in flight, an emulator's queue).
+const DRAIN: Duration = Duration::from_millis(500);
+/// How long a tool gets to exit after SIGINT before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Lab(#[from] LabError),
+    #[error("host {host}: {source}")]
+    Agent {
+        host: String,
+        source: TransportError,
+    },
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    #[error("{0}")]
+    Plan(#[from] sweep::PlanError),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// What the caller chose beyond the control file.
+pub struct RunConfig {
+    pub control_path: PathBuf,
+    /// The control file as read (copied into the bundle).
+    pub control_text: String,
+    /// Where the bundle goes: a new directory under it.
+    pub results: PathBuf,
+    /// Continue the campaign in this bundle: points with a result are
+    /// skipped.
+    pub resume: Option<PathBuf>,
+    /// Divide every flow's duration and count by 10 (at least 1 s / 100
+    /// probes): a smoke run of the same campaign.
+    pub quick: bool,
+    /// wirelab for `local`, `netns:` and `lab:` hosts (this binary).
+    pub wirelab: PathBuf,
+    /// Extra ssh options for every `ssh://` host (`-i KEY`, `-o ...`).
+    pub ssh_options: Vec<String>,
+}
+
+/// What the runner tells its caller as it goes.
+pub enum Event<'a> {
+    Started {
+        dir: &'a Path,
+        points: usize,
+        skipped: usize,
+    },
+    Point {
+        n: usize,
+        total: usize,
+        point: &'a Point,
+    },
+    /// A flow's loss so far (from its receiver's status).
+    Flow {
+        name: &'a str,
+        received: u64,
+        lost: u64,
+    },
+    PointEnded {
+        point: &'a Point,
+        status: PointStatus,
+        reason: Option<&'a str>,
+    },
+    Note(String),
+}
+
+/// The end of a campaign.
+#[derive(Debug)]
+pub struct Outcome {
+    pub dir: PathBuf,
+    pub done: usize,
+    pub aborted: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub interrupted: bool,
+    /// The first infrastructure failure, if any.
+    pub failure: Option<String>,
+}
+
+impl Outcome {
+    /// The exit code of `wirelab run` (spec: 0 all done, 3 some point
+    /// aborted, 4 infrastructure failure; 130 after Ctrl-C).
+    pub fn exit_code(&self) -> i32 {
+        if self.interrupted {
+            130
+        } else if self.failed > 0 || self.failure.is_some() {
+            4
+        } else if self.aborted > 0 {
+            3
+        } else {
+            0
+        }
+    }
+}
+
+/// Runs `plan`'s points of `control`; `stop` (set by Ctrl-C) ends the
+/// point in progress and the campaign.
+pub fn run(
+    control: &Control,
+    plan: &Plan,
+    cfg: &RunConfig,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Event<'_>),
+) -> Result<Outcome, RunError> {
+    refuse_unsupported(control)?;
+    let started = unix_ns();
+    let dir = match &cfg.resume {
+        Some(d) => d.clone(),
+        None => cfg.results.join(bundle_name(&control.campaign.name, &cfg.control_text)),
+    };
+    std::fs::create_dir_all(dir.join("points")).map_err(|e| bundle_io(&dir, e))?;
+    bundle::write_atomic(&dir.join("control.toml"), cfg.control_text.as_bytes())?;
+    let finished: Vec<String> = bundle::read_points(&dir)?
+        .into_iter()
+        .filter(|(_, p)| matches!(p.status, PointStatus::Done | PointStatus::Aborted))
+        .map(|(_, p)| p.id)
+        .collect();
+    let todo: Vec<&Point> = plan
+        .points
+        .iter()
+        .filter(|p| !finished.contains(&p.id))
+        .collect();
+    let mut out = Outcome {
+        dir: dir.clone(),
+        done: 0,
+        aborted: 0,
+        failed: 0,
+        skipped: plan.points.len() - todo.len(),
+        interrupted: false,
+        failure: None,
+    };
+    on(Event::Started {
+        dir: &dir,
+        points: todo.len(),
+        skipped: out.skipped,
+    });
+    let lab = build_lab(control)?;
+    let mut hosts = Hosts::new(control, lab.as_ref(), cfg);
+    for (n, point) in todo.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            out.interrupted = true;
+            break;
+        }
+        on(Event::Point {
+            n: n + 1,
+            total: todo.len(),
+            point,
+        });
+        let result = run_point(control, point, cfg, &mut hosts, &dir, stop, on);
+        let (status, reason) = match &result {
+            Ok(p) => (p.status, p.reason.clone()),
+            Err(e) => (PointStatus::Failed, Some(e.to_string())),
+        };
+        on(Event::PointEnded {
+            point,
+            status,
+            reason: reason.as_deref(),
+        });
+        match status {
+            PointStatus::Done => out.done += 1,
+            PointStatus::Aborted => out.aborted += 1,
+            PointStatus::Failed => {
+                out.failed += 1;
+                out.failure.get_or_insert(reason.unwrap_or_default());
+                // A host that is gone stays gone: stop rather than fail
+                // every later point the same way.
+                break;
+            }
+            PointStatus::Interrupted => {
+                out.interrupted = true;
+                break;
+            }
+        }
+        if n + 1 < todo.len() && !sleep_unless(stop, control.campaign.pause_ns) {
+            out.interrupted = true;
+            break;
+        }
+    }
+    let agents = hosts.close();
+    drop(lab);
+    let summary = bundle::summarize(&dir)?;
+    bundle::write_atomic(&dir.join("summary.json"), summary.to_json().as_bytes())?;
+    bundle::write_atomic(&dir.join("summary.csv"), summary.to_csv().as_bytes())?;
+    let manifest = Manifest {
+        schema: bundle::MANIFEST_SCHEMA.into(),
+        campaign: control.campaign.name.clone(),
+        wirelab_version: env!("CARGO_PKG_VERSION").into(),
+        agents,
+        started_unix_ns: started,
+        ended_unix_ns: unix_ns(),
+        exit_code: out.exit_code(),
+        files: bundle::hash_files(&dir)?,
+    };
+    let mut m = serde_json::to_string_pretty(&manifest).expect("a manifest serializes");
+    m.push('\n');
+    bundle::write_atomic(&dir.join("manifest.json"), m.as_bytes())?;
+    Ok(out)
+}
+
+/// Sections the control file may hold that this runner does not carry
+/// out yet: refused before anything starts rather than ignored.
+fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
+    let mut parts = vec![];
+    if !c.stressors.is_empty() {
+        parts.push("[[stressor]]");
+    }
+    if c.env.is_some() {
+        parts.push("[env]");
+    }
+    if c.metrics.is_some() {
+        parts.push("[metrics]");
+    }
+    if parts.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Unsupported(format!(
+        "{} {} not run by this version of wirelab run (stressors, environment changes and live \
+         metrics are not built yet): remove {} to run the campaign (--dry-run lists its points \
+         as they are)",
+        parts.join(", "),
+        if parts.len() == 1 { "is" } else { "are" },
+        if parts.len() == 1 { "it" } else { "them" }
+    )))
+}
+
+/// `<name>-<UTC>-<hash8>`: the campaign, when, and which control file.
+fn bundle_name(name: &str, text: &str) -> String {
+    use sha2::Digest;
+    let h = bundle::hex(&sha2::Sha256::digest(text.as_bytes()));
+    let t = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let t: String = t.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    format!("{name}-{t}-{}", &h[..8])
+}
+
+fn bundle_io(p: &Path, source: std::io::Error) -> RunError {
+    RunError::Bundle(BundleError::Io {
+        path: p.to_path_buf(),
+        source,
+    })
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Sleeps `ns` in short steps; false if `stop` was raised.
+fn sleep_unless(stop: &AtomicBool, ns: u64) -> bool {
+    let end = Instant::now() + Duration::from_nanos(ns);
+    while Instant::now() < end {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(WATCH_EVERY.min(end.saturating_duration_since(Instant::now())));
+    }
+    !stop.load(Ordering::Relaxed)
+}
+
+/// The `[lab]` section, built.
+fn build_lab(c: &Control) -> Result<Option<Lab>, RunError> {
+    let Some(spec) = &c.lab else {
+        return Ok(None);
+    };
+    let mut b = Lab::new("wlrun");
+    for ns in &spec.namespaces {
+        b = b.namespace(ns);
+    }
+    for l in &spec.links {
+        let mut s = LinkSpec::new().ipv6_off();
+        if let (Some(a), Some(bb)) = (&l.a_addr, &l.b_addr) {
+            s = s.ipv4(a, bb);
+        }
+        if let Some(m) = l.mtu {
+            s = s.mtu(m);
+        }
+        if let (Some(a), Some(bb)) = (&l.a_if, &l.b_if) {
+            s = s.names(a, bb);
+        }
+        b = b.link(&l.a, &l.b, s);
+    }
+    Ok(Some(b.build()?))
+}
+
+/// The campaign's agents, connected when first needed.
+struct Hosts<'a> {
+    control: &'a Control,
+    lab: Option<&'a Lab>,
+    cfg: &'a RunConfig,
+    conns: BTreeMap<String, AgentConn>,
+}
+
+impl<'a> Hosts<'a> {
+    fn new(control: &'a Control, lab: Option<&'a Lab>, cfg: &'a RunConfig) -> Hosts<'a> {
+        Hosts {
+            control,
+            lab,
+            cfg,
+            conns: BTreeMap::new(),
+        }
+    }
+
+    fn get(&mut self, host: &str) -> Result<&mut AgentConn, RunError> {
+        if !self.conns.contains_key(host) {
+            let spec = self.control.hosts.get(host).ok_or_else(|| {
+                RunError::Setup(format!("host {host} is not in [hosts]"))
+            })?;
+            let agent_err = |source| RunError::Agent {
+                host: host.into(),
+                source,
+            };
+            let (transport, wirelab) = match spec.transport.strip_prefix("lab:") {
+                Some(role) => {
+                    let lab = self.lab.ok_or_else(|| {
+                        RunError::Setup(format!(
+                            "host {host}: transport lab:{role} needs a [lab] section"
+                        ))
+                    })?;
+                    let ns = lab
+                        .namespaces()
+                        .find(|n| n.ends_with(&format!("-{role}")))
+                        .ok_or_else(|| {
+                            RunError::Setup(format!(
+                                "host {host}: the [lab] has no namespace {role}"
+                            ))
+                        })?;
+                    (Transport::Netns(ns.to_string()), self.local_wirelab())
+                }
+                None => {
+                    let t: Transport = spec.transport.parse().map_err(agent_err)?;
+                    let w = match (&t, &spec.wirelab) {
+                        (_, Some(w)) => w.clone(),
+                        (Transport::Ssh { .. }, None) => "wirelab".into(),
+                        _ => self.local_wirelab(),
+                    };
+                    (t, w)
+                }
+            };
+            let conn = AgentConn::connect(&transport, &wirelab, &self.cfg.ssh_options)
+                .map_err(agent_err)?;
+            self.conns.insert(host.to_string(), conn);
+        }
+        Ok(self.conns.get_mut(host).expect("inserted above"))
+    }
+
+    fn local_wirelab(&self) -> String {
+        self.cfg.wirelab.to_string_lossy().into_owned()
+    }
+
+    /// Says goodbye to every agent; their hellos for the manifest.
+    fn close(self) -> BTreeMap<String, serde_json::Value> {
+        let mut out = BTreeMap::new();
+        for (name, c) in self.conns {
+            out.insert(
+                name,
+                serde_json::to_value(c.hello()).unwrap_or(serde_json::Value::Null),
+            );
+            let _ = c.close();
+        }
+        out
+    }
+
+    /// The address flows to `host` send to: its `addr`, else its end of
+    /// the lab link that reaches it from `from` (directly, or across one
+    /// namespace that bridges, such as an emulator).
+    fn target(&self, from: &str, to: &str) -> Result<String, RunError> {
+        let spec = &self.control.hosts[to];
+        if let Some(a) = &spec.addr {
+            return Ok(a.clone());
+        }
+        let role = |h: &str| {
+            self.control.hosts[h]
+                .transport
+                .strip_prefix("lab:")
+                .map(str::to_string)
+        };
+        if let (Some(lab), Some(rf), Some(rt)) = (self.lab, role(from), role(to)) {
+            let ends: Vec<(&str, Option<std::net::IpAddr>)> = lab
+                .links()
+                .iter()
+                .flat_map(|l| [(&l.a, &l.b), (&l.b, &l.a)])
+                .filter(|(me, _)| me.role == rt)
+                .map(|(me, peer)| (peer.role.as_str(), me.ipv4()))
+                .collect();
+            // A direct link first, then one through a middle namespace.
+            let direct = ends.iter().find(|(peer, _)| *peer == rf);
+            let via = ends.iter().find(|(peer, _)| {
+                lab.links().iter().any(|l| {
+                    (l.a.role == *peer && l.b.role == rf) || (l.b.role == *peer && l.a.role == rf)
+                })
+            });
+            if let Some((_, Some(ip))) = direct.or(via) {
+                return Ok(ip.to_string());
+            }
+        }
+        Err(RunError::Setup(format!(
+            "host {to}: no address for flows to it: set hosts.{to}.addr (the address on its test \
+             interface)"
+        )))
+    }
+}
+
+/// One tool started for a point.
+struct Started {
+    host: String,
+    tag: String,
+}
+
+/// What a running point has started, stopped on every way out.
+struct PointRun<'h, 'a> {
+    hosts: &'h mut Hosts<'a>,
+    started: Vec<Started>,
+}
+
+impl PointRun<'_, '_> {
+    fn spawn(&mut self, host: &str, tag: &str, args: Vec<String>) -> Result<(), RunError> {
+        self.hosts
+            .get(host)?
+            .spawn(tag, &args)
+            .map_err(|source| RunError::Agent {
+                host: host.into(),
+                source,
+            })?;
+        self.started.push(Started {
+            host: host.into(),
+            tag: tag.into(),
+        });
+        Ok(())
+    }
+
+    fn agent(&mut self, host: &str) -> Result<&mut AgentConn, RunError> {
+        self.hosts.get(host)
+    }
+
+    /// SIGINT to `tag`, then its exit (killed after the grace time).
+    fn stop(&mut self, host: &str, tag: &str) -> Result<Exit, RunError> {
+        let err = |source| RunError::Agent {
+            host: host.into(),
+            source,
+        };
+        let a = self.hosts.get(host)?;
+        if let Some(e) = a.wait(tag, Duration::ZERO).map_err(err)? {
+            return Ok(e);
+        }
+        a.signal(tag, Sig::Int).map_err(err)?;
+        if let Some(e) = a.wait(tag, STOP_GRACE).map_err(err)? {
+            return Ok(e);
+        }
+        a.signal(tag, Sig::Kill).map_err(err)?;
+        a.wait(tag, STOP_GRACE)
+            .map_err(err)?
+            .ok_or_else(|| RunError::Setup(format!("{tag} on {host} did not exit after SIGKILL")))
+    }
+}
+
+impl Drop for PointRun<'_, '_> {
+    fn drop(&mut self) {
+        // Whatever is still running (an error path): killed.
+        for s in std::mem::take(&mut self.started) {
+            if let Ok(a) = self.hosts.get(&s.host) {
+                if let Ok(None) = a.wait(&s.tag, Duration::ZERO) {
+                    let _ = a.signal(&s.tag, Sig::Kill);
+                    let _ = a.wait(&s.tag, STOP_GRACE);
+                }
+            }
+        }
+    }
+}
+
+/// A flow of the point being run.
+struct FlowRun {
+    spec: FlowSpec,
+    id: u32,
+    port: u16,
+    tag: String,
+    status: Option<RecvStatus>,
+    queried: u64,
+}
+
+fn run_point(
+    control: &Control,
+    point: &Point,
+    cfg: &RunConfig,
+    hosts: &mut Hosts<'_>,
+    dir: &Path,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Event<'_>),
+) -> Result<PointFile, RunError> {
+    let resolved = sweep::resolve(control, point)?;
+    let pdir = dir.join("points").join(&point.id);
+    std::fs::create_dir_all(&pdir).map_err(|e| bundle_io(&pdir, e))?;
+    let mut flows: Vec<FlowRun> = resolved
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let mut spec = f.clone();
+            if cfg.quick {
+                quicken(&mut spec);
+            }
+            FlowRun {
+                id: i as u32 + 1,
+                port: f.port.unwrap_or(BASE_PORT + i as u16),
+                tag: format!("{}-{}", point.id, f.name),
+                spec,
+                status: None,
+                queried: 0,
+            }
+        })
+        .collect();
+    let mut targets = vec![];
+    for f in &flows {
+        targets.push(hosts.target(&f.spec.from, &f.spec.to)?);
+    }
+    let mut file = PointFile {
+        schema: bundle::POINT_SCHEMA.into(),
+        id: point.id.clone(),
+        index: point.index,
+        repetition: point.repetition,
+        params: point.params.clone(),
+        status: PointStatus::Done,
+        reason: None,
+        t0_unix_ns: None,
+        flows: vec![],
+        emulate_report: None,
+        pcaps: vec![],
+    };
+    let mut run = PointRun {
+        hosts,
+        started: vec![],
+    };
+
+    // The emulator and the captures, holding their sockets.
+    let emu_tag = format!("{}-emulate", point.id);
+    if let Some(e) = &resolved.emulate {
+        let mut args = vec![
+            "emulate".into(),
+            "--a".into(),
+            e.ifaces[0].clone(),
+            "--b".into(),
+            e.ifaces[1].clone(),
+            "--json".into(),
+            "-q".into(),
+        ];
+        match (&e.a2b, &e.b2a) {
+            (None, None) => args.extend(["--both".into(), e.stages.clone()]),
+            (a2b, b2a) => {
+                for (flag, s) in [("--a2b", a2b), ("--b2a", b2a)] {
+                    if let Some(s) = s {
+                        args.extend([flag.into(), s.clone()]);
+                    }
+                }
+            }
+        }
+        let before = run.agent(&e.host)?.sockets().map_err(agent(&e.host))?;
+        run.spawn(&e.host, &emu_tag, args)?;
+        wait_ready(&mut run, &e.host, &emu_tag, |s| {
+            s.packet >= before.packet + 4
+        })?;
+    }
+    let mut captures = vec![];
+    if let Some(c) = &resolved.capture {
+        for host in &c.hosts {
+            let ifaces = capture_ifaces(control, host, c)?;
+            for ifname in ifaces {
+                let tag = format!("{}-cap-{host}-{ifname}", point.id);
+                let file = format!("{tag}.pcapng");
+                let mut args = vec![
+                    "capture".into(),
+                    "-i".into(),
+                    ifname.clone(),
+                    "-w".into(),
+                    file.clone(),
+                    "--json".into(),
+                    "-q".into(),
+                ];
+                if let Some(s) = c.snaplen {
+                    args.extend(["--snaplen".into(), s.to_string()]);
+                }
+                let before = run.agent(host)?.sockets().map_err(agent(host))?;
+                run.spawn(host, &tag, args)?;
+                wait_ready(&mut run, host, &tag, |s| s.packet > before.packet)?;
+                captures.push((host.clone(), ifname, tag, file));
+            }
+        }
+    }
+
+    // Receivers, bound.
+    for f in &flows {
+        let mut args = vec![
+            "recv".into(),
+            "-p".into(),
+            f.port.to_string(),
+            "-o".into(),
+            format!("{}-rx.wlr", f.tag),
+            "--status".into(),
+            format!("{}.status", f.tag),
+            "--json".into(),
+            "-q".into(),
+        ];
+        if f.spec.echo {
+            args.push("--echo".into());
+        }
+        args.extend(f.spec.recv_args.iter().cloned());
+        run.spawn(&f.spec.to, &format!("{}-recv", f.tag), args)?;
+    }
+    for f in &flows {
+        let port = f.port;
+        wait_ready(&mut run, &f.spec.to, &format!("{}-recv", f.tag), |s| {
+            s.udp_ports.contains(&port)
+        })?;
+    }
+
+    // Senders, from one absolute start.
+    let t0 = unix_ns() + START_LEAD.as_nanos() as u64;
+    file.t0_unix_ns = Some(t0);
+    for (f, target) in flows.iter().zip(&targets) {
+        let args = send_args(f, target, t0, control.campaign.seed);
+        run.spawn(&f.spec.from, &format!("{}-send", f.tag), args)?;
+    }
+
+    // Watch until every sender has ended, or an abort.
+    let began = Instant::now();
+    let mut sent_exit: BTreeMap<String, Exit> = BTreeMap::new();
+    let mut abort: Option<String> = None;
+    while sent_exit.len() < flows.len() {
+        if stop.load(Ordering::Relaxed) {
+            file.status = PointStatus::Interrupted;
+            file.reason = Some("interrupted (Ctrl-C)".into());
+            break;
+        }
+        std::thread::sleep(WATCH_EVERY);
+        for f in flows.iter_mut() {
+            let send_tag = format!("{}-send", f.tag);
+            if !sent_exit.contains_key(&f.spec.name) {
+                let a = run.agent(&f.spec.from)?;
+                if let Some(e) = a.wait(&send_tag, Duration::ZERO).map_err(agent(&f.spec.from))? {
+                    sent_exit.insert(f.spec.name.clone(), e);
+                }
+            }
+            if let Some(s) = read_status(&mut run, &f.spec.to, &format!("{}.status", f.tag))? {
+                on(Event::Flow {
+                    name: &f.spec.name,
+                    received: s.packets,
+                    lost: s.lost(),
+                });
+                if abort.is_none() {
+                    abort = check_abort(f, &s);
+                }
+                f.status = Some(s);
+            }
+            if abort.is_none() {
+                if let Some(max) = f.spec.abort.max_duration {
+                    let t0_elapsed = began.elapsed().saturating_sub(START_LEAD);
+                    if t0_elapsed.as_nanos() as u64 > max {
+                        abort = Some(format!(
+                            "flow {}: max_duration {} reached",
+                            f.spec.name,
+                            humantime::format_duration(Duration::from_nanos(max))
+                        ));
+                    }
+                }
+            }
+        }
+        if abort.is_some() {
+            file.status = PointStatus::Aborted;
+            file.reason = abort.clone();
+            break;
+        }
+    }
+    // Stop: senders (an abort or Ctrl-C), then drain and stop receivers,
+    // then the emulator and the captures.
+    for f in &flows {
+        if !sent_exit.contains_key(&f.spec.name) {
+            let e = run.stop(&f.spec.from, &format!("{}-send", f.tag))?;
+            sent_exit.insert(f.spec.name.clone(), e);
+        }
+    }
+    std::thread::sleep(DRAIN);
+    let mut recv_exit = BTreeMap::new();
+    for f in &flows {
+        let e = run.stop(&f.spec.to, &format!("{}-recv", f.tag))?;
+        recv_exit.insert(f.spec.name.clone(), e);
+    }
+    if let Some(e) = &resolved.emulate {
+        let x = run.stop(&e.host, &emu_tag)?;
+        file.emulate_report = json_report(&x);
+        if file.status == PointStatus::Done && x.code != Some(0) {
+            file.status = PointStatus::Failed;
+            file.reason = Some(format!("emulate on {}: {}", e.host, exit_text(&x)));
+        }
+    }
+    for (host, ifname, tag, name) in &captures {
+        let x = run.stop(host, tag)?;
+        let local = format!("pcap/{host}-{ifname}.pcapng");
+        fetch(&mut run, host, name, &pdir.join(&local))?;
+        file.pcaps.push(local);
+        if file.status == PointStatus::Done && x.code != Some(0) {
+            file.status = PointStatus::Failed;
+            file.reason = Some(format!("capture on {host} {ifname}: {}", exit_text(&x)));
+        }
+    }
+
+    // Files and the point's record.
+    for f in &flows {
+        let fdir = format!("flows/{}", f.spec.name);
+        let (tx, rx) = (format!("{fdir}/tx.wlr"), format!("{fdir}/rx.wlr"));
+        let got_tx = fetch(&mut run, &f.spec.from, &format!("{}-tx.wlr", f.tag), &pdir.join(&tx))?;
+        let got_rx = fetch(&mut run, &f.spec.to, &format!("{}-rx.wlr", f.tag), &pdir.join(&rx))?;
+        let se = sent_exit.get(&f.spec.name);
+        let re = recv_exit.get(&f.spec.name);
+        for (what, e) in [("send", se), ("recv", re)] {
+            if let Some(e) = e {
+                let fine = e.code == Some(0) || file.status != PointStatus::Done;
+                if !fine {
+                    file.status = PointStatus::Failed;
+                    file.reason = Some(format!(
+                        "flow {}: {what} on {}: {}",
+                        f.spec.name,
+                        if what == "send" { &f.spec.from } else { &f.spec.to },
+                        exit_text(e)
+                    ));
+                }
+            }
+        }
+        file.flows.push(PointFlow {
+            name: f.spec.name.clone(),
+            flow_id: f.id,
+            from: f.spec.from.clone(),
+            to: f.spec.to.clone(),
+            planned: f.spec.count,
+            tx: got_tx.then_some(tx),
+            rx: got_rx.then_some(rx),
+            send_report: se.and_then(json_report),
+            recv_report: re.and_then(json_report),
+            send_exit: se.and_then(|e| e.code),
+            recv_exit: re.and_then(|e| e.code),
+        });
+    }
+    run.started.clear();
+    drop(run);
+    let mut text = serde_json::to_string_pretty(&file).expect("a point serializes");
+    text.push('\n');
+    bundle::write_atomic(&pdir.join("point.json"), text.as_bytes())?;
+    Ok(file)
+}
+
+fn agent(host: &str) -> impl Fn(TransportError) -> RunError + '_ {
+    move |source| RunError::Agent {
+        host: host.into(),
+        source,
+    }
+}
+
+/// Waits until `ready` holds for the sockets of `host`'s namespace; a
+/// tool that exits first is an error with its stderr.
+fn wait_ready(
+    run: &mut PointRun<'_, '_>,
+    host: &str,
+    tag: &str,
+    ready: impl Fn(&crate::proto::Sockets) -> bool,
+) -> Result<(), RunError> {
+    let t0 = Instant::now();
+    loop {
+        let a = run.agent(host)?;
+        if let Some(e) = a.wait(tag, Duration::ZERO).map_err(agent(host))? {
+            return Err(RunError::Setup(format!(
+                "{tag} on {host} exited before it was ready: {}",
+                exit_text(&e)
+            )));
+        }
+        if ready(&a.sockets().map_err(agent(host))?) {
+            return Ok(());
+        }
+        if t0.elapsed() > READY_TIMEOUT {
+            return Err(RunError::Setup(format!(
+                "{tag} on {host} was not ready (its sockets open) after {} s",
+                READY_TIMEOUT.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The receiver's status file, if it is there yet.
+fn read_status(
+    run: &mut PointRun<'_, '_>,
+    host: &str,
+    name: &str,
+) -> Result<Option<RecvStatus>, RunError> {
+    let a = run.agent(host)?;
+    match a.read_small(name) {
+        Ok(Some(bytes)) => Ok(serde_json::from_slice(&bytes).ok()),
+        Ok(None) => Ok(None),
+        Err(e) => Err(RunError::Agent {
+            host: host.into(),
+            source: e,
+        }),
+    }
+}
+
+/// A flow's abort criterion, checked each time its receiver has taken
+/// another `query.every_packets` probes.
+fn check_abort(f: &mut FlowRun, s: &RecvStatus) -> Option<String> {
+    let every = f.spec.query.every_packets.max(1);
+    let lost_gt = f.spec.abort.lost_gt?;
+    let flow = s.flows.iter().find(|x| x.flow == f.id)?;
+    let q = flow.received / every;
+    if q == f.queried {
+        return None;
+    }
+    f.queried = q;
+    (flow.lost > lost_gt).then(|| {
+        format!(
+            "flow {}: {} lost > {lost_gt} after {} received",
+            f.spec.name, flow.lost, flow.received
+        )
+    })
+}
+
+/// `wirelab send` arguments of a flow.
+fn send_args(f: &FlowRun, target: &str, t0: u64, seed: u64) -> Vec<String> {
+    let s = &f.spec;
+    let mut a: Vec<String> = vec![
+        "send".into(),
+        target.into(),
+        "-p".into(),
+        f.port.to_string(),
+        "--flow".into(),
+        f.id.to_string(),
+        "--start-at".into(),
+        t0.to_string(),
+        "-o".into(),
+        format!("{}-tx.wlr", f.tag),
+        "--json".into(),
+        "-q".into(),
+        "--seed".into(),
+        seed.wrapping_add(u64::from(f.id)).to_string(),
+    ];
+    let mut opt = |flag: &str, v: Option<String>| {
+        if let Some(v) = v {
+            a.extend([flag.to_string(), v]);
+        }
+    };
+    opt("-n", s.count.map(|n| n.to_string()));
+    opt("-d", s.duration.map(|d| format!("{d}ns")));
+    opt("-i", s.interval.clone());
+    opt("-r", s.rate.clone());
+    opt("-s", s.size.clone());
+    opt("--dscp", s.dscp.map(|d| d.to_string()));
+    opt(
+        "--warmup",
+        (s.warmup_packets > 0).then(|| s.warmup_packets.to_string()),
+    );
+    if s.socket != SocketKind::Udp {
+        a.extend(["--socket".into(), s.socket.as_str().into()]);
+    }
+    if s.echo {
+        a.push("--echo".into());
+    }
+    a.extend(s.send_args.iter().cloned());
+    a
+}
+
+/// `--quick`: a tenth of the duration (at least 1 s) and of the count (at
+/// least 100 probes).
+fn quicken(f: &mut FlowSpec) {
+    if let Some(d) = f.duration.as_mut() {
+        *d = (*d / 10).max(1_000_000_000).min(*d);
+    }
+    if let Some(n) = f.count.as_mut() {
+        *n = (*n / 10).max(100).min(*n);
+    }
+}
+
+/// The interfaces to capture on at `host`: the capture section's, else
+/// the host's test interface.
+fn capture_ifaces(
+    c: &Control,
+    host: &str,
+    cap: &crate::control::CaptureSpec,
+) -> Result<Vec<String>, RunError> {
+    if !cap.ifaces.is_empty() {
+        return Ok(cap.ifaces.clone());
+    }
+    match &c.hosts[host].test_if {
+        Some(i) => Ok(vec![i.clone()]),
+        None => Err(RunError::Setup(format!(
+            "[capture] on host {host}: name the interfaces (capture.ifaces) or the host's test_if"
+        ))),
+    }
+}
+
+/// Fetches `name` from the agent's workdir to `local`; false if the tool
+/// never wrote it.
+fn fetch(
+    run: &mut PointRun<'_, '_>,
+    host: &str,
+    name: &str,
+    local: &Path,
+) -> Result<bool, RunError> {
+    if let Some(d) = local.parent() {
+        std::fs::create_dir_all(d).map_err(|e| bundle_io(d, e))?;
+    }
+    let a = run.agent(host)?;
+    match a.fetch(name, local) {
+        Ok(_) => {
+            let _ = a.remove(name);
+            Ok(true)
+        }
+        Err(TransportError::NotFound(_)) => Ok(false),
+        Err(source) => Err(RunError::Agent {
+            host: host.into(),
+            source,
+        }),
+    }
+}
+
+fn json_report(e: &Exit) -> Option<serde_json::Value> {
+    serde_json::from_str(e.stdout.trim()).ok()
+}
+
+fn exit_text(e: &Exit) -> String {
+    let how = match (e.code, e.signal) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(s)) => format!("signal {s}"),
+        _ => "ended".into(),
+    };
+    let tail = e.stderr_tail.trim();
+    match tail.lines().last() {
+        Some(l) if !l.is_empty() => format!("{how}: {l}"),
+        _ => how,
+    }
+}

@@ -1,0 +1,316 @@
+//! `wirelab run`: a campaign from a control file (wirelab_ctl::campaign).
+
+use crate::error::usage;
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use wirelab_ctl::bundle::PointStatus;
+use wirelab_ctl::campaign::{self, Event, RunConfig};
+use wirelab_ctl::control;
+use wirelab_ctl::expr::Expr;
+use wirelab_ctl::sweep;
+
+#[derive(Args, Debug)]
+#[command(after_long_help = "EXIT CODES:
+  0    every point done
+  2    the control file (or --only / --set) is invalid
+  3    some point was aborted on a criterion (abort.lost_gt, abort.max_duration)
+  4    infrastructure failure: an agent lost, a tool that would not start or failed
+  130  interrupted (Ctrl-C): the points done so far are in the bundle; --resume DIR goes on
+
+See docs/run.md for the control file.")]
+pub struct RunArgs {
+    /// The control file (TOML): hosts, flows, sweep, emulator, captures, lab
+    #[arg(value_name = "CONTROL.toml")]
+    pub control: PathBuf,
+    /// List the points (and the excluded ones with reasons) without contacting any host
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON: the plan with --dry-run (wirelab.run.plan/1), else the outcome
+    /// (wirelab.run/1) with the summary
+    #[arg(long)]
+    pub json: bool,
+    /// Continue the campaign in this results directory: points with a result are skipped
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    /// Run only the points for which EXPR holds, e.g. 'socket == "udp" && size < 1000'
+    #[arg(long, value_name = "EXPR")]
+    pub only: Option<String>,
+    /// Override a sweep axis with one value or set a scalar, e.g. size=80,
+    /// campaign.repetitions=3, flow.sut.duration=2s (repeatable)
+    #[arg(long = "set", value_name = "K=V")]
+    pub sets: Vec<String>,
+    /// Directory the results bundle is made in (a new <name>-<UTC>-<hash> directory)
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    pub results: PathBuf,
+    /// A smoke run: every flow's duration and count divided by 10 (at least 1 s / 100 probes)
+    #[arg(long)]
+    pub quick: bool,
+    /// An option for every ssh connection, e.g. --ssh-option=-i --ssh-option=KEY
+    /// (repeatable; appended to BatchMode, ControlMaster and ControlPersist)
+    #[arg(long = "ssh-option", value_name = "OPT", allow_hyphen_values = true)]
+    pub ssh_options: Vec<String>,
+    /// No progress on stderr
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    let (control, text) = control::load(&a.control).map_err(|e| usage(e.to_string()))?;
+    let only = match &a.only {
+        Some(s) => Some(Expr::parse(s).map_err(|e| usage(format!("--only: {e}")))?),
+        None => None,
+    };
+    let mut sets = vec![];
+    for s in &a.sets {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| usage(format!("--set {s}: give KEY=VALUE")))?;
+        sets.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let plan = sweep::plan(&control, only.as_ref(), &sets).map_err(|e| usage(e.to_string()))?;
+    if a.dry_run {
+        if a.json {
+            let report = sweep::PlanReport::new(&control, &plan);
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            print!("{}", sweep::plan_text(&control, &plan));
+        }
+        return Ok(());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let cfg = RunConfig {
+        control_path: a.control.clone(),
+        control_text: text,
+        results: a.results.clone(),
+        resume: a.resume.clone(),
+        quick: a.quick,
+        wirelab: std::env::current_exe().context("finding this wirelab binary")?,
+        ssh_options: a.ssh_options.clone(),
+    };
+    let mut view = View::new(a.quiet);
+    let outcome = campaign::run(&control, &plan, &cfg, &stop, &mut |e| view.event(e))?;
+    drop(view);
+    let summary = wirelab_ctl::bundle::summarize(&outcome.dir)?;
+    if a.json {
+        let j = serde_json::json!({
+            "schema": "wirelab.run/1",
+            "dir": outcome.dir,
+            "exit_code": outcome.exit_code(),
+            "done": outcome.done,
+            "aborted": outcome.aborted,
+            "failed": outcome.failed,
+            "skipped": outcome.skipped,
+            "interrupted": outcome.interrupted,
+            "failure": outcome.failure,
+            "summary": summary,
+        });
+        println!("{}", serde_json::to_string_pretty(&j)?);
+    } else {
+        print!("{}", summary_text(&summary));
+        println!(
+            "results: {} ({} done, {} aborted, {} failed{})",
+            outcome.dir.display(),
+            outcome.done,
+            outcome.aborted,
+            outcome.failed,
+            if outcome.skipped > 0 {
+                format!(", {} done before", outcome.skipped)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(f) = &outcome.failure {
+        eprintln!("wirelab: error: {f}");
+    }
+    if outcome.interrupted {
+        eprintln!(
+            "wirelab: interrupted: continue with --resume {}",
+            outcome.dir.display()
+        );
+    }
+    match outcome.exit_code() {
+        0 => Ok(()),
+        code => std::process::exit(code),
+    }
+}
+
+/// One line per flow of every point.
+pub fn summary_text(s: &wirelab_ctl::bundle::Summary) -> String {
+    let mut t = String::new();
+    for r in &s.rows {
+        let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let n = |v: Option<u64>| v.map_or("-".into(), |x| x.to_string());
+        let us = |v: Option<i64>| v.map_or("-".into(), |x| format!("{:.1}us", x as f64 / 1e3));
+        t.push_str(&format!(
+            "{:>4} {} {:<11} {:<10} sent {:>8} recv {:>8} lost {:>6} (by seq {}) owd p99 {} max {}  {}{}\n",
+            r.index + 1,
+            r.point,
+            r.status.as_str(),
+            r.flow,
+            n(r.sent),
+            n(r.received),
+            n(r.lost),
+            n(r.lost_by_sequence),
+            us(r.owd_p99_ns),
+            us(r.owd_max_ns),
+            params.join(" "),
+            r.reason
+                .as_deref()
+                .map(|x| format!("  [{x}]"))
+                .unwrap_or_default()
+        ));
+    }
+    t
+}
+
+/// Live progress: a bar over the campaign's points and a line per flow on
+/// a terminal; one line per point otherwise.
+struct View {
+    quiet: bool,
+    tty: bool,
+    multi: MultiProgress,
+    bar: Option<ProgressBar>,
+    flows: BTreeMap<String, ProgressBar>,
+}
+
+impl View {
+    fn new(quiet: bool) -> View {
+        let tty = std::io::stderr().is_terminal();
+        View {
+            quiet,
+            tty,
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(4)),
+            bar: None,
+            flows: BTreeMap::new(),
+        }
+    }
+
+    fn event(&mut self, e: Event<'_>) {
+        if self.quiet {
+            return;
+        }
+        match e {
+            Event::Started {
+                dir,
+                points,
+                skipped,
+            } => {
+                eprintln!(
+                    "wirelab run: {points} point(s){} -> {}",
+                    if skipped > 0 {
+                        format!(" ({skipped} done before)")
+                    } else {
+                        String::new()
+                    },
+                    dir.display()
+                );
+                if self.tty {
+                    let b = self.multi.add(ProgressBar::new(points as u64));
+                    b.set_style(
+                        ProgressStyle::with_template(
+                            "{bar:30} {pos}/{len} points {elapsed_precise} (eta {eta}) {msg}",
+                        )
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                    );
+                    self.bar = Some(b);
+                }
+            }
+            Event::Point { n, total, point } => {
+                let params: Vec<String> = point
+                    .params
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                match &self.bar {
+                    Some(b) => b.set_message(format!("{} {}", point.id, params.join(" "))),
+                    None => eprintln!("[{n}/{total}] {} {}", point.id, params.join(" ")),
+                }
+            }
+            Event::Flow {
+                name,
+                received,
+                lost,
+            } => {
+                if self.bar.is_some() {
+                    let line = self.flows.entry(name.to_string()).or_insert_with(|| {
+                        let l = self.multi.add(ProgressBar::new_spinner());
+                        l.set_style(
+                            ProgressStyle::with_template("  {msg}")
+                                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                        );
+                        l
+                    });
+                    line.set_message(format!("{name}: {received} received, {lost} lost"));
+                }
+            }
+            Event::PointEnded {
+                point,
+                status,
+                reason,
+            } => {
+                let note = format!(
+                    "{} {}{}",
+                    point.id,
+                    status.as_str(),
+                    reason.map(|r| format!(": {r}")).unwrap_or_default()
+                );
+                match &self.bar {
+                    Some(b) => {
+                        b.inc(1);
+                        if status != PointStatus::Done {
+                            let _ = self.multi.println(note);
+                        }
+                    }
+                    None => eprintln!("  {note}"),
+                }
+            }
+            Event::Note(n) => match &self.bar {
+                Some(_) => {
+                    let _ = self.multi.println(n);
+                }
+                None => eprintln!("{n}"),
+            },
+        }
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        for l in self.flows.values() {
+            l.finish_and_clear();
+        }
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// `wirelab analyze DIR`: the summary re-derived from a results bundle.
+pub fn analyze_bundle(dir: &std::path::Path, json: bool) -> Result<()> {
+    let s = wirelab_ctl::bundle::summarize(dir)?;
+    let text = s.to_json();
+    if let Ok(stored) = std::fs::read_to_string(dir.join("summary.json")) {
+        if stored != text {
+            eprintln!(
+                "wirelab: warning: the summary re-derived from the records differs from {}",
+                dir.join("summary.json").display()
+            );
+        }
+    }
+    if json {
+        print!("{text}");
+    } else {
+        print!("{}", summary_text(&s));
+    }
+    Ok(())
+}
