@@ -532,6 +532,12 @@ impl AgentConn {
         &self.label
     }
 
+    /// The pid of the local process behind the connection (the agent, `ip`,
+    /// or the ssh client), while it is there.
+    pub fn process_id(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// Sets the time the agent has for each answer.
     pub fn set_timeout(&mut self, t: Duration) {
         self.timeout = t;

@@ -54,6 +54,8 @@ pub enum Command {
     Emulate(crate::cmd::emulate::EmulateArgs),
     /// Trace tools: convert, dump, encode, gen, stats, from-records, maketable
     Trace(crate::cmd::trace::TraceArgs),
+    /// Serve `wirelab run`'s controller on stdin/stdout (started by it over ssh or ip netns)
+    Agent(crate::cmd::agent::AgentArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

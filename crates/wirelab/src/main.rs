@@ -52,6 +52,7 @@ fn main() {
         Command::Replay(a) => cmd::replay::run(a),
         Command::Emulate(a) => cmd::emulate::run(a),
         Command::Trace(a) => cmd::trace::run(a),
+        Command::Agent(a) => cmd::agent::run(a),
     };
     if let Err(e) = res {
         eprintln!("wirelab: error: {}", error::message(&e));
