@@ -207,7 +207,12 @@ struct Agent {
 
 impl Agent {
     /// Serves until an end; the id of a `bye` goes to `bye`.
-    fn run<W: Write>(&mut self, lines: &mpsc::Receiver<Input>, out: &mut W, bye: &mut u64) -> Ended {
+    fn run<W: Write>(
+        &mut self,
+        lines: &mpsc::Receiver<Input>,
+        out: &mut W,
+        bye: &mut u64,
+    ) -> Ended {
         loop {
             if self.stop.load(Ordering::SeqCst) {
                 return Ended::Stopped;
@@ -225,7 +230,12 @@ impl Agent {
                 ),
                 Ok(Input::Line(l)) if l.iter().all(u8::is_ascii_whitespace) => continue,
                 Ok(Input::Line(l)) => match proto::decode_request(&l) {
-                    Err(bad) => (bad.id, Response::Error { message: bad.message }),
+                    Err(bad) => (
+                        bad.id,
+                        Response::Error {
+                            message: bad.message,
+                        },
+                    ),
                     Ok(Envelope {
                         id,
                         body: Request::Bye,
@@ -294,7 +304,10 @@ impl Agent {
                 .open(&path)
                 .map_err(|e| match e.kind() {
                     io::ErrorKind::AlreadyExists => {
-                        format!("tag {tag:?} was used before ({} exists): pick a new one", path.display())
+                        format!(
+                            "tag {tag:?} was used before ({} exists): pick a new one",
+                            path.display()
+                        )
                     }
                     _ => format!("cannot create {}: {e}", path.display()),
                 })
@@ -345,8 +358,8 @@ impl Agent {
     fn exit(&self, tag: &str, st: ExitStatus) -> Exit {
         let out = self.workdir.join(format!("{tag}.out"));
         let (stdout, stdout_bytes) = read_head(&out, STDOUT_CAP).unwrap_or_default();
-        let stderr_tail = read_tail(&self.workdir.join(format!("{tag}.err")), STDERR_TAIL)
-            .unwrap_or_default();
+        let stderr_tail =
+            read_tail(&self.workdir.join(format!("{tag}.err")), STDERR_TAIL).unwrap_or_default();
         Exit {
             code: st.code(),
             signal: st.signal(),
@@ -387,7 +400,9 @@ impl Agent {
 
     fn fetch(&self, path: &str, offset: u64, max: u32) -> Result<Response, String> {
         if max == 0 || max > MAX_CHUNK {
-            return Err(format!("fetch max must be 1 to {MAX_CHUNK} bytes, not {max}"));
+            return Err(format!(
+                "fetch max must be 1 to {MAX_CHUNK} bytes, not {max}"
+            ));
         }
         let full = inside(&self.workdir, path)?;
         let mut f = File::open(&full).map_err(|e| format!("cannot open {path}: {e}"))?;
@@ -396,7 +411,9 @@ impl Agent {
             .map_err(|e| format!("cannot read {path}: {e}"))?
             .len();
         if offset > size {
-            return Err(format!("offset {offset} is beyond the end of {path} ({size} bytes)"));
+            return Err(format!(
+                "offset {offset} is beyond the end of {path} ({size} bytes)"
+            ));
         }
         f.seek(SeekFrom::Start(offset))
             .map_err(|e| format!("cannot read {path}: {e}"))?;

@@ -533,7 +533,10 @@ mod tests {
         // Exactly the limit is a line; one more is too long, also at EOF.
         let mut r = io::BufReader::new(&b"abc\nabcd"[..]);
         assert_eq!(read_line(&mut r, 3, &mut buf).unwrap(), LineRead::Line);
-        assert_eq!(read_line(&mut r, 3, &mut buf).unwrap(), LineRead::TooLong(4));
+        assert_eq!(
+            read_line(&mut r, 3, &mut buf).unwrap(),
+            LineRead::TooLong(4)
+        );
         assert_eq!(read_line(&mut r, 3, &mut buf).unwrap(), LineRead::Eof);
     }
 
@@ -549,7 +552,9 @@ mod tests {
             let data: Vec<u8> = (0..n).map(|i| (i * 37 + n) as u8).collect();
             assert_eq!(base64_decode(&base64_encode(&data)).unwrap(), data);
         }
-        for bad in ["Z", "Zg=", "Zg==Zg==", "Z===", "Zh==", "Zm9v\n", "Zm-v", "===="] {
+        for bad in [
+            "Z", "Zg=", "Zg==Zg==", "Z===", "Zh==", "Zm9v\n", "Zm-v", "====",
+        ] {
             assert!(base64_decode(bad).is_err(), "{bad:?}");
         }
     }

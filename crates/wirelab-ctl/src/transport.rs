@@ -84,6 +84,8 @@ pub enum TransportError {
         wirelab: String,
         stderr: String,
     },
+    #[error("the wirelab on {host} has no `agent` subcommand (an older version: {stderr}): install the same wirelab version on {host}, or set `wirelab = \"/path/to/wirelab\"` for the host to a matching one")]
+    NoAgentCommand { host: String, stderr: String },
     #[error("the agent on {host} {what} before it said hello: {stderr}")]
     NoHello {
         host: String,
@@ -213,7 +215,12 @@ impl FromStr for Transport {
                     check_netns(s, n)?;
                     Some(n.to_string())
                 }
-                None => return Err(parse_err(s, format!("unknown query {q:?} (only netns=NAME)"))),
+                None => {
+                    return Err(parse_err(
+                        s,
+                        format!("unknown query {q:?} (only netns=NAME)"),
+                    ))
+                }
             },
         };
         let (user, hostport) = match auth.split_once('@') {
@@ -684,7 +691,9 @@ impl AgentConn {
             other => return Err(self.unexpected("bye", &other)),
         }
         match exited {
-            Some(Some(st)) if !st.success() => Err(self.lost_error(format!("it exited with {}", status_text(st)))),
+            Some(Some(st)) if !st.success() => {
+                Err(self.lost_error(format!("it exited with {}", status_text(st))))
+            }
             Some(None) => Err(self.lost_error(format!(
                 "it did not exit within {EXIT_GRACE:?} of bye and was killed"
             ))),
@@ -791,6 +800,9 @@ impl AgentConn {
                 stderr,
             };
         }
+        if stderr.contains("unrecognized subcommand") && stderr.contains("agent") {
+            return TransportError::NoAgentCommand { host, stderr };
+        }
         if matches!(t, Transport::Ssh { .. }) && code == Some(255) {
             return TransportError::Ssh { host, stderr };
         }
@@ -849,7 +861,9 @@ impl AgentConn {
                     self.lost = Some(e.to_string());
                     return Err(e);
                 }
-                Ok(Incoming::Closed) => return Err(self.lose(format!("it closed the connection during `{op}`"))),
+                Ok(Incoming::Closed) => {
+                    return Err(self.lose(format!("it closed the connection during `{op}`")))
+                }
                 Err(()) => {
                     return Err(TransportError::Timeout {
                         host: self.label.clone(),
@@ -1079,7 +1093,17 @@ mod tests {
         let c = Transport::Netns("emu".into()).command("wirelab", Some("/tmp/w"), &[]);
         assert_eq!(
             args(&c),
-            ["ip", "netns", "exec", "emu", "wirelab", "agent", "--stdio", "--workdir", "/tmp/w"]
+            [
+                "ip",
+                "netns",
+                "exec",
+                "emu",
+                "wirelab",
+                "agent",
+                "--stdio",
+                "--workdir",
+                "/tmp/w"
+            ]
         );
         let t: Transport = "ssh://lab@h1:2222?netns=emu".parse().unwrap();
         let c = t.command("/home/lab/my bin/wirelab", None, &["-i".into(), "k".into()]);

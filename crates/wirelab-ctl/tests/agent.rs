@@ -26,7 +26,8 @@ impl Harness {
         let out = theirs.try_clone().unwrap();
         let agent = std::thread::spawn(move || serve(theirs, out, cfg));
         // A hung agent fails the test instead of hanging it.
-        ours.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        ours.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
         Harness {
             reader: BufReader::new(ours.try_clone().unwrap()),
             sock: ours,
@@ -85,7 +86,13 @@ fn gone(pid: u32) -> bool {
     while start.elapsed() < Duration::from_secs(10) {
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => return true,
-            Ok(s) if s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z') => {
+            Ok(s)
+                if s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z') =>
+            {
                 return true
             }
             Ok(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -137,9 +144,15 @@ fn children_run_in_the_workdir_with_their_output_in_files() {
     // Reported once: then forgotten, and its tag stays used.
     let v = h.wait("a");
     assert_eq!(v["kind"], "error");
-    assert!(v["message"].as_str().unwrap().contains("already reported"), "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("already reported"),
+        "{v}"
+    );
     let v = h.req(json!({"op": "spawn", "tag": "a", "args": []}));
-    assert!(v["message"].as_str().unwrap().contains("was used before"), "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("was used before"),
+        "{v}"
+    );
     for bad in ["", "../x", "a/b", ".hidden"] {
         let v = h.req(json!({"op": "spawn", "tag": bad, "args": []}));
         assert!(v["message"].as_str().unwrap().contains("bad tag"), "{v}");
@@ -191,7 +204,10 @@ fn wait_times_out_signal_ends_status_lists() {
     let v = h.req(json!({"op": "signal", "tag": "q", "signal": "kill"}));
     assert_eq!(v["kind"], "ok");
     let v = h.req(json!({"op": "signal", "tag": "nosuch", "signal": "int"}));
-    assert!(v["message"].as_str().unwrap().contains("no child tagged"), "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("no child tagged"),
+        "{v}"
+    );
     assert_eq!(h.hang_up(), Ended::Eof);
 }
 
@@ -199,7 +215,10 @@ fn wait_times_out_signal_ends_status_lists() {
 fn fetch_reads_chunks_inside_the_workdir_only() {
     let mut h = Harness::sh();
     let dir = h.workdir();
-    h.spawn("w", "mkdir sub && head -c 2500000 /dev/urandom > sub/data.bin");
+    h.spawn(
+        "w",
+        "mkdir sub && head -c 2500000 /dev/urandom > sub/data.bin",
+    );
     assert_eq!(h.wait("w")["code"], 0);
     let want = std::fs::read(dir.join("sub/data.bin")).unwrap();
     let mut got = Vec::new();
@@ -219,11 +238,20 @@ fn fetch_reads_chunks_inside_the_workdir_only() {
     assert!(got == want);
     let v = h.req(json!({"op": "fetch", "path": "sub/data.bin", "offset": 2_499_990, "max": 4}));
     assert_eq!(v["eof"], false);
-    assert_eq!(proto::base64_decode(v["data_b64"].as_str().unwrap()).unwrap(), want[2_499_990..2_499_994]);
+    assert_eq!(
+        proto::base64_decode(v["data_b64"].as_str().unwrap()).unwrap(),
+        want[2_499_990..2_499_994]
+    );
     let v = h.req(json!({"op": "fetch", "path": "sub/data.bin", "offset": 2_500_000, "max": 4}));
-    assert_eq!((v["eof"].clone(), v["data_b64"].clone()), (json!(true), json!("")));
+    assert_eq!(
+        (v["eof"].clone(), v["data_b64"].clone()),
+        (json!(true), json!(""))
+    );
     let v = h.req(json!({"op": "fetch", "path": "sub/data.bin", "offset": 2_500_001, "max": 4}));
-    assert!(v["message"].as_str().unwrap().contains("beyond the end"), "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("beyond the end"),
+        "{v}"
+    );
     for (path, why) in [
         ("/etc/passwd", "must be relative"),
         ("../../etc/passwd", "without '..'"),
@@ -247,19 +275,35 @@ fn fetch_reads_chunks_inside_the_workdir_only() {
 fn hostile_lines_get_errors_and_the_agent_goes_on() {
     let mut h = Harness::sh();
     // Over 1 MiB on one line: skipped without being stored, answered with id 0.
-    let huge = format!("{{\"id\":5,\"op\":\"spawn\",\"tag\":\"{}\"}}\n", "x".repeat(2 << 20));
+    let huge = format!(
+        "{{\"id\":5,\"op\":\"spawn\",\"tag\":\"{}\"}}\n",
+        "x".repeat(2 << 20)
+    );
     h.sock.write_all(huge.as_bytes()).unwrap();
     let v = h.line();
     assert_eq!(v["id"], 0);
-    assert!(v["message"].as_str().unwrap().contains("over the limit"), "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("over the limit"),
+        "{v}"
+    );
     writeln!(h.sock, "this is not json").unwrap();
     let v = h.line();
-    assert_eq!((v["id"].clone(), v["kind"].clone()), (json!(0), json!("error")));
+    assert_eq!(
+        (v["id"].clone(), v["kind"].clone()),
+        (json!(0), json!("error"))
+    );
     writeln!(h.sock, "{{\"id\":77,\"op\":\"format_disk\"}}").unwrap();
     let v = h.line();
     assert_eq!(v["id"], 77);
-    assert!(v["message"].as_str().unwrap().contains("format_disk"), "{v}");
-    writeln!(h.sock, "{{\"id\":78,\"op\":\"wait\",\"tag\":\"x\",\"timeout_ms\":-1}}").unwrap();
+    assert!(
+        v["message"].as_str().unwrap().contains("format_disk"),
+        "{v}"
+    );
+    writeln!(
+        h.sock,
+        "{{\"id\":78,\"op\":\"wait\",\"tag\":\"x\",\"timeout_ms\":-1}}"
+    )
+    .unwrap();
     assert_eq!(h.line()["id"], 78);
     // Blank lines are no requests.
     writeln!(h.sock, "\n   ").unwrap();
@@ -276,7 +320,10 @@ fn at_most_64_children_and_bye_stops_them_all() {
         .map(|i| h.spawn(&format!("c{i}"), "exec sleep 30"))
         .collect();
     let v = h.req(json!({"op": "spawn", "tag": "one-more", "args": []}));
-    assert!(v["message"].as_str().unwrap().contains("64 children"), "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("64 children"),
+        "{v}"
+    );
     let v = h.req(json!({"op": "bye"}));
     assert_eq!(v["kind"], "ok");
     // `ok` comes after the clean-up: nothing is left.
@@ -299,7 +346,12 @@ fn dead_man_kills_children_that_ignore_sigterm_and_keeps_a_given_workdir() {
     // A wait in progress when the controller goes away ends early.
     let id = h.next;
     h.next += 1;
-    writeln!(h.sock, "{}", json!({"id": id, "op": "wait", "tag": "polite", "timeout_ms": 600_000})).unwrap();
+    writeln!(
+        h.sock,
+        "{}",
+        json!({"id": id, "op": "wait", "tag": "polite", "timeout_ms": 600_000})
+    )
+    .unwrap();
     assert_eq!(h.hang_up(), Ended::Eof);
     assert!(gone(stubborn), "SIGKILL after the grace period");
     assert!(gone(polite));
@@ -354,15 +406,38 @@ cat > /dev/null"#,
     );
     let e = AgentConn::connect_with(&Transport::Local, &quiet(Duration::from_secs(30), &fake))
         .unwrap_err();
-    assert!(matches!(e, TransportError::VersionMismatch { theirs: 999, .. }), "{e:?}");
+    assert!(
+        matches!(e, TransportError::VersionMismatch { theirs: 999, .. }),
+        "{e:?}"
+    );
     let msg = e.to_string();
     for want in [
         "protocol 999 (wirelab 9.9.9)",
-        &format!("protocol {PROTOCOL} (wirelab {})", env!("CARGO_PKG_VERSION")),
+        &format!(
+            "protocol {PROTOCOL} (wirelab {})",
+            env!("CARGO_PKG_VERSION")
+        ),
         "install the same wirelab version on local",
     ] {
         assert!(msg.contains(want), "{want:?} not in {msg}");
     }
+    // A wirelab from before the agent existed.
+    let older = script(
+        &d,
+        "older",
+        "echo \"error: unrecognized subcommand 'agent'\" >&2\nexit 2",
+    );
+    let e = AgentConn::connect_with(&Transport::Local, &quiet(Duration::from_secs(30), &older))
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("has no `agent` subcommand (an older version"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("install the same wirelab version on local"),
+        "{msg}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -374,8 +449,14 @@ fn missing_agents_and_namespaces_are_named() {
     )
     .unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("no wirelab at \"/nonexistent/wirelab\" on local"), "{msg}");
-    assert!(msg.contains("set `wirelab = \"/path/to/wirelab\"` for the host"), "{msg}");
+    assert!(
+        msg.contains("no wirelab at \"/nonexistent/wirelab\" on local"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("set `wirelab = \"/path/to/wirelab\"` for the host"),
+        "{msg}"
+    );
     if wirelab_ctl::lab::is_root() {
         let e = AgentConn::connect_with(
             &Transport::Netns("wl-no-such-ns".into()),
@@ -401,13 +482,21 @@ fn a_silent_agent_times_out_and_a_dying_one_is_lost() {
         "silent",
         &format!("echo 'Welcome!'\nread line\necho '{hello}'\ncat > /dev/null"),
     );
-    let mut c =
-        AgentConn::connect_with(&Transport::Local, &quiet(Duration::from_millis(300), &silent))
-            .unwrap();
+    let mut c = AgentConn::connect_with(
+        &Transport::Local,
+        &quiet(Duration::from_millis(300), &silent),
+    )
+    .unwrap();
     assert_eq!(c.hello().version, "x");
     let e = c.time().unwrap_err();
-    assert!(matches!(e, TransportError::Timeout { op: "time", .. }), "{e:?}");
-    assert!(e.to_string().contains("did not answer `time` within 300ms"), "{e}");
+    assert!(
+        matches!(e, TransportError::Timeout { op: "time", .. }),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains("did not answer `time` within 300ms"),
+        "{e}"
+    );
     drop(c);
 
     let dying = script(
@@ -415,15 +504,20 @@ fn a_silent_agent_times_out_and_a_dying_one_is_lost() {
         "dying",
         &format!("read line\necho '{hello}'\necho 'out of luck' >&2\nread line\nexit 7"),
     );
-    let mut c =
-        AgentConn::connect_with(&Transport::Local, &quiet(Duration::from_secs(30), &dying))
-            .unwrap();
+    let mut c = AgentConn::connect_with(&Transport::Local, &quiet(Duration::from_secs(30), &dying))
+        .unwrap();
     let e = c.time().unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("lost the agent on local"), "{msg}");
-    assert!(msg.contains("exit status 7") && msg.contains("out of luck"), "{msg}");
+    assert!(
+        msg.contains("exit status 7") && msg.contains("out of luck"),
+        "{msg}"
+    );
     // Once lost, every request says so at once.
-    assert!(matches!(c.status().unwrap_err(), TransportError::Lost { .. }));
+    assert!(matches!(
+        c.status().unwrap_err(),
+        TransportError::Lost { .. }
+    ));
 
     let quits = script(&d, "quits", "echo 'cannot start: no luck' >&2\nexit 1");
     let e = AgentConn::connect_with(&Transport::Local, &quiet(Duration::from_secs(30), &quits))

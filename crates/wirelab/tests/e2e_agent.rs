@@ -49,7 +49,14 @@ fn gone(pid: u32) -> bool {
     while start.elapsed() < Duration::from_secs(10) {
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => return true,
-            Ok(st) if st.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z') => {
+            Ok(st)
+                if st
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z') =>
+            {
                 return true
             }
             Ok(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -93,10 +100,24 @@ fn round_trip(
     ready: impl FnOnce(),
 ) {
     let p = port.to_string();
-    let recv = s(&["recv", "--bind", addr, "-p", &p, "-o", "rx.wlr", "--json", "-q", "--timeout", "60s"]);
+    let recv = s(&[
+        "recv",
+        "--bind",
+        addr,
+        "-p",
+        &p,
+        "-o",
+        "rx.wlr",
+        "--json",
+        "-q",
+        "--timeout",
+        "60s",
+    ]);
     rx.spawn("rx", &recv).unwrap_or_else(|e| panic!("{e}"));
     ready();
-    let send = s(&["send", addr, "-p", &p, "-n", "5", "-i", "1ms", "-o", "tx.wlr", "--json", "-q"]);
+    let send = s(&[
+        "send", addr, "-p", &p, "-n", "5", "-i", "1ms", "-o", "tx.wlr", "--json", "-q",
+    ]);
     tx.spawn("tx", &send).unwrap_or_else(|e| panic!("{e}"));
     let t = json(&wait_exit(tx, "tx"));
     assert_eq!(t["totals"]["sent"], 5, "{t}");
@@ -107,17 +128,24 @@ fn round_trip(
         "{r}"
     );
     let (rx_file, tx_file) = (dir.join("rx.wlr"), dir.join("tx.wlr"));
-    let n = rx.fetch("rx.wlr", &rx_file).unwrap_or_else(|e| panic!("{e}"));
+    let n = rx
+        .fetch("rx.wlr", &rx_file)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(n, std::fs::metadata(&rx_file).unwrap().len());
     assert!(n > 0);
-    tx.fetch("tx.wlr", &tx_file).unwrap_or_else(|e| panic!("{e}"));
+    tx.fetch("tx.wlr", &tx_file)
+        .unwrap_or_else(|e| panic!("{e}"));
     let out = Command::new(exe())
         .arg("analyze")
         .args([&tx_file, &rx_file])
         .arg("--json")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let a: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(a["totals"]["received"], 5, "{a}");
     assert_eq!(a["totals"]["lost"], 0, "{a}");
@@ -147,18 +175,27 @@ fn local_agent_runs_send_and_recv_and_fetches_records() {
     // One agent is both ends here: the connection is used twice in turn.
     let mut tx = AgentConn::connect(&Transport::Local, exe(), &[]).unwrap();
     let port = free_udp_port();
-    round_trip(&mut c, &mut tx, "127.0.0.1", port, &dir, || wait_udp_here(port));
+    round_trip(&mut c, &mut tx, "127.0.0.1", port, &dir, || {
+        wait_udp_here(port)
+    });
     // Byte-identical to the agent's file.
-    assert!(std::fs::read(dir.join("rx.wlr")).unwrap() == std::fs::read(workdir.join("rx.wlr")).unwrap());
+    assert!(
+        std::fs::read(dir.join("rx.wlr")).unwrap()
+            == std::fs::read(workdir.join("rx.wlr")).unwrap()
+    );
     let t = c.time().unwrap();
     assert!(t.realtime_ns > 0 && t.monotonic_ns > 0);
     // A child that fails gives its exit code and stderr.
-    c.spawn("bad", &s(&["send", "--count", "lots", "127.0.0.1"])).unwrap();
+    c.spawn("bad", &s(&["send", "--count", "lots", "127.0.0.1"]))
+        .unwrap();
     let e = c.wait("bad", Duration::from_secs(30)).unwrap().unwrap();
     assert_eq!(e.code, Some(2));
     assert!(e.stderr_tail.contains("--count"), "{}", e.stderr_tail);
     let err = c.spawn("bad", &[]).unwrap_err();
-    assert!(matches!(err, TransportError::Agent { op: "spawn", .. }), "{err}");
+    assert!(
+        matches!(err, TransportError::Agent { op: "spawn", .. }),
+        "{err}"
+    );
     c.close().unwrap_or_else(|e| panic!("{e}"));
     tx.close().unwrap();
     assert!(!workdir.exists(), "the agent removes the workdir it made");
@@ -172,7 +209,18 @@ fn dropping_a_connection_stops_the_agent_and_its_children() {
     let agent = c.hello().pid;
     let port = free_udp_port().to_string();
     let child = c
-        .spawn("rx", &s(&["recv", "--bind", "127.0.0.1", "-p", &port, "--forever", "-q"]))
+        .spawn(
+            "rx",
+            &s(&[
+                "recv",
+                "--bind",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "--forever",
+                "-q",
+            ]),
+        )
         .unwrap();
     assert!(!gone_now(child));
     drop(c);
@@ -196,9 +244,16 @@ fn netns_agents_run_a_flow_between_two_namespaces() {
     // The agent really lives in the namespace.
     let ns_of = |pid: u32| std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap();
     use std::os::unix::fs::MetadataExt;
-    let ino = std::fs::metadata(format!("/run/netns/{}", lab.r)).unwrap().ino();
-    assert_eq!(ns_of(rx.hello().pid).to_string_lossy(), format!("net:[{ino}]"));
-    round_trip(&mut rx, &mut tx, "198.18.0.2", 5757, &lab.dir, || lab.wait_udp(&lab.r, 5757));
+    let ino = std::fs::metadata(format!("/run/netns/{}", lab.r))
+        .unwrap()
+        .ino();
+    assert_eq!(
+        ns_of(rx.hello().pid).to_string_lossy(),
+        format!("net:[{ino}]")
+    );
+    round_trip(&mut rx, &mut tx, "198.18.0.2", 5757, &lab.dir, || {
+        lab.wait_udp(&lab.r, 5757)
+    });
     rx.close().unwrap();
     tx.close().unwrap();
 }
@@ -210,7 +265,10 @@ fn missing_namespace_is_a_clear_error() {
     }
     let e = AgentConn::connect(&Transport::Netns("wl-e2e-nosuch".into()), exe(), &[]).unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("netns:wl-e2e-nosuch") && msg.contains("Cannot open network namespace"), "{msg}");
+    assert!(
+        msg.contains("netns:wl-e2e-nosuch") && msg.contains("Cannot open network namespace"),
+        "{msg}"
+    );
 }
 
 /// An sshd on 127.0.0.1 with a generated host key, accepting one generated
@@ -229,7 +287,11 @@ impl Sshd {
                 .arg(dir.join(name))
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         };
         keygen("host");
         keygen("user");
@@ -241,7 +303,11 @@ impl Sshd {
             .unwrap()
             .port();
         let host_pub = std::fs::read_to_string(dir.join("host.pub")).unwrap();
-        std::fs::write(dir.join("known_hosts"), format!("[127.0.0.1]:{port} {host_pub}")).unwrap();
+        std::fs::write(
+            dir.join("known_hosts"),
+            format!("[127.0.0.1]:{port} {host_pub}"),
+        )
+        .unwrap();
         let cfg = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host\nPidFile {d}/sshd.pid\n\
              AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\n\
@@ -262,9 +328,15 @@ impl Sshd {
         let start = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Ok(Some(st)) = proc.try_wait() {
-                panic!("sshd exited ({st}): {}", std::fs::read_to_string(dir.join("sshd.log")).unwrap());
+                panic!(
+                    "sshd exited ({st}): {}",
+                    std::fs::read_to_string(dir.join("sshd.log")).unwrap()
+                );
             }
-            assert!(start.elapsed() < Duration::from_secs(20), "sshd did not listen");
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "sshd did not listen"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         Sshd {
@@ -302,7 +374,9 @@ impl Sshd {
 
     fn transport(&self, netns: Option<&str>) -> Transport {
         let q = netns.map(|n| format!("?netns={n}")).unwrap_or_default();
-        format!("ssh://root@127.0.0.1:{}{q}", self.port).parse().unwrap()
+        format!("ssh://root@127.0.0.1:{}{q}", self.port)
+            .parse()
+            .unwrap()
     }
 }
 
@@ -340,12 +414,17 @@ fn ssh_agents_run_flows_die_with_their_connection_and_explain_failures() {
 
     // Loopback, both ends over ssh.
     let mut rx = AgentConn::connect_with(&sshd.transport(None), &o).unwrap_or_else(|e| {
-        panic!("{e}\nsshd: {}", std::fs::read_to_string(dir.join("sshd.log")).unwrap())
+        panic!(
+            "{e}\nsshd: {}",
+            std::fs::read_to_string(dir.join("sshd.log")).unwrap()
+        )
     });
     assert_eq!(rx.hello().protocol, PROTOCOL);
     let mut tx = AgentConn::connect_with(&sshd.transport(None), &o).unwrap();
     let port = free_udp_port();
-    round_trip(&mut rx, &mut tx, "127.0.0.1", port, &dir, || wait_udp_here(port));
+    round_trip(&mut rx, &mut tx, "127.0.0.1", port, &dir, || {
+        wait_udp_here(port)
+    });
     rx.close().unwrap_or_else(|e| panic!("{e}"));
     tx.close().unwrap();
 
@@ -354,7 +433,9 @@ fn ssh_agents_run_flows_die_with_their_connection_and_explain_failures() {
     let mut rx = AgentConn::connect_with(&sshd.transport(Some(&lab.r)), &o)
         .unwrap_or_else(|e| panic!("{e}"));
     let mut tx = AgentConn::connect(&Transport::Netns(lab.s.clone()), exe(), &[]).unwrap();
-    round_trip(&mut rx, &mut tx, "198.18.0.2", 5757, &lab.dir, || lab.wait_udp(&lab.r, 5757));
+    round_trip(&mut rx, &mut tx, "198.18.0.2", 5757, &lab.dir, || {
+        lab.wait_udp(&lab.r, 5757)
+    });
     rx.close().unwrap();
     tx.close().unwrap();
 
@@ -364,15 +445,32 @@ fn ssh_agents_run_flows_die_with_their_connection_and_explain_failures() {
     let agent = c.hello().pid;
     let port = free_udp_port().to_string();
     let child = c
-        .spawn("rx", &s(&["recv", "--bind", "127.0.0.1", "-p", &port, "--forever", "-q"]))
+        .spawn(
+            "rx",
+            &s(&[
+                "recv",
+                "--bind",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "--forever",
+                "-q",
+            ]),
+        )
         .unwrap();
     assert!(!gone_now(child) && !gone_now(agent));
     let ssh = c.process_id().unwrap();
-    let _ = Command::new("kill").args(["-KILL", &ssh.to_string()]).status();
+    let _ = Command::new("kill")
+        .args(["-KILL", &ssh.to_string()])
+        .status();
     assert!(gone(child), "child {child} outlived the ssh connection");
     assert!(gone(agent), "agent {agent} outlived the ssh connection");
     let e = c.signal("rx", Sig::Term).unwrap_err();
-    assert!(e.to_string().contains("lost the agent on ssh://root@127.0.0.1"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("lost the agent on ssh://root@127.0.0.1"),
+        "{e}"
+    );
     drop(c);
 
     // Failures name their cause.
@@ -385,7 +483,10 @@ fn ssh_agents_run_flows_die_with_their_connection_and_explain_failures() {
     let e = AgentConn::connect_with(&sshd.transport(None), &nowl).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, TransportError::AgentNotFound { .. }), "{msg}");
-    assert!(msg.contains("set `wirelab = \"/path/to/wirelab\"` for the host"), "{msg}");
+    assert!(
+        msg.contains("set `wirelab = \"/path/to/wirelab\"` for the host"),
+        "{msg}"
+    );
 
     let stranger = quiet(opts(sshd.opts("stranger")));
     let e = AgentConn::connect_with(&sshd.transport(None), &stranger).unwrap_err();
@@ -397,7 +498,10 @@ fn ssh_agents_run_flows_die_with_their_connection_and_explain_failures() {
     let t: Transport = format!("ssh://root@127.0.0.1:{closed}").parse().unwrap();
     let e = AgentConn::connect_with(&t, &quiet(o.clone())).unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("cannot reach ssh://root@127.0.0.1") && msg.contains("Connection refused"), "{msg}");
+    assert!(
+        msg.contains("cannot reach ssh://root@127.0.0.1") && msg.contains("Connection refused"),
+        "{msg}"
+    );
 
     // A wirelab of another protocol on the far side.
     let fake = dir.join("old-wirelab");
@@ -413,7 +517,13 @@ fn ssh_agents_run_flows_die_with_their_connection_and_explain_failures() {
     let e = AgentConn::connect_with(&sshd.transport(None), &old).unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("protocol 999 (wirelab 9.9.9)"), "{msg}");
-    assert!(msg.contains(&format!("install the same wirelab version on ssh://root@127.0.0.1:{}", sshd.port)), "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "install the same wirelab version on ssh://root@127.0.0.1:{}",
+            sshd.port
+        )),
+        "{msg}"
+    );
 
     drop(sshd);
     std::fs::remove_dir_all(&dir).unwrap();

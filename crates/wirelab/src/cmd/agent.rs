@@ -10,7 +10,8 @@ use std::sync::Arc;
 use wirelab_ctl::agent::{self, AgentConfig};
 
 #[derive(Args, Debug)]
-#[command(after_long_help = "The controller (`wirelab run`) starts the agent itself:\n  \
+#[command(
+    after_long_help = "The controller (`wirelab run`) starts the agent itself:\n  \
 local        wirelab agent --stdio\n  \
 netns:NAME   ip netns exec NAME wirelab agent --stdio\n  \
 ssh://HOST   ssh -o BatchMode=yes -o ControlMaster=auto ... HOST -- exec wirelab agent --stdio\n\n\
@@ -21,7 +22,8 @@ When stdin closes (the controller or its connection died), on `bye`, or on SIGIN
 the agent sends SIGTERM to its children, SIGKILL 2 s later to those still running, removes a work \
 directory it created, and exits 0. Children also die if the agent is killed (PR_SET_PDEATHSIG).\n\n\
 Try it by hand:\n  \
-printf '%s\\n' '{\"id\":1,\"op\":\"hello\",\"protocol\":1,\"controller\":\"x\"}' | wirelab agent --stdio")]
+printf '%s\\n' '{\"id\":1,\"op\":\"hello\",\"protocol\":1,\"controller\":\"x\"}' | wirelab agent --stdio"
+)]
 pub struct AgentArgs {
     /// Serve the protocol on stdin/stdout (the only mode)
     #[arg(long, required = true)]
@@ -33,9 +35,8 @@ pub struct AgentArgs {
 }
 
 pub fn run(a: AgentArgs) -> Result<()> {
-    let mut cfg = AgentConfig::new(
-        std::env::current_exe().context("cannot find the wirelab executable")?,
-    );
+    let mut cfg =
+        AgentConfig::new(std::env::current_exe().context("cannot find the wirelab executable")?);
     cfg.workdir = a.workdir;
     use signal_hook::consts::{SIGHUP, SIGINT, SIGPIPE, SIGTERM};
     for sig in [SIGINT, SIGTERM, SIGHUP] {
