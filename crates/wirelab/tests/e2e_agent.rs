@@ -536,3 +536,48 @@ fn free_tcp_port_nobody_listens() -> u16 {
         .unwrap()
         .port()
 }
+
+/// The binary by hand: SIGTERM to the agent stops its child and removes its
+/// workdir; SIGKILL to the agent leaves no chance to clean up, and the
+/// kernel kills the child (PR_SET_PDEATHSIG).
+#[test]
+fn signals_to_the_agent_leave_no_child_behind() {
+    use std::io::{BufRead, BufReader, Write};
+    for sig in ["-TERM", "-KILL"] {
+        let mut agent = Command::new(exe())
+            .args(["agent", "--stdio"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = agent.stdin.take().unwrap();
+        let mut output = BufReader::new(agent.stdout.take().unwrap());
+        let mut ask = |line: &str| -> Value {
+            writeln!(input, "{line}").unwrap();
+            let mut l = String::new();
+            output.read_line(&mut l).unwrap();
+            serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l:?}"))
+        };
+        let hello = ask(r#"{"id":1,"op":"hello","protocol":1,"controller":"test"}"#);
+        let workdir = PathBuf::from(hello["workdir"].as_str().unwrap());
+        let port = free_udp_port();
+        let v = ask(&format!(
+            r#"{{"id":2,"op":"spawn","tag":"rx","args":["recv","--bind","127.0.0.1","-p","{port}","--forever","-q"]}}"#
+        ));
+        let child = v["pid"].as_u64().unwrap() as u32;
+        wait_udp_here(port);
+        let st = Command::new("kill")
+            .args([sig, &agent.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let st = agent.wait().unwrap();
+        assert!(gone(child), "{sig}: child {child} outlived the agent");
+        if sig == "-TERM" {
+            assert_eq!(st.code(), Some(0), "{sig}");
+            assert!(!workdir.exists(), "{sig}: workdir left behind");
+        } else {
+            let _ = std::fs::remove_dir_all(&workdir);
+        }
+    }
+}
