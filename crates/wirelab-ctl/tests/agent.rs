@@ -482,12 +482,11 @@ fn a_silent_agent_times_out_and_a_dying_one_is_lost() {
         "silent",
         &format!("echo 'Welcome!'\nread line\necho '{hello}'\ncat > /dev/null"),
     );
-    let mut c = AgentConn::connect_with(
-        &Transport::Local,
-        &quiet(Duration::from_millis(300), &silent),
-    )
-    .unwrap();
+    let mut c =
+        AgentConn::connect_with(&Transport::Local, &quiet(Duration::from_secs(30), &silent))
+            .unwrap();
     assert_eq!(c.hello().version, "x");
+    c.set_timeout(Duration::from_millis(300));
     let e = c.time().unwrap_err();
     assert!(
         matches!(e, TransportError::Timeout { op: "time", .. }),
