@@ -13,6 +13,7 @@
 //! - [`ring_frames`]: AF_PACKET TPACKET_V2 receive ring, one slot per frame, for
 //!   forwarding without the V3 block-retire wait.
 //! - [`ifstats`]: interface counters from sysfs, thread/process CPU time.
+//! - [`process`]: children that die with their parent, signals by pid.
 //! - [`direct`]: `O_DIRECT` files for capture output without the page-cache copy.
 //! - [`tx`]: the [`tx::Transmit`] trait over every batch sender, and which send
 //!   errors are transient.
@@ -27,6 +28,7 @@ pub mod direct;
 pub mod hwtstamp;
 pub mod ifstats;
 pub mod packet_sock;
+pub mod process;
 pub mod ring_frames;
 pub mod ring_rx;
 mod ring_setup;

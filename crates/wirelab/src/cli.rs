@@ -56,6 +56,8 @@ pub enum Command {
     Trace(crate::cmd::trace::TraceArgs),
     /// Run a campaign from a control file: hosts, flows, sweep, emulator, captures
     Run(crate::cmd::run::RunArgs),
+    /// Serve `wirelab run`'s controller on stdin/stdout (started by it over ssh or ip netns)
+    Agent(crate::cmd::agent::AgentArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

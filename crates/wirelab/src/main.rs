@@ -53,6 +53,7 @@ fn main() {
         Command::Emulate(a) => cmd::emulate::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Agent(a) => cmd::agent::run(a),
     };
     if let Err(e) = res {
         eprintln!("wirelab: error: {}", error::message(&e));

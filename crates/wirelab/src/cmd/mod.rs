@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod agent;
 pub mod analyze;
 pub mod capture;
 pub mod demo;

@@ -1,0 +1,51 @@
+//! `wirelab agent --stdio`: the agent `wirelab run` starts on each host
+//! (through ssh, `ip netns exec` or as a child), serving the JSON-lines
+//! protocol of [`wirelab_ctl::proto`] on stdin/stdout.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use wirelab_ctl::agent::{self, AgentConfig};
+
+#[derive(Args, Debug)]
+#[command(
+    after_long_help = "The controller (`wirelab run`) starts the agent itself:\n  \
+local        wirelab agent --stdio\n  \
+netns:NAME   ip netns exec NAME wirelab agent --stdio\n  \
+ssh://HOST   ssh -o BatchMode=yes -o ControlMaster=auto ... HOST -- exec wirelab agent --stdio\n\n\
+It reads one JSON request per line on stdin and answers one JSON line per request on stdout \
+(protocol in docs/agent.md); messages go to stderr. Children are this same wirelab binary, run in \
+the work directory with stdout and stderr in TAG.out and TAG.err there.\n\n\
+When stdin closes (the controller or its connection died), on `bye`, or on SIGINT/SIGTERM/SIGHUP, \
+the agent sends SIGTERM to its children, SIGKILL 2 s later to those still running, removes a work \
+directory it created, and exits 0. Children also die if the agent is killed (PR_SET_PDEATHSIG).\n\n\
+Try it by hand:\n  \
+printf '%s\\n' '{\"id\":1,\"op\":\"hello\",\"protocol\":1,\"controller\":\"x\"}' | wirelab agent --stdio"
+)]
+pub struct AgentArgs {
+    /// Serve the protocol on stdin/stdout (the only mode)
+    #[arg(long, required = true)]
+    pub stdio: bool,
+    /// Work directory for children and fetched files (created if missing, kept at exit;
+    /// default: a new directory under $TMPDIR, removed at exit)
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+}
+
+pub fn run(a: AgentArgs) -> Result<()> {
+    let mut cfg =
+        AgentConfig::new(std::env::current_exe().context("cannot find the wirelab executable")?);
+    cfg.workdir = a.workdir;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGPIPE, SIGTERM};
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register(sig, cfg.stop.clone()).context("cannot watch signals")?;
+    }
+    // A controller gone mid-answer is an error on write (the agent then
+    // stops its children), not a silent death by SIGPIPE.
+    signal_hook::flag::register(SIGPIPE, Arc::new(AtomicBool::new(false)))
+        .context("cannot watch signals")?;
+    agent::serve(std::io::stdin(), std::io::stdout().lock(), cfg)?;
+    Ok(())
+}
