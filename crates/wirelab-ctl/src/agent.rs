@@ -19,7 +19,7 @@
 //! the workdir if it created it, and returns.
 
 use crate::proto::{
-    self, AgentTime, ChildStatus, Envelope, Exit, HelloInfo, LineRead, Request, Response,
+    self, AgentTime, ChildStatus, Envelope, Exit, HelloInfo, LineRead, Request, Response, Sockets,
     MAX_CHUNK, MAX_REQUEST_LINE, PROTOCOL, STDERR_TAIL, STDOUT_CAP,
 };
 use std::fs::{self, File, OpenOptions};
@@ -43,7 +43,9 @@ const POLL: Duration = Duration::from_millis(5);
 /// How often an idle agent looks at its stop flag.
 const IDLE_POLL: Duration = Duration::from_millis(100);
 /// Requests served by this agent.
-pub const CAPABILITIES: &[&str] = &["spawn", "wait", "signal", "status", "fetch", "time"];
+pub const CAPABILITIES: &[&str] = &[
+    "spawn", "wait", "signal", "status", "fetch", "time", "sockets", "remove",
+];
 
 /// How to run an agent.
 #[derive(Debug, Clone)]
@@ -264,6 +266,8 @@ impl Agent {
                 realtime_ns: wirelab_io::clock::real_ns(),
                 monotonic_ns: wirelab_io::clock::mono_ns(),
             })),
+            Request::Sockets => Ok(Response::Sockets(sockets())),
+            Request::Remove { path } => self.remove(&path),
             Request::Bye => Ok(Response::Ok),
         };
         res.unwrap_or_else(|message| Response::Error { message })
@@ -404,6 +408,9 @@ impl Agent {
                 "fetch max must be 1 to {MAX_CHUNK} bytes, not {max}"
             ));
         }
+        if plain(path).is_ok() && !self.workdir.join(path).exists() {
+            return Ok(Response::NotFound { path: path.into() });
+        }
         let full = inside(&self.workdir, path)?;
         let mut f = File::open(&full).map_err(|e| format!("cannot open {path}: {e}"))?;
         let size = f
@@ -427,6 +434,15 @@ impl Agent {
             data_b64: proto::base64_encode(&data),
             size,
         })
+    }
+
+    fn remove(&self, path: &str) -> Result<Response, String> {
+        plain(path)?;
+        match fs::remove_file(self.workdir.join(path)) {
+            Ok(()) => Ok(Response::Ok),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Response::Ok),
+            Err(e) => Err(format!("cannot remove {path}: {e}")),
+        }
     }
 
     /// Stops every running child (SIGTERM, SIGKILL after [`TERM_GRACE`]),
@@ -482,16 +498,29 @@ fn check_tag(tag: &str) -> Result<(), String> {
 
 /// `path` resolved inside `dir`: relative, without `..`, and (symbolic links
 /// followed) still inside `dir`.
-fn inside(dir: &Path, path: &str) -> Result<PathBuf, String> {
-    let p = Path::new(path);
-    let plain = p
+/// `path` is relative and has no `..`.
+fn plain(path: &str) -> Result<(), String> {
+    let ok = Path::new(path)
         .components()
         .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-    if path.is_empty() || !plain {
+    if path.is_empty() || !ok {
         return Err(format!(
-            "fetch path {path:?} must be relative to the agent's workdir, without '..'"
+            "path {path:?} must be relative to the agent's workdir, without '..'"
         ));
     }
+    Ok(())
+}
+
+/// The sockets of this process's network namespace.
+fn sockets() -> Sockets {
+    let read = |p: &str| fs::read_to_string(p).unwrap_or_default();
+    let udp = read("/proc/self/net/udp") + &read("/proc/self/net/udp6");
+    Sockets::parse(&udp, &read("/proc/self/net/packet"))
+}
+
+fn inside(dir: &Path, path: &str) -> Result<PathBuf, String> {
+    plain(path)?;
+    let p = Path::new(path);
     let full = dir
         .join(p)
         .canonicalize()

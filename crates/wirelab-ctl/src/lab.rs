@@ -1036,7 +1036,9 @@ mod tests {
 
     #[test]
     fn named_interfaces_are_renamed_inside_their_namespaces() {
-        let spec = LinkSpec::new().ipv4("10.1.0.1/24", "10.1.0.2/24").names("e1", "eth1");
+        let spec = LinkSpec::new()
+            .ipv4("10.1.0.1/24", "10.1.0.2/24")
+            .names("e1", "eth1");
         let lab = Lab::new("wl")
             .namespace("s")
             .namespace("e")

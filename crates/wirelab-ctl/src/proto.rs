@@ -77,6 +77,12 @@ pub enum Request {
     Fetch { path: String, offset: u64, max: u32 },
     /// The agent's CLOCK_REALTIME and CLOCK_MONOTONIC.
     Time,
+    /// The sockets open in the agent's network namespace: the UDP ports
+    /// bound and the packet sockets (a tool is ready once it holds its
+    /// sockets).
+    Sockets,
+    /// Removes a file of the workdir (done: `ok`, also if it was not there).
+    Remove { path: String },
     /// Stop every child, clean up and exit (answered with `ok` first).
     Bye,
 }
@@ -92,6 +98,8 @@ impl Request {
             Request::Status => "status",
             Request::Fetch { .. } => "fetch",
             Request::Time => "time",
+            Request::Sockets => "sockets",
+            Request::Remove { .. } => "remove",
             Request::Bye => "bye",
         }
     }
@@ -158,6 +166,39 @@ pub struct ChildStatus {
     pub signal: Option<i32>,
 }
 
+/// The sockets of the agent's network namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sockets {
+    /// Local ports of bound UDP sockets (IPv4 and IPv6), sorted, unique.
+    pub udp_ports: Vec<u16>,
+    /// Packet (AF_PACKET) sockets.
+    pub packet: u32,
+}
+
+impl Sockets {
+    /// From the text of `/proc/net/udp`, `/proc/net/udp6` (any number,
+    /// concatenated) and `/proc/net/packet`.
+    pub fn parse(udp: &str, packet: &str) -> Sockets {
+        let mut udp_ports: Vec<u16> = udp
+            .lines()
+            .filter_map(|l| {
+                let local = l.split_whitespace().nth(1)?;
+                let (_, port) = local.rsplit_once(':')?;
+                u16::from_str_radix(port, 16).ok()
+            })
+            .filter(|&p| p != 0)
+            .collect();
+        udp_ports.sort_unstable();
+        udp_ports.dedup();
+        let packet = packet
+            .lines()
+            .skip(1)
+            .filter(|l| !l.trim().is_empty())
+            .count() as u32;
+        Sockets { udp_ports, packet }
+    }
+}
+
 /// The agent's clocks, read back to back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentTime {
@@ -186,6 +227,11 @@ pub enum Response {
         size: u64,
     },
     Time(AgentTime),
+    Sockets(Sockets),
+    /// `fetch` of a file that does not exist (yet).
+    NotFound {
+        path: String,
+    },
     Ok,
     Error {
         message: String,
@@ -286,63 +332,19 @@ pub fn read_line(r: &mut impl BufRead, max: usize, buf: &mut Vec<u8>) -> io::Res
     }
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 with padding.
+/// Standard base64 with padding (the `data_b64` of a chunk).
 pub fn base64_encode(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
-            if i <= c.len() {
-                out.push(B64[(n >> shift) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(data)
 }
 
 /// Decodes standard padded base64; anything else (wrong length, stray or
 /// misplaced characters, non-zero padding bits) is refused.
 pub fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
-    let b = s.as_bytes();
-    if b.len() % 4 != 0 {
-        return Err(format!("base64 length {} is not a multiple of 4", b.len()));
-    }
-    let val = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let mut out = Vec::with_capacity(b.len() / 4 * 3);
-    let groups = b.len() / 4;
-    for (g, q) in b.chunks(4).enumerate() {
-        let pad = q.iter().rev().take_while(|&&c| c == b'=').count();
-        if pad > 2 || (pad > 0 && g + 1 != groups) {
-            return Err(format!("misplaced base64 padding at byte {}", g * 4));
-        }
-        let mut n = 0u32;
-        for (i, &c) in q[..4 - pad].iter().enumerate() {
-            let v = val(c).ok_or_else(|| format!("bad base64 byte at {}", g * 4 + i))?;
-            n |= v << (18 - 6 * i);
-        }
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        let keep = 3 - pad;
-        if bytes[keep..].iter().any(|&x| x != 0) {
-            return Err(format!("non-zero base64 padding bits at byte {}", g * 4));
-        }
-        out.extend_from_slice(&bytes[..keep]);
-    }
-    Ok(out)
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .map_err(|e| format!("bad base64: {e}"))
 }
 
 #[cfg(test)]
@@ -557,5 +559,20 @@ mod tests {
         ] {
             assert!(base64_decode(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn sockets_from_proc_text() {
+        let udp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
+   12: 00000000:16A9 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 3 2 0000000000000000 0\n\
+   13: 0100007F:0035 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4 2 0000000000000000 0\n\
+  sl  local_address                         remote_address                        st\n\
+   20: 00000000000000000000000000000000:16A9 00000000000000000000000000000000:0000 07\n";
+        let packet = "sk       RefCnt Type Proto  Iface R Rmem   User   Inode\n\
+ffff 3 3 0003 0 1 0 0 1\nffff 3 3 0003 0 1 0 0 2\n";
+        let s = Sockets::parse(udp, packet);
+        assert_eq!(s.udp_ports, vec![0x35, 0x16A9]);
+        assert_eq!(s.packet, 2);
+        assert_eq!(Sockets::parse("", ""), Sockets::default());
     }
 }

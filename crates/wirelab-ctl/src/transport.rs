@@ -104,6 +104,8 @@ pub enum TransportError {
         op: &'static str,
         message: String,
     },
+    #[error("{path} is not in the workdir of the agent on {host}")]
+    NotFound { host: String, path: String },
     #[error("the agent on {host} broke the protocol: {what}")]
     Protocol { host: String, what: String },
     #[error("cannot write {}: {source}", .path.display())]

@@ -115,7 +115,10 @@ fn hello_says_who_and_where() {
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();
-    assert_eq!(caps, ["spawn", "wait", "signal", "status", "fetch", "time"]);
+    assert_eq!(
+        caps,
+        ["spawn", "wait", "signal", "status", "fetch", "time", "sockets", "remove"]
+    );
     let dir = PathBuf::from(v["workdir"].as_str().unwrap());
     assert!(dir.is_dir());
     // Another protocol still gets this agent's hello: the controller names both.
@@ -256,7 +259,6 @@ fn fetch_reads_chunks_inside_the_workdir_only() {
         ("/etc/passwd", "must be relative"),
         ("../../etc/passwd", "without '..'"),
         ("sub/../sub/data.bin", "without '..'"),
-        ("nosuch", "No such file"),
     ] {
         let v = h.req(json!({"op": "fetch", "path": path, "offset": 0, "max": 10}));
         assert!(v["message"].as_str().unwrap().contains(why), "{path}: {v}");
@@ -527,4 +529,19 @@ fn a_silent_agent_times_out_and_a_dying_one_is_lost() {
         "{msg}"
     );
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn missing_files_are_not_found_and_remove_is_idempotent() {
+    let mut a = Harness::sh();
+    let r = a.req(json!({"op": "fetch", "path": "nosuch.wlr", "offset": 0, "max": 16}));
+    assert_eq!(r["kind"], "not_found", "{r}");
+    assert_eq!(r["path"], "nosuch.wlr");
+    let r = a.req(json!({"op": "remove", "path": "nosuch.wlr"}));
+    assert_eq!(r["kind"], "ok", "{r}");
+    let r = a.req(json!({"op": "remove", "path": "../x"}));
+    assert_eq!(r["kind"], "error", "{r}");
+    let r = a.req(json!({"op": "sockets"}));
+    assert_eq!(r["kind"], "sockets", "{r}");
+    assert!(r["udp_ports"].is_array() && r["packet"].is_u64(), "{r}");
 }

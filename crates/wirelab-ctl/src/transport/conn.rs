@@ -3,7 +3,7 @@
 use super::{ConnectOptions, LogSink, Transport, TransportError};
 use crate::proto::{
     self, AgentTime, ChildStatus, Envelope, Exit, HelloInfo, LineRead, Request, Response, Sig,
-    MAX_CHUNK, MAX_RESPONSE_LINE, PROTOCOL,
+    Sockets, MAX_CHUNK, MAX_RESPONSE_LINE, PROTOCOL,
 };
 use std::collections::VecDeque;
 use std::fmt;
@@ -260,7 +260,7 @@ impl AgentConn {
             source,
         };
         let mut f = std::fs::File::create(local).map_err(local_err)?;
-        let res = self.fetch_into(remote, &mut f, local);
+        let res = self.fetch_into(remote, &mut f, u64::MAX, local);
         if res.is_err() {
             drop(f);
             let _ = std::fs::remove_file(local);
@@ -268,10 +268,46 @@ impl AgentConn {
         res
     }
 
+    /// A small file of the agent's workdir (at most `max` bytes) in
+    /// memory; `None` if it does not exist.
+    pub fn read_small(
+        &mut self,
+        remote: &str,
+        max: u64,
+    ) -> Result<Option<Vec<u8>>, TransportError> {
+        let mut v = Vec::new();
+        match self.fetch_into(remote, &mut v, max, Path::new(remote)) {
+            Ok(_) => Ok(Some(v)),
+            Err(TransportError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Removes a file of the agent's workdir (no error if it is not there).
+    pub fn remove(&mut self, remote: &str) -> Result<(), TransportError> {
+        let req = Request::Remove {
+            path: remote.into(),
+        };
+        match self.call(req, self.timeout)? {
+            Response::Ok => Ok(()),
+            other => Err(self.unexpected("remove", &other)),
+        }
+    }
+
+    /// The UDP ports bound and the packet sockets open in the agent's
+    /// network namespace.
+    pub fn sockets(&mut self) -> Result<Sockets, TransportError> {
+        match self.call(Request::Sockets, self.timeout)? {
+            Response::Sockets(s) => Ok(s),
+            other => Err(self.unexpected("sockets", &other)),
+        }
+    }
+
     fn fetch_into(
         &mut self,
         remote: &str,
-        f: &mut std::fs::File,
+        f: &mut dyn Write,
+        max: u64,
         local: &Path,
     ) -> Result<u64, TransportError> {
         let mut offset = 0u64;
@@ -292,10 +328,23 @@ impl AgentConn {
                     eof,
                     size,
                 ),
+                Response::NotFound { path } => {
+                    return Err(TransportError::NotFound {
+                        host: self.label.clone(),
+                        path,
+                    })
+                }
                 other => return Err(self.unexpected("fetch", &other)),
             };
             if data.len() > MAX_CHUNK as usize {
                 return Err(self.protocol(format!("a chunk of {} bytes", data.len())));
+            }
+            if now > max {
+                return Err(TransportError::Agent {
+                    host: self.label.clone(),
+                    op: "fetch",
+                    message: format!("{remote} has {now} bytes, more than the {max} expected"),
+                });
             }
             if *size.get_or_insert(now) != now {
                 return Err(TransportError::Agent {

@@ -147,10 +147,11 @@ impl RecvJob {
                     loss: LiveLoss::new(self.max_flows),
                     failed: None,
                 };
-                s.write(false).map_err(|source| super::JobFileError::Status {
-                    path: s.path.clone(),
-                    source,
-                })?;
+                s.write(false)
+                    .map_err(|source| super::JobFileError::Status {
+                        path: s.path.clone(),
+                        source,
+                    })?;
                 Some(s)
             }
             None => None,
