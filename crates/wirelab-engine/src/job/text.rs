@@ -446,6 +446,8 @@ mod tests {
                 format: "wirelab".into(),
                 late: "Burst".into(),
                 phase: None,
+                socket: "udp".into(),
+                start_at_unix_ns: None,
             },
             flows: vec![SentFlowReport {
                 report: FlowReport::empty(1),
