@@ -237,7 +237,7 @@ mod tests {
         let mut v = ((4 + data.len()) as u16).to_ne_bytes().to_vec();
         v.extend_from_slice(&kind.to_ne_bytes());
         v.extend_from_slice(data);
-        while v.len() % 4 != 0 {
+        while !v.len().is_multiple_of(4) {
             v.push(0);
         }
         v

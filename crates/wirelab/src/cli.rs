@@ -975,3 +975,35 @@ pub struct ReplayRewriteArgs {
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_start_at;
+
+    #[test]
+    fn start_at_takes_unix_ns_or_rfc3339_utc() {
+        assert_eq!(
+            parse_start_at("1795428000500000000"),
+            Ok(1_795_428_000_500_000_000)
+        );
+        assert_eq!(
+            parse_start_at("2026-11-23T10:00:00.5Z"),
+            Ok(1_795_428_000_500_000_000)
+        );
+        assert_eq!(
+            parse_start_at("2026-11-23T10:00:00Z"),
+            Ok(1_795_428_000_000_000_000)
+        );
+        for bad in [
+            "",
+            "now",
+            "2026-11-23T10:00:00+01:00",
+            "2026-13-01T00:00:00Z",
+            "99999999999999999999",
+            "-5",
+        ] {
+            let e = parse_start_at(bad).unwrap_err();
+            assert!(e.contains("RFC 3339"), "{bad}: {e}");
+        }
+    }
+}

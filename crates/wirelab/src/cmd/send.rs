@@ -82,6 +82,11 @@ pub fn run(a: SendArgs) -> Result<()> {
         family = Family::V4;
     }
     let target = net::resolve(&a.host, a.port, family).map_err(|e| match e {
+        net::ResolveError::NoAddress { .. } if socket != SocketKind::Udp => usage(format!(
+            "--socket {} builds IPv4 headers, and {} has no IPv4 address (IPv6 needs --socket udp)",
+            socket.as_str(),
+            a.host
+        )),
         e @ net::ResolveError::NoAddress { .. } => usage(e.to_string()),
         e => e.into(),
     })?;
