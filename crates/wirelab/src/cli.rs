@@ -225,7 +225,9 @@ Intervals take time units (ns, us, ms, s); sizes take bytes (64, 1500B, 1KiB).\n
 EXAMPLES:\n  \
 wirelab send 10.0.0.2 --rate 10kpps --size 100 --count 100000 --json\n  \
 wirelab send ::1 --interval exp:1ms --size uniform:64,1400 --duration 10s --record tx.wlr\n  \
-wirelab send host --echo --interval 10ms --duration 30s     # RTT against `wirelab recv --echo`")]
+wirelab send host --echo --interval 10ms --duration 30s     # RTT against `wirelab recv --echo`\n  \
+wirelab send 10.0.0.2 --socket packet --dscp 46 -n 1000     # Ethernet, IPv4, UDP built by wirelab\n  \
+wirelab send 10.0.0.2 --start-at 2026-11-23T10:00:00Z       # first probe at that instant (UTC)")]
 pub struct SendArgs {
     /// Receiver host name or address
     pub host: String,

@@ -310,6 +310,14 @@ fn what_a_socket_cannot_do_is_refused_with_the_reason() {
     // A packet socket cannot send to this host's own address.
     let e = refused(&lab, "198.18.0.1", &["--socket", "packet"], 2);
     assert!(e.contains("198.18.0.1 is this host's own address"), "{e}");
+    // A next hop that never answers ARP: a bounded wait, then its address.
+    let e = refused(&lab, "198.18.0.9", &["--socket", "packet"], 1);
+    assert!(
+        e.contains(&format!(
+            "no ARP answer from 198.18.0.9 on {dev} within 3 s"
+        )),
+        "{e}"
+    );
     // UDP fragments: the same size is fine.
     refused(&lab, "198.18.0.2", &["--size", "1473"], 0);
     let e = refused(
