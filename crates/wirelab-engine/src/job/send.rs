@@ -95,7 +95,7 @@ pub enum SendError {
     },
     #[error("--start-at is {} ms in the past{}", .late_ns / 1_000_000, if *.ready { " once the flows were set up" } else { "" })]
     StartPast { late_ns: u64, ready: bool },
-    #[error("--start-at is {} h ahead; at most 24 h are allowed", .ahead_ns / 3_600_000_000_000)]
+    #[error("--start-at is {:.1} h ahead; at most 24 h are allowed", *.ahead_ns as f64 / 3.6e12)]
     StartTooFar { ahead_ns: u64 },
     #[error("a sending thread panicked")]
     Panicked,
@@ -570,6 +570,45 @@ mod tests {
             let e = bad.parse::<Padding>().unwrap_err();
             assert!(e.contains("0-255"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn an_absolute_start_may_be_a_millisecond_late_and_a_day_ahead() {
+        const T: u64 = 1_795_428_000_000_000_000;
+        assert!(check_start_at(T, T - 5, true).is_ok());
+        assert!(check_start_at(T, T + START_AT_TOLERANCE_NS, true).is_ok());
+        let e = check_start_at(T, T + 2_500_000, false).unwrap_err();
+        assert_eq!(e.to_string(), "--start-at is 2 ms in the past");
+        let e = check_start_at(T, T + 1_000_001, true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--start-at is 1 ms in the past once the flows were set up"
+        );
+        assert!(check_start_at(T + START_AT_MAX_AHEAD_NS, T, false).is_ok());
+        let e = check_start_at(T + START_AT_MAX_AHEAD_NS + 1, T, false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--start-at is 24.0 h ahead; at most 24 h are allowed"
+        );
+        // Far in the past or far ahead: no overflow.
+        assert!(check_start_at(0, u64::MAX, false).is_err());
+        assert!(check_start_at(u64::MAX, 0, false).is_err());
+    }
+
+    #[test]
+    fn a_size_a_raw_socket_cannot_carry_names_the_mtu_and_the_largest() {
+        let e = SendError::TooBig {
+            socket: SocketKind::Packet,
+            spec: "const:9000".into(),
+            value: 9000.0,
+            dev: "eth1".into(),
+            mtu: 1500,
+            max: 1472,
+        };
+        assert_eq!(
+            e.to_string(),
+            "const:9000: --socket packet cannot carry a payload of 9000 bytes: the MTU of eth1 is 1500, so the largest is 1472 bytes (raw and packet sockets do not fragment)"
+        );
     }
 
     #[test]
