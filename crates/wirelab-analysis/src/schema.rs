@@ -54,6 +54,17 @@ pub struct SendSettings {
     pub late: String,
     /// Start-phase calibration length, when one runs.
     pub phase: Option<u64>,
+    /// The socket type probes left through: "udp", "raw", "packet"
+    /// (absent in files written before it was reported: udp).
+    #[serde(default = "udp")]
+    pub socket: String,
+    /// `--start-at`: the first probe's deadline on the wall clock.
+    #[serde(default)]
+    pub start_at_unix_ns: Option<u64>,
+}
+
+fn udp() -> String {
+    "udp".into()
 }
 
 /// `wirelab.send/1`. `E` is the engine's per-flow counters, `L` the record
@@ -479,6 +490,8 @@ mod tests {
                 format: "wirelab".into(),
                 late: "Burst".into(),
                 phase: None,
+                socket: "udp".into(),
+                start_at_unix_ns: None,
             },
             flows: vec![SentFlowReport {
                 report: FlowReport::empty(1),

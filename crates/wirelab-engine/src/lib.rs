@@ -5,6 +5,8 @@
 //!
 //! - [`sender`]: paces probes on absolute deadlines, batches when behind,
 //!   measures its own lateness, and receives echo replies.
+//! - [`txpath`]: the socket a flow sends through (UDP, raw IPv4, packet)
+//!   and the headers wirelab builds for the last two.
 //! - [`receiver`]: receives in batches with kernel timestamps, tracks every
 //!   flow live, reflects echo requests, writes records.
 //! - [`capture`]: TPACKET_V3 capture to pcapng/pcap with the adaptive wait of seed 001.
@@ -27,6 +29,7 @@ pub mod recordlog;
 pub mod replay;
 pub mod sender;
 pub mod stop;
+pub mod txpath;
 
 pub use stop::StopFlag;
 

@@ -1,6 +1,7 @@
 //! The sender: one paced flow of probes per thread.
 //!
-//! Each flow owns a connected UDP socket and a [`Pacer`]. Departures sit on
+//! Each flow owns a connected UDP socket (and with `--socket raw|packet`
+//! the socket that sends, see [`crate::txpath`]) and a [`Pacer`]. Departures sit on
 //! absolute CLOCK_MONOTONIC deadlines; when several are due at once (the
 //! interval is shorter than one send call, or a wake-up came late) they
 //! leave in one sendmmsg batch, each still stamped and recorded with its own
@@ -12,6 +13,7 @@ use crate::pace::{send_batch, wait_for, SEND_RETRIES};
 use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};
 use crate::recordlog::RecordWriter;
 use crate::stop::StopFlag;
+use crate::txpath::{PathConfig, SocketKind, TxPath, NEIGH_TIMEOUT};
 use crate::ProbeFormat;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -30,6 +32,7 @@ use wirelab_io::{Clock, MonoClock, Transmit};
 use wirelab_wire::luna::{self, LunaProbe, LUNA_ECHO, LUNA_LEN};
 use wirelab_wire::probe::{self, EchoTimes, ProbeFlags, ProbeRepr, ECHO_LEN, HEADER_LEN};
 use wirelab_wire::record::{Record, RecordKind};
+use wirelab_wire::udp4::Udp4Frame;
 
 /// Largest UDP payload over IPv4.
 pub const MAX_PAYLOAD: usize = 65_507;
@@ -41,6 +44,13 @@ const PADDING_SEED: u64 = 0x005e_ed0f_9add;
 /// With a calibrated start, how long before the first deadline the priming
 /// datagram leaves.
 const PRIME_LEAD_NS: u64 = 300_000;
+/// Without a calibration, how long before the first deadline the priming
+/// datagram leaves at the latest (an ordinary run primes at setup, this
+/// long before its start; a later start waits for this moment).
+const PRESTART_PRIME_NS: u64 = 50_000_000;
+/// Longest single sleep while waiting for a distant start, so a stop
+/// request ends the wait soon.
+const PRESTART_SLEEP_NS: u64 = 100_000_000;
 
 /// A source of values (intervals in ns, sizes in bytes). `None` ends the flow.
 pub trait Values: Send {
@@ -129,6 +139,9 @@ pub struct FlowSendStats {
     pub send_errors: u64,
     pub last_repeats: u32,
     pub start_unix_ns: u64,
+    /// The first probe's deadline on the wall clock (after a start-phase
+    /// calibration moved it): `--start-at` exactly, when given.
+    pub first_deadline_unix_ns: u64,
     /// First and last departure, monotonic ns from the run's epoch.
     pub first_tx_offset_ns: u64,
     pub last_tx_offset_ns: u64,
@@ -175,17 +188,40 @@ pub fn run_flow<S: RecordSink + 'static>(
     cfg: &FlowConfig,
     intervals: &mut dyn Values,
     sizes: &mut dyn Values,
+    log: Option<RecordWriter>,
+    reply_log: Option<RecordWriter>,
+    tx_sink: &mut dyn RecordSink,
+    reply_sink: S,
+    stop: &StopFlag,
+) -> io::Result<(FlowSendStats, S)> {
+    let path = TxPath::open(&PathConfig {
+        kind: SocketKind::Udp,
+        target: cfg.target,
+        bind: cfg.bind,
+        tos: cfg.tos,
+        neigh_timeout: NEIGH_TIMEOUT,
+    })
+    .map_err(io::Error::other)?;
+    run_flow_on(
+        path, cfg, intervals, sizes, log, reply_log, tx_sink, reply_sink, stop,
+    )
+}
+
+/// [`run_flow`] on a path opened beforehand (any socket type): probes
+/// leave through `path.tx` behind `path.frame`'s headers, echo replies are
+/// read from `path.udp`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_flow_on<S: RecordSink + 'static>(
+    mut path: TxPath,
+    cfg: &FlowConfig,
+    intervals: &mut dyn Values,
+    sizes: &mut dyn Values,
     mut log: Option<RecordWriter>,
     reply_log: Option<RecordWriter>,
     tx_sink: &mut dyn RecordSink,
     reply_sink: S,
     stop: &StopFlag,
 ) -> io::Result<(FlowSendStats, S)> {
-    let mut sock = UdpSock::connect(cfg.target, cfg.bind)?;
-    if let Some(tos) = cfg.tos {
-        sock.set_tos(tos)?;
-    }
-    let _ = sock.set_send_buffer(4 << 20);
     set_timer_slack(1);
 
     // Echo replies are read on a second thread from a clone of the socket.
@@ -194,7 +230,7 @@ pub fn run_flow<S: RecordSink + 'static>(
     let mut reply_sink = Some(reply_sink);
     let reply_thread = if cfg.echo {
         let sink = reply_sink.take();
-        let mut rsock = sock.try_clone()?;
+        let mut rsock = path.udp.try_clone()?;
         rsock.enable_rx_timestamps();
         rsock.set_read_timeout(Duration::from_millis(50))?;
         let rstop = reply_stop.clone();
@@ -213,7 +249,8 @@ pub fn run_flow<S: RecordSink + 'static>(
     let mut st = pace_probes(
         cfg,
         &mut MonoClock,
-        &mut sock,
+        &mut path.tx,
+        path.frame.as_ref(),
         intervals,
         sizes,
         log.as_mut(),
@@ -247,11 +284,14 @@ pub fn run_flow<S: RecordSink + 'static>(
 /// The sending half of a flow over any clock and link: start phase,
 /// priming, the paced loop, the end-of-flow marker. [`run_flow`] runs it on
 /// the machine's clock and a UDP socket; tests run it on `wirelab_io::sim`.
+/// With `frame`, every packet handed to `tx` is the probe behind those
+/// headers, lengths and checksums filled for it (raw and packet sockets).
 #[allow(clippy::too_many_arguments)]
 pub fn pace_probes<C: Clock, T: Transmit>(
     cfg: &FlowConfig,
     clock: &mut C,
     tx: &mut T,
+    frame: Option<&Udp4Frame>,
     intervals: &mut dyn Values,
     sizes: &mut dyn Values,
     mut log: Option<&mut RecordWriter>,
@@ -274,20 +314,19 @@ pub fn pace_probes<C: Clock, T: Transmit>(
         Padding::Const(b) => b,
         Padding::Random => 0,
     };
+    // Each buffer: the headers of `frame` (if any), then the probe.
+    let hl = frame.map_or(0, Udp4Frame::prefix_len);
+    let hdr = if luna { LUNA_LEN } else { HEADER_LEN };
     let mut bufs: Vec<Vec<u8>> = (0..max_batch)
-        .map(|_| vec![fill; PROBE_BUF_START])
+        .map(|_| vec![fill; hl + PROBE_BUF_START])
         .collect();
     let mut lens = vec![0usize; max_batch];
+    // IP identification of the packets built here, one per packet.
+    let mut ident: u16 = 0;
+    let mut prime_buf = vec![0u8; hl];
 
-    // Prime the path before the first deadline: a zero-length datagram
-    // resolves the neighbour entry and warms the send path, whose first
-    // call costs tens of µs. Receivers ignore empty datagrams. With a phase
-    // calibration it goes out shortly before the first deadline instead.
     let calibrate = cfg.phase.filter(|&(_, i)| i >= BIN_NS as f64);
     let prime = cfg.prime && !luna;
-    if prime && calibrate.is_none() {
-        let _ = tx.transmit(&[&[]]);
-    }
     let epoch = cfg.epoch_mono_ns.unwrap_or_else(|| clock.now_ns());
     let lead = (cfg.lead.as_nanos() as u64).max(1_000);
     let mut pacer = Pacer::new(
@@ -300,6 +339,23 @@ pub fn pace_probes<C: Clock, T: Transmit>(
         },
     );
     let start_real = (epoch as i128 + cfg.mono_to_real) as u64;
+    // A start farther off than an ordinary run's lead (`--start-at`): wait
+    // for it in bounded absolute sleeps, so a stop request ends the wait.
+    let wake = pacer.origin_ns().saturating_sub(PRESTART_PRIME_NS);
+    loop {
+        let now = clock.now_ns();
+        if now >= wake || stop.is_stopped() {
+            break;
+        }
+        clock.sleep_until(wake.min(now + PRESTART_SLEEP_NS));
+    }
+    // Prime the path before the first deadline: a zero-length datagram
+    // resolves the neighbour entry and warms the send path, whose first
+    // call costs tens of µs. Receivers ignore empty datagrams. With a phase
+    // calibration it goes out shortly before the first deadline instead.
+    if prime && calibrate.is_none() && !stop.is_stopped() {
+        send_prime(tx, frame, &mut prime_buf, &mut ident);
+    }
     let mut phase = None;
     if let Some((pc, interval_ns)) = calibrate {
         let deadlines = DeadlinePhases::constant(interval_ns);
@@ -316,7 +372,7 @@ pub fn pace_probes<C: Clock, T: Transmit>(
             clock.sleep_until(at.saturating_sub(SpinMargin::DEFAULT_INITIAL_NS));
             clock.spin_until(at);
             // Through the probes' own send path, so its code is paged in.
-            let _ = tx.transmit(&[&[]]);
+            send_prime(tx, frame, &mut prime_buf, &mut ident);
         }
         phase = Some(report);
     }
@@ -325,6 +381,7 @@ pub fn pace_probes<C: Clock, T: Transmit>(
     let mut st = FlowSendStats {
         flow: cfg.flow,
         start_unix_ns: start_real,
+        first_deadline_unix_ns: (pacer.origin_ns() as i128 + cfg.mono_to_real) as u64,
         ..Default::default()
     };
     let mut seq: u64 = 0;
@@ -376,9 +433,10 @@ pub fn pace_probes<C: Clock, T: Transmit>(
                 flags = flags.with(ProbeFlags::WARMUP);
             }
             let b = &mut bufs[i];
-            if b.len() < len {
-                b.resize(len.next_power_of_two().min(MAX_PAYLOAD), fill);
+            if b.len() < hl + len {
+                b.resize(hl + len.next_power_of_two().min(MAX_PAYLOAD), fill);
             }
+            let b = &mut b[hl..];
             if luna {
                 let l = LunaProbe {
                     seq: (seq + i as u64) as u32,
@@ -396,8 +454,8 @@ pub fn pace_probes<C: Clock, T: Transmit>(
                 };
                 p.emit(b);
             }
-            if cfg.padding == Padding::Random {
-                rng.fill_bytes(&mut b[HEADER_LEN..len]);
+            if cfg.padding == Padding::Random && len > hdr {
+                rng.fill_bytes(&mut b[hdr..len]);
             }
             lens[i] = len;
             n += 1;
@@ -407,16 +465,19 @@ pub fn pace_probes<C: Clock, T: Transmit>(
         }
         let now = clock.now_ns();
         let tx_real = (now as i128 + cfg.mono_to_real) as u64;
-        for b in bufs.iter_mut().take(n) {
+        for (b, &l) in bufs.iter_mut().zip(&lens[..n]) {
             if luna {
-                luna::stamp_tx_ns(b, tx_real);
+                luna::stamp_tx_ns(&mut b[hl..], tx_real);
             } else {
-                probe::stamp_tx_ns(b, tx_real);
+                probe::stamp_tx_ns(&mut b[hl..], tx_real);
+            }
+            if let Some(f) = frame {
+                write_headers(f, &mut b[..hl + l], &mut ident)?;
             }
         }
         let mut refs: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
         for (r, (b, &l)) in refs.iter_mut().zip(bufs.iter().zip(&lens[..n])) {
-            *r = &b[..l];
+            *r = &b[..hl + l];
         }
         let d = send_batch(tx, &refs[..n], SEND_RETRIES);
         let returned = clock.now_ns();
@@ -507,13 +568,36 @@ pub fn pace_probes<C: Clock, T: Transmit>(
                 tx_ns: (clock.now_ns() as i128 + cfg.mono_to_real) as u64,
                 echo: None,
             };
-            p.emit(&mut bufs[0]);
-            if send_batch(tx, &[&bufs[0][..len]], SEND_RETRIES).sent == 1 {
+            p.emit(&mut bufs[0][hl..]);
+            if let Some(f) = frame {
+                write_headers(f, &mut bufs[0][..hl + len], &mut ident)?;
+            }
+            if send_batch(tx, &[&bufs[0][..hl + len]], SEND_RETRIES).sent == 1 {
                 st.last_repeats += 1;
             }
         }
     }
     Ok(st)
+}
+
+/// Fills `frame`'s headers for the probe in `buf` with the next IP id.
+fn write_headers(frame: &Udp4Frame, buf: &mut [u8], ident: &mut u16) -> io::Result<()> {
+    frame
+        .write(buf, *ident)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    *ident = ident.wrapping_add(1);
+    Ok(())
+}
+
+/// Sends the empty priming datagram (behind `frame`'s headers, if any);
+/// its failure is not the run's.
+fn send_prime<T: Transmit>(tx: &mut T, frame: Option<&Udp4Frame>, buf: &mut [u8], ident: &mut u16) {
+    if let Some(f) = frame {
+        if write_headers(f, buf, ident).is_err() {
+            return;
+        }
+    }
+    let _ = tx.transmit(&[buf]);
 }
 
 /// Reads echo replies until stopped; returns the reply count and the sink.
@@ -655,6 +739,7 @@ mod tests {
             cfg,
             clock,
             &mut link,
+            None,
             &mut || Some(interval_ns),
             &mut || Some(100.0),
             None,
@@ -779,6 +864,133 @@ mod tests {
         // Started on the tick, every fourth probe meets it; calibrated, none.
         assert_eq!(late(false), 50);
         assert_eq!(late(true), 0);
+    }
+
+    #[test]
+    fn raw_and_packet_frames_carry_each_probes_headers() {
+        use wirelab_wire::rewrite::{fix_checksums, parse_ethernet, parse_raw_ip, L3Kind};
+        use wirelab_wire::udp4::{EthAddrs, Udp4Header};
+        let ip = Udp4Header {
+            src: "198.18.0.1:40000".parse().unwrap(),
+            dst: "198.18.0.2:5757".parse().unwrap(),
+            tos: 0xb8,
+            ttl: 64,
+            dont_fragment: true,
+        };
+        let eth = EthAddrs {
+            dst: [2, 0, 0, 0, 0, 2],
+            src: [2, 0, 0, 0, 0, 1],
+        };
+        for eth in [Some(eth), None] {
+            let frame = Udp4Frame { eth, ip };
+            let hl = frame.prefix_len();
+            let mut clock = SimClock::new(EPOCH);
+            let mut link = SimTx::new(&clock, 3_000, 100);
+            let mut c = cfg(20);
+            c.prime = true;
+            let mut k = 0u32;
+            let mut sizes = || {
+                k += 1;
+                Some(f64::from(24 + 61 * k))
+            };
+            let mut recs: Vec<Record> = vec![];
+            let st = pace_probes(
+                &c,
+                &mut clock,
+                &mut link,
+                Some(&frame),
+                &mut || Some(1e6),
+                &mut sizes,
+                None,
+                &mut recs,
+                &StopFlag::new(),
+            )
+            .unwrap();
+            assert_eq!((st.sent, st.last_repeats), (20, 3));
+            // The priming datagram, 20 probes, 3 end markers.
+            assert_eq!(link.sent.len(), 24);
+            for (i, d) in link.sent.iter().enumerate() {
+                let b = &d.bytes;
+                let l = match eth {
+                    Some(_) => {
+                        assert_eq!(&b[..12], &[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
+                        parse_ethernet(b)
+                    }
+                    None => parse_raw_ip(b),
+                };
+                let (L3Kind::V4, at) = l.l3.unwrap() else {
+                    panic!("not IPv4")
+                };
+                assert_eq!(l.ip_len, b.len() - at, "packet {i}");
+                assert_eq!((b[at + 1], b[at + 8]), (0xb8, 64));
+                assert_eq!(&b[at + 4..at + 8], &[0, i as u8, 0x40, 0]);
+                let mut fixed = b.clone();
+                assert!(fix_checksums(&mut fixed, &l, false));
+                assert_eq!(&fixed, b, "packet {i}: checksums");
+                let payload = &b[hl..];
+                if i == 0 {
+                    assert!(payload.is_empty(), "the priming datagram is empty");
+                    continue;
+                }
+                let p = ProbeRepr::parse(payload).unwrap();
+                let seq = (i - 1).min(19);
+                assert_eq!(p.seq, seq as u64);
+                let r = &recs[seq];
+                if i <= 20 {
+                    assert_eq!(
+                        (payload.len(), r.size as usize),
+                        (85 + 61 * seq, 85 + 61 * seq)
+                    );
+                    assert_eq!(p.tx_ns, r.tx_ns);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_distant_start_waits_then_primes_just_before_it() {
+        let mut clock = SimClock::new(EPOCH);
+        let mut c = cfg(5);
+        c.prime = true;
+        // The first deadline 10 s after the epoch (`--start-at`).
+        c.start_mono_ns = Some(EPOCH + 10_000_000_000);
+        let link = SimTx::new(&clock, 3_000, 100);
+        let (st, recs, link) = run(&c, &mut clock, link, 1e6);
+        let st = st.unwrap();
+        assert_eq!(st.sent, 5);
+        assert_eq!(st.first_deadline_unix_ns, EPOCH + 10_000_000_000);
+        assert_eq!(recs[0].sched_ns, 10_000_000_000);
+        assert!(recs[0].tx_ns >= EPOCH + 10_000_000_000);
+        // The priming datagram left 50 ms before the start, not at setup.
+        let prime = &link.sent[0];
+        assert!(prime.bytes.is_empty());
+        let wake = EPOCH + 10_000_000_000 - PRESTART_PRIME_NS;
+        assert!(
+            (wake..wake + 1_000).contains(&prime.at_ns),
+            "{}",
+            prime.at_ns
+        );
+        // A stop during the wait ends the flow without a probe.
+        let stop = StopFlag::new();
+        stop.stop();
+        let mut link = SimTx::new(&clock, 3_000, 100);
+        c.start_mono_ns = Some(clock.now_ns() + 3_600_000_000_000);
+        let before = clock.now_ns();
+        let st = pace_probes(
+            &c,
+            &mut clock,
+            &mut link,
+            None,
+            &mut || Some(1e6),
+            &mut || Some(100.0),
+            None,
+            &mut (),
+            &stop,
+        )
+        .unwrap();
+        assert_eq!((st.sent, st.stopped_early), (0, true));
+        assert!(link.sent.is_empty());
+        assert!(clock.now_ns() - before < PRESTART_SLEEP_NS);
     }
 
     #[test]

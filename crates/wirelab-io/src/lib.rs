@@ -12,6 +12,10 @@
 //! - [`ring_rx`]: AF_PACKET TPACKET_V3 receive ring, read in place.
 //! - [`ring_frames`]: AF_PACKET TPACKET_V2 receive ring, one slot per frame, for
 //!   forwarding without the V3 block-retire wait.
+//! - [`rawip`]: raw IPv4 sockets (IP_HDRINCL) for packets whose headers the
+//!   caller builds; [`route`] (the kernel's route to an address, over
+//!   rtnetlink) and [`neigh`] (the ARP table) find the egress interface and
+//!   next hop a packet socket needs.
 //! - [`ifstats`]: interface counters from sysfs, thread/process CPU time.
 //! - [`process`]: children that die with their parent, signals by pid.
 //! - [`direct`]: `O_DIRECT` files for capture output without the page-cache copy.
@@ -27,12 +31,16 @@ pub mod clock;
 pub mod direct;
 pub mod hwtstamp;
 pub mod ifstats;
+mod mmsg;
+pub mod neigh;
 pub mod packet_sock;
 pub mod process;
+pub mod rawip;
 pub mod ring_frames;
 pub mod ring_rx;
 mod ring_setup;
 pub mod ring_tx;
+pub mod route;
 pub mod rt;
 pub mod sim;
 mod sockopt;

@@ -21,8 +21,10 @@ pub enum PacketError {
         source: io::Error,
     },
     /// Missing CAP_NET_RAW.
-    #[error("opening a packet socket was refused ({source}): needs CAP_NET_RAW — run as root or `setcap cap_net_raw,cap_net_admin,cap_sys_nice,cap_ipc_lock=ep $(which wirelab)`")]
+    #[error("opening a {socket} socket was refused ({source}): needs CAP_NET_RAW — run as root or `setcap cap_net_raw,cap_net_admin,cap_sys_nice,cap_ipc_lock=ep $(which wirelab)`")]
     Permission {
+        /// The kind of socket: "packet", "raw IP".
+        socket: &'static str,
         /// OS error.
         source: io::Error,
     },
@@ -38,9 +40,18 @@ pub enum PacketError {
 
 impl PacketError {
     pub(crate) fn os(what: &'static str) -> PacketError {
-        let source = io::Error::last_os_error();
+        PacketError::from_os("packet", what, io::Error::last_os_error())
+    }
+
+    /// `source` from step `what` on a `socket` socket: a refused
+    /// permission becomes [`PacketError::Permission`].
+    pub(crate) fn from_os(
+        socket: &'static str,
+        what: &'static str,
+        source: io::Error,
+    ) -> PacketError {
         match source.raw_os_error() {
-            Some(libc::EPERM) | Some(libc::EACCES) => PacketError::Permission { source },
+            Some(libc::EPERM) | Some(libc::EACCES) => PacketError::Permission { socket, source },
             _ => PacketError::Os { what, source },
         }
     }
@@ -55,7 +66,14 @@ pub struct IfInfo {
     pub mac: [u8; 6],
     /// MTU (L3 bytes).
     pub mtu: u32,
+    /// Hardware type (`ARPHRD_*`: 1 Ethernet, 772 loopback).
+    pub arp_type: u16,
 }
+
+/// `ARPHRD_ETHER` (linux/if_arp.h).
+pub const ARPHRD_ETHER: u16 = 1;
+/// `ARPHRD_LOOPBACK`.
+pub const ARPHRD_LOOPBACK: u16 = 772;
 
 fn ifreq_for(name: &str) -> Result<libc::ifreq, PacketError> {
     let bytes = name.as_bytes();
@@ -114,6 +132,7 @@ pub fn if_info(name: &str) -> Result<IfInfo, PacketError> {
         index,
         mac,
         mtu: mtu.max(0) as u32,
+        arp_type: sa.sa_family,
     })
 }
 
@@ -124,14 +143,7 @@ pub struct PacketSocket {
     fd: OwnedFd,
     info: IfInfo,
     bypass: bool,
-    iov: Vec<libc::iovec>,
-    msgs: Vec<libc::mmsghdr>,
 }
-
-// SAFETY: the iovec/mmsghdr vectors hold raw pointers only during a
-// `send_batch` call (they are rebuilt at its start); between calls they are
-// inert, so moving the socket to another thread is sound.
-unsafe impl Send for PacketSocket {}
 
 impl PacketSocket {
     /// Opens and binds a packet socket on `ifname`; asks for qdisc bypass
@@ -165,13 +177,7 @@ impl PacketSocket {
         let bypass = qdisc_bypass
             && crate::sockopt::set_int(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_QDISC_BYPASS, 1)
                 .is_ok();
-        Ok(PacketSocket {
-            fd,
-            info,
-            bypass,
-            iov: Vec::new(),
-            msgs: Vec::new(),
-        })
+        Ok(PacketSocket { fd, info, bypass })
     }
 
     /// Interface the socket is bound to.
@@ -213,46 +219,11 @@ impl PacketSocket {
         out.max(0) as usize
     }
 
-    /// Sends whole frames with one `sendmmsg`; returns how many the kernel
-    /// took (the rest should be retried). Blocks when the send buffer is full.
+    /// Sends whole frames (sendmmsg calls of up to 64); returns how many
+    /// the kernel took (the rest should be retried). Blocks when the send
+    /// buffer is full.
     pub fn send_batch(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
-        if frames.is_empty() {
-            return Ok(0);
-        }
-        self.iov.clear();
-        self.msgs.clear();
-        for f in frames {
-            self.iov.push(libc::iovec {
-                iov_base: f.as_ptr() as *mut libc::c_void,
-                iov_len: f.len(),
-            });
-        }
-        for i in 0..frames.len() {
-            // SAFETY: mmsghdr is plain old data; zero is valid (no address,
-            // no control data).
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_iov = &mut self.iov[i];
-            m.msg_hdr.msg_iovlen = 1;
-            self.msgs.push(m);
-        }
-        // SAFETY: `msgs` holds `len` initialised headers whose iovecs point
-        // into `frames`, all alive for the call; the socket is bound, so no
-        // address is needed.
-        let rc = unsafe {
-            libc::sendmmsg(
-                self.fd.as_raw_fd(),
-                self.msgs.as_mut_ptr(),
-                self.msgs.len() as libc::c_uint,
-                0,
-            )
-        };
-        self.iov.clear();
-        self.msgs.clear();
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
-        }
+        crate::mmsg::send(self.fd.as_raw_fd(), frames)
     }
 }
 

@@ -5,7 +5,8 @@ use std::io;
 
 /// One send call carrying several packets: datagrams on a connected UDP
 /// socket ([`crate::UdpSock`]), frames on a packet socket
-/// ([`crate::packet_sock::PacketSocket`]), or a simulated link
+/// ([`crate::packet_sock::PacketSocket`]), IPv4 packets on a raw socket
+/// ([`crate::rawip::RawIpSocket`]), or a simulated link
 /// (`crate::sim::SimTx`).
 pub trait Transmit {
     /// Hands `packets` to the kernel in one call. `Ok(n)`: the first `n`
@@ -20,6 +21,12 @@ impl Transmit for crate::UdpSock {
 }
 
 impl Transmit for crate::packet_sock::PacketSocket {
+    fn transmit(&mut self, packets: &[&[u8]]) -> io::Result<usize> {
+        self.send_batch(packets)
+    }
+}
+
+impl Transmit for crate::rawip::RawIpSocket {
     fn transmit(&mut self, packets: &[&[u8]]) -> io::Result<usize> {
         self.send_batch(packets)
     }

@@ -209,40 +209,10 @@ impl UdpSock {
         )
     }
 
-    /// Sends every buffer in one sendmmsg call on a connected socket.
-    /// Returns how many were sent (the kernel may take fewer).
+    /// Sends every buffer on a connected socket (sendmmsg calls of up to
+    /// 64). Returns how many were sent (the kernel may take fewer).
     pub fn send_batch(&self, bufs: &[&[u8]]) -> io::Result<usize> {
-        const MAX: usize = 64;
-        let n = bufs.len().min(MAX);
-        if n == 0 {
-            return Ok(0);
-        }
-        // SAFETY: iovec and mmsghdr are plain C structs; zeroed is valid
-        // (null pointers, zero lengths) and every used entry is filled below.
-        let mut iov: [libc::iovec; MAX] = unsafe { zeroed() };
-        // SAFETY: as above.
-        let mut msgs: [libc::mmsghdr; MAX] = unsafe { zeroed() };
-        for i in 0..n {
-            iov[i].iov_base = bufs[i].as_ptr() as *mut libc::c_void;
-            iov[i].iov_len = bufs[i].len();
-            msgs[i].msg_hdr.msg_iov = &mut iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-        }
-        // SAFETY: `msgs[..n]` point at `iov[..n]`, which point at the
-        // caller's live buffers; the kernel only reads them (send path).
-        let rc = unsafe {
-            libc::sendmmsg(
-                self.sock.as_raw_fd(),
-                msgs.as_mut_ptr(),
-                n as libc::c_uint,
-                0,
-            )
-        };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
-        }
+        crate::mmsg::send(self.sock.as_raw_fd(), bufs)
     }
 
     /// Sends one datagram on a connected socket.

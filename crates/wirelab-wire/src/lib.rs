@@ -10,6 +10,7 @@ pub mod luna;
 pub mod probe;
 pub mod record;
 pub mod rewrite;
+pub mod udp4;
 
 pub use probe::{EchoTimes, ProbeFlags, ProbeRepr, WireError};
 pub use record::{

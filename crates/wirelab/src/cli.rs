@@ -114,9 +114,9 @@ pub struct PhaseArgs {
     /// where it loses the CPU at regular times (the kernel tick, host timers on a VM) and
     /// starts (at most ~25ms after the calibration) at the phase where the deadlines miss
     /// those stalls; what it saw and chose is in the --json output ("phase"). "off" starts
-    /// at once
-    #[arg(long, value_enum, default_value_t = PhaseArg::Auto)]
-    pub phase: PhaseArg,
+    /// at once. Default: auto (send: off with --start-at)
+    #[arg(long, value_enum)]
+    pub phase: Option<PhaseArg>,
     /// How long --phase auto watches for stalls (40ms, two 20ms folds, to 10s)
     #[arg(long, default_value = "200ms", value_name = "DURATION",
           value_parser = values::duration(40_000_000, 10_000_000_000, "between 40ms and 10s"))]
@@ -126,10 +126,50 @@ pub struct PhaseArgs {
 impl PhaseArgs {
     /// The calibration to run, or None with --phase off.
     pub fn config(&self) -> Option<wirelab_engine::phase::PhaseConfig> {
-        (self.phase == PhaseArg::Auto).then(|| wirelab_engine::phase::PhaseConfig {
+        (self.phase != Some(PhaseArg::Off)).then(|| wirelab_engine::phase::PhaseConfig {
             calibrate: std::time::Duration::from_nanos(self.phase_calibration),
         })
     }
+}
+
+/// `send --socket`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SocketArg {
+    /// A UDP socket: the kernel builds every header
+    Udp,
+    /// A raw IPv4 socket (IP_HDRINCL): wirelab builds the IPv4 and UDP headers
+    Raw,
+    /// An AF_PACKET socket on the route's egress interface: wirelab builds the Ethernet,
+    /// IPv4 and UDP headers, the next hop's MAC from the neighbour table
+    Packet,
+}
+
+impl SocketArg {
+    pub fn engine(self) -> wirelab_engine::txpath::SocketKind {
+        use wirelab_engine::txpath::SocketKind;
+        match self {
+            SocketArg::Udp => SocketKind::Udp,
+            SocketArg::Raw => SocketKind::Raw,
+            SocketArg::Packet => SocketKind::Packet,
+        }
+    }
+}
+
+/// `send --start-at`: unix nanoseconds, or an RFC 3339 time in UTC.
+pub fn parse_start_at(s: &str) -> Result<u64, String> {
+    let hint = "give unix nanoseconds (1795428000500000000) or an RFC 3339 time in UTC \
+                (2026-11-23T10:00:00.5Z)";
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse::<u64>()
+            .map_err(|_| format!("{s:?} is beyond 2554: {hint}"));
+    }
+    let t = humantime::parse_rfc3339(s).map_err(|e| format!("{s:?}: {e}: {hint}"))?;
+    let ns = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| format!("{s:?} is before 1970: {hint}"))?
+        .as_nanos();
+    u64::try_from(ns).map_err(|_| format!("{s:?} is beyond 2554: {hint}"))
 }
 
 impl FormatArg {
@@ -189,7 +229,9 @@ Intervals take time units (ns, us, ms, s); sizes take bytes (64, 1500B, 1KiB).\n
 EXAMPLES:\n  \
 wirelab send 10.0.0.2 --rate 10kpps --size 100 --count 100000 --json\n  \
 wirelab send ::1 --interval exp:1ms --size uniform:64,1400 --duration 10s --record tx.wlr\n  \
-wirelab send host --echo --interval 10ms --duration 30s     # RTT against `wirelab recv --echo`")]
+wirelab send host --echo --interval 10ms --duration 30s     # RTT against `wirelab recv --echo`\n  \
+wirelab send 10.0.0.2 --socket packet --dscp 46 -n 1000     # Ethernet, IPv4, UDP built by wirelab\n  \
+wirelab send 10.0.0.2 --start-at 2026-11-23T10:00:00Z       # first probe at that instant (UTC)")]
 pub struct SendArgs {
     /// Receiver host name or address
     pub host: String,
@@ -201,6 +243,12 @@ pub struct SendArgs {
     /// Local address to bind (default: any)
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<BindAddr>,
+    /// Socket the probes leave through: udp; raw (IP_HDRINCL: wirelab builds IPv4 + UDP
+    /// headers); packet (AF_PACKET on the route's egress interface, Ethernet header too, the
+    /// next hop's MAC from the neighbour table, resolved by ARP if missing). raw and packet:
+    /// IPv4 only, need CAP_NET_RAW, and do not fragment: sizes up to the MTU - 28
+    #[arg(long, value_enum, default_value_t = SocketArg::Udp)]
+    pub socket: SocketArg,
     /// Flow id of the first flow (0..2^32); each flow has its own sequence space
     #[arg(long, default_value_t = 1)]
     pub flow: u32,
@@ -282,6 +330,11 @@ pub struct SendArgs {
     /// With a constant interval (see --phase)
     #[command(flatten)]
     pub phase: PhaseArgs,
+    /// Absolute start: the first probe's deadline, as unix nanoseconds or RFC 3339 UTC
+    /// (2026-11-23T10:00:00.5Z), up to 24 h ahead (1 ms late at most, once the flows are set
+    /// up); the phase is then not calibrated (--phase off)
+    #[arg(long, value_name = "TIME", value_parser = parse_start_at)]
+    pub start_at: Option<u64>,
     /// With --echo: how long to wait for outstanding replies at the end
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = units::parse_duration_ns)]
     pub echo_wait: u64,
@@ -933,4 +986,36 @@ pub struct ReplayRewriteArgs {
     /// Randomise IP addresses consistently with this seed
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_start_at;
+
+    #[test]
+    fn start_at_takes_unix_ns_or_rfc3339_utc() {
+        assert_eq!(
+            parse_start_at("1795428000500000000"),
+            Ok(1_795_428_000_500_000_000)
+        );
+        assert_eq!(
+            parse_start_at("2026-11-23T10:00:00.5Z"),
+            Ok(1_795_428_000_500_000_000)
+        );
+        assert_eq!(
+            parse_start_at("2026-11-23T10:00:00Z"),
+            Ok(1_795_428_000_000_000_000)
+        );
+        for bad in [
+            "",
+            "now",
+            "2026-11-23T10:00:00+01:00",
+            "2026-13-01T00:00:00Z",
+            "99999999999999999999",
+            "-5",
+        ] {
+            let e = parse_start_at(bad).unwrap_err();
+            assert!(e.contains("RFC 3339"), "{bad}: {e}");
+        }
+    }
 }

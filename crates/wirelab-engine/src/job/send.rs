@@ -1,12 +1,14 @@
 //! The send job: one thread per flow, each pacing its probes with
-//! [`crate::sender::run_flow`] from a shared start, streaming statistics
+//! [`crate::sender::run_flow_on`] from a shared start (in a moment, or at
+//! an absolute time), on the socket type asked for, streaming statistics
 //! per flow, and the `wirelab.send/1` report.
 
 use super::rt::RtSetup;
 use super::spec::{self, Fit, FlowSeeds};
 use super::Progress;
 use crate::recordlog::{hostname, LogStats, RecordLog, RecordMeta};
-use crate::sender::{run_flow, FlowConfig, FlowSendStats, Padding, RecordSink, MAX_PAYLOAD};
+use crate::sender::{run_flow_on, FlowConfig, FlowSendStats, Padding, RecordSink, MAX_PAYLOAD};
+use crate::txpath::{self, PathConfig, PathError, SocketKind, TxPath};
 use crate::{ProbeFormat, StopFlag};
 use std::io;
 use std::path::PathBuf;
@@ -21,7 +23,7 @@ use wirelab_analysis::{RttStats, SendAccum, SenderInfo};
 use wirelab_core::gen::{Bounds, GenError, GenSpec, Generator};
 use wirelab_core::schedule::WaitStrategy;
 use wirelab_core::units::format_ns;
-use wirelab_io::clock::{mono_ns, mono_to_real_offset};
+use wirelab_io::clock::{mono_ns, mono_to_real_offset, real_ns};
 use wirelab_io::rt::RtError;
 use wirelab_wire::luna::LUNA_LEN;
 use wirelab_wire::probe::{ECHO_LEN, HEADER_LEN};
@@ -33,6 +35,11 @@ pub const MAX_INTERVAL_NS: f64 = 3_600e9;
 /// Time from the run's epoch to the first departure: every thread is set
 /// up by then.
 const START_LEAD_NS: u64 = 50_000_000;
+/// How late an absolute start may be found (once every flow is set up)
+/// and still be kept.
+pub const START_AT_TOLERANCE_NS: u64 = 1_000_000;
+/// How far ahead an absolute start may lie.
+pub const START_AT_MAX_AHEAD_NS: u64 = 24 * 3_600_000_000_000;
 
 /// The report of a send job.
 pub type SendJobReport = SendReport<FlowSendStats, LogStats>;
@@ -70,6 +77,26 @@ pub enum SendError {
         target: std::net::SocketAddr,
         source: io::Error,
     },
+    #[error("flow {flow} to {target}: {source}")]
+    Path {
+        flow: u32,
+        target: std::net::SocketAddr,
+        source: PathError,
+    },
+    /// A size the socket type cannot carry unfragmented.
+    #[error("{spec}: --socket {} cannot carry a payload of {value} bytes: the MTU of {dev} is {mtu}, so the largest is {max} bytes (raw and packet sockets do not fragment)", .socket.as_str())]
+    TooBig {
+        socket: SocketKind,
+        spec: String,
+        value: f64,
+        dev: String,
+        mtu: u32,
+        max: usize,
+    },
+    #[error("--start-at is {} ms in the past{}", .late_ns / 1_000_000, if *.ready { " once the flows were set up" } else { "" })]
+    StartPast { late_ns: u64, ready: bool },
+    #[error("--start-at is {:.1} h ahead; at most 24 h are allowed", *.ahead_ns as f64 / 3.6e12)]
+    StartTooFar { ahead_ns: u64 },
     #[error("a sending thread panicked")]
     Panicked,
 }
@@ -89,6 +116,27 @@ pub struct SendJob {
     pub record: Option<PathBuf>,
     /// The receiver as given (a name or an address), echoed in the report.
     pub host: String,
+    /// The socket type every flow sends through.
+    pub socket: SocketKind,
+    /// The first probe's deadline on the wall clock (ns since the Unix
+    /// epoch), instead of a moment after the start.
+    pub start_at_unix_ns: Option<u64>,
+}
+
+/// Whether an absolute start at `at` is still to come at `now` (both wall
+/// clock ns): at most [`START_AT_TOLERANCE_NS`] late, at most
+/// [`START_AT_MAX_AHEAD_NS`] ahead.
+pub fn check_start_at(at: u64, now: u64, ready: bool) -> Result<(), SendError> {
+    if now > at.saturating_add(START_AT_TOLERANCE_NS) {
+        return Err(SendError::StartPast {
+            late_ns: now - at,
+            ready,
+        });
+    }
+    if at > now.saturating_add(START_AT_MAX_AHEAD_NS) {
+        return Err(SendError::StartTooFar { ahead_ns: at - now });
+    }
+    Ok(())
 }
 
 /// `--padding`: a byte value (`0`-`255`, `0x00`-`0xff`) or `random`.
@@ -216,23 +264,29 @@ impl SendJob {
             .into(),
             late: format!("{:?}", f.late),
             phase: f.phase.map(|(pc, _)| pc.calibrate.as_nanos() as u64),
+            socket: self.socket.as_str().into(),
+            start_at_unix_ns: self.start_at_unix_ns,
         }
     }
 
-    /// Bounds of generated sizes: the probe header at least.
-    fn size_bounds(&self) -> Result<Bounds, GenError> {
+    /// Bounds of generated sizes: the probe header at least, `max` at most.
+    fn size_bounds(&self, max: usize) -> Result<Bounds, GenError> {
         let min = match (self.flow.format, self.flow.echo) {
             (ProbeFormat::Luna, _) => LUNA_LEN,
             (ProbeFormat::Wirelab, true) => ECHO_LEN,
             (ProbeFormat::Wirelab, false) => HEADER_LEN,
         };
-        Bounds::new(min as f64, MAX_PAYLOAD as f64)
+        Bounds::new(min as f64, max.min(MAX_PAYLOAD) as f64)
     }
 
     /// Every flow's generators, built up front so a bad file or a value out
     /// of bounds fails before anything is sent; and notes on the share of
-    /// values the bounds will clamp.
-    fn generators(&self) -> Result<(Vec<FlowGenerators>, Vec<String>), SendError> {
+    /// values the bounds will clamp. With `egress` (raw and packet
+    /// sockets), sizes stop at what its MTU carries.
+    fn generators(
+        &self,
+        egress: Option<&txpath::Egress>,
+    ) -> Result<(Vec<FlowGenerators>, Vec<String>), SendError> {
         let err = |values, spec: &GenSpec| {
             let spec = spec.to_string();
             move |source| SendError::Spec {
@@ -243,8 +297,9 @@ impl SendJob {
         };
         let ival_bounds =
             Bounds::new(0.0, MAX_INTERVAL_NS).map_err(err(Values::Intervals, &self.intervals))?;
+        let max_size = egress.map_or(MAX_PAYLOAD, |e| e.max_payload());
         let size_bounds = self
-            .size_bounds()
+            .size_bounds(max_size)
             .map_err(err(Values::Sizes, &self.sizes))?;
         let gens = (0..self.flows)
             .map(|i| {
@@ -265,6 +320,24 @@ impl SendJob {
             ] {
                 match spec::fit(g) {
                     Fit::Within => {}
+                    Fit::Outside(value) if values == Values::Sizes && value > max_size as f64 => {
+                        if let Some(e) = egress {
+                            return Err(SendError::TooBig {
+                                socket: self.socket,
+                                spec: spec.to_string(),
+                                value,
+                                dev: e.route.ifname.clone(),
+                                mtu: e.mtu,
+                                max: max_size,
+                            });
+                        }
+                        return Err(SendError::Range {
+                            values,
+                            spec: spec.to_string(),
+                            value,
+                            bounds: g.bounds(),
+                        });
+                    }
                     Fit::Outside(value) => {
                         return Err(SendError::Range {
                             values,
@@ -282,14 +355,52 @@ impl SendJob {
         Ok((gens, notes))
     }
 
-    /// Starts every flow; SIGINT and SIGTERM stop them.
+    /// Starts every flow; SIGINT and SIGTERM stop them. Every socket is
+    /// open (and a packet socket's next hop resolved) before this returns.
     pub fn start(self) -> Result<SendRun, SendError> {
-        let (gens, notes) = self.generators()?;
+        if let Some(at) = self.start_at_unix_ns {
+            check_start_at(at, real_ns(), false)?;
+        }
+        let path_err = |flow, source| SendError::Path {
+            flow,
+            target: self.flow.target,
+            source,
+        };
+        let egress = match self.socket {
+            SocketKind::Udp => None,
+            k => Some(
+                txpath::egress_of(k, self.flow.target, self.flow.bind)
+                    .map_err(|e| path_err(self.flow.flow, e))?,
+            ),
+        };
+        let (gens, notes) = self.generators(egress.as_ref())?;
+        let mut paths = Vec::with_capacity(gens.len());
+        for i in 0..self.flows {
+            let c = PathConfig {
+                kind: self.socket,
+                target: self.flow.target,
+                bind: self.flow.bind,
+                tos: self.flow.tos,
+                neigh_timeout: txpath::NEIGH_TIMEOUT,
+            };
+            let flow = self.flow.flow.wrapping_add(i);
+            paths.push(TxPath::open(&c).map_err(|e| path_err(flow, e))?);
+        }
         self.rt.lock_memory()?;
         let mono_to_real = mono_to_real_offset();
-        // sched_ns counts from the epoch.
-        let epoch = mono_ns();
-        let start = epoch + START_LEAD_NS;
+        // sched_ns counts from the epoch, START_LEAD_NS before the first
+        // deadline; with --start-at that deadline is the time given.
+        let (epoch, start) = match self.start_at_unix_ns {
+            Some(at) => {
+                check_start_at(at, real_ns(), true)?;
+                let start = (at as i128 - mono_to_real).max(START_LEAD_NS as i128) as u64;
+                (start - START_LEAD_NS, start)
+            }
+            None => {
+                let epoch = mono_ns();
+                (epoch, epoch + START_LEAD_NS)
+            }
+        };
         let start_unix_ns = (epoch as i128 + mono_to_real) as u64;
         let log = match &self.record {
             Some(p) => {
@@ -318,7 +429,7 @@ impl SendJob {
             late_threshold_ns: None,
         };
         let mut threads = Vec::new();
-        for (i, (mut ivals, mut sizes)) in gens.into_iter().enumerate() {
+        for (i, ((mut ivals, mut sizes), path)) in gens.into_iter().zip(paths).enumerate() {
             let cfg = FlowConfig {
                 flow: self.flow.flow.wrapping_add(i as u32),
                 seed: FlowSeeds::of(self.seed, i as u32).flow,
@@ -340,7 +451,8 @@ impl SendJob {
                     rt.apply_to_thread(i)?;
                     let mut next_ival = || ivals.next();
                     let mut next_size = || sizes.next();
-                    let (stats, rtt) = run_flow(
+                    let (stats, rtt) = run_flow_on(
+                        path,
                         &cfg,
                         &mut next_ival,
                         &mut next_size,
@@ -458,6 +570,45 @@ mod tests {
             let e = bad.parse::<Padding>().unwrap_err();
             assert!(e.contains("0-255"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn an_absolute_start_may_be_a_millisecond_late_and_a_day_ahead() {
+        const T: u64 = 1_795_428_000_000_000_000;
+        assert!(check_start_at(T, T - 5, true).is_ok());
+        assert!(check_start_at(T, T + START_AT_TOLERANCE_NS, true).is_ok());
+        let e = check_start_at(T, T + 2_500_000, false).unwrap_err();
+        assert_eq!(e.to_string(), "--start-at is 2 ms in the past");
+        let e = check_start_at(T, T + 1_000_001, true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--start-at is 1 ms in the past once the flows were set up"
+        );
+        assert!(check_start_at(T + START_AT_MAX_AHEAD_NS, T, false).is_ok());
+        let e = check_start_at(T + START_AT_MAX_AHEAD_NS + 1, T, false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--start-at is 24.0 h ahead; at most 24 h are allowed"
+        );
+        // Far in the past or far ahead: no overflow.
+        assert!(check_start_at(0, u64::MAX, false).is_err());
+        assert!(check_start_at(u64::MAX, 0, false).is_err());
+    }
+
+    #[test]
+    fn a_size_a_raw_socket_cannot_carry_names_the_mtu_and_the_largest() {
+        let e = SendError::TooBig {
+            socket: SocketKind::Packet,
+            spec: "const:9000".into(),
+            value: 9000.0,
+            dev: "eth1".into(),
+            mtu: 1500,
+            max: 1472,
+        };
+        assert_eq!(
+            e.to_string(),
+            "const:9000: --socket packet cannot carry a payload of 9000 bytes: the MTU of eth1 is 1500, so the largest is 1472 bytes (raw and packet sockets do not fragment)"
+        );
     }
 
     #[test]

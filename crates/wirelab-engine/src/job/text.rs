@@ -31,9 +31,14 @@ fn ks(v: Option<f64>) -> String {
 
 /// `wirelab send`'s summary: one block per flow.
 pub fn write_send(r: &SendJobReport, out: &mut dyn Write) -> io::Result<()> {
+    // The socket type is named when it is not the ordinary UDP socket.
+    let socket = match r.config.socket.as_str() {
+        "udp" => String::new(),
+        s => format!(", socket {s}"),
+    };
     writeln!(
         out,
-        "sent to {}: interval {}, size {}",
+        "sent to {}: interval {}, size {}{socket}",
         r.target, r.config.interval, r.config.size
     )?;
     // Interval 0: no schedule, so lateness, deadlines and drift mean nothing.
@@ -446,6 +451,8 @@ mod tests {
                 format: "wirelab".into(),
                 late: "Burst".into(),
                 phase: None,
+                socket: "udp".into(),
+                start_at_unix_ns: None,
             },
             flows: vec![SentFlowReport {
                 report: FlowReport::empty(1),

@@ -1,7 +1,7 @@
 //! `wirelab send`: flags to a [`SendJob`], its report to stdout.
 
-use crate::cli::{FormatArg, SendArgs, WaitArg};
-use crate::error::{rt_error, usage};
+use crate::cli::{FormatArg, PhaseArg, SendArgs, WaitArg};
+use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
 use std::time::Duration;
 use wirelab_analysis::schema::to_json_sorted;
@@ -13,6 +13,7 @@ use wirelab_engine::job::send::{SendError, SendJob, Values};
 use wirelab_engine::job::{spec, text};
 use wirelab_engine::replay::Spin;
 use wirelab_engine::sender::FlowConfig;
+use wirelab_engine::txpath::{PathError, SocketKind};
 
 /// Lateness that `--late rebase` shifts the schedule on.
 const REBASE_THRESHOLD_NS: u64 = 10_000;
@@ -38,8 +39,17 @@ pub fn run(a: SendArgs) -> Result<()> {
         Spin::Auto => (SpinMargin::DEFAULT_INITIAL_NS, true),
         Spin::Fixed(ns) => (ns, false),
     };
+    let socket = a.socket.engine();
+    // An absolute start is where the first deadline lies: a calibrated
+    // phase would move it.
+    if a.start_at.is_some() && a.phase.phase == Some(PhaseArg::Auto) {
+        return Err(usage(
+            "--start-at fixes the first deadline and --phase auto would move it: leave --phase out (--start-at implies --phase off)",
+        ));
+    }
     // The start phase matters only for a periodic schedule.
-    let phase = match (a.phase.config(), intervals.kind()) {
+    let phase_config = a.phase.config().filter(|_| a.start_at.is_none());
+    let phase = match (phase_config, intervals.kind()) {
         (Some(pc), SpecKind::Dist(Dist::Const { value })) if *value > 0.0 => Some((pc, *value)),
         _ => None,
     };
@@ -61,7 +71,22 @@ pub fn run(a: SendArgs) -> Result<()> {
             ));
         }
     }
-    let target = net::resolve(&a.host, a.port, a.family.family()).map_err(|e| match e {
+    let mut family = a.family.family();
+    if socket != SocketKind::Udp {
+        if family == Family::V6 {
+            return Err(usage(format!(
+                "--socket {} builds IPv4 headers: -6 needs --socket udp",
+                socket.as_str()
+            )));
+        }
+        family = Family::V4;
+    }
+    let target = net::resolve(&a.host, a.port, family).map_err(|e| match e {
+        net::ResolveError::NoAddress { .. } if socket != SocketKind::Udp => usage(format!(
+            "--socket {} builds IPv4 headers, and {} has no IPv4 address (IPv6 needs --socket udp)",
+            socket.as_str(),
+            a.host
+        )),
         e @ net::ResolveError::NoAddress { .. } => usage(e.to_string()),
         e => e.into(),
     })?;
@@ -108,12 +133,17 @@ pub fn run(a: SendArgs) -> Result<()> {
         },
         record: a.record.clone(),
         host: a.host.clone(),
+        socket,
+        start_at_unix_ns: a.start_at,
         intervals,
         sizes: a.size.clone(),
     };
     let msg = format!(
-        "sending to {target}: {} flow(s), interval {}, size {}",
-        a.flows, job.intervals, job.sizes
+        "sending to {target}: {} flow(s), interval {}, size {}, socket {}",
+        a.flows,
+        job.intervals,
+        job.sizes,
+        socket.as_str()
     );
     let send_error = |e| match e {
         SendError::Spec { values, .. } | SendError::Range { values, .. } => usage(format!(
@@ -124,6 +154,15 @@ pub fn run(a: SendArgs) -> Result<()> {
                 ival_flag
             }
         )),
+        SendError::TooBig { .. } => usage(format!("--size {e}")),
+        SendError::StartPast { .. } | SendError::StartTooFar { .. } => usage(e.to_string()),
+        SendError::Path { ref source, .. } if source.is_permission() => {
+            anyhow::Error::new(Privilege(e.to_string()))
+        }
+        SendError::Path {
+            source: PathError::NotIpv4(_) | PathError::LocalTarget(_),
+            ..
+        } => usage(e.to_string()),
         SendError::Rt(e) => rt_error(e),
         e => e.into(),
     };
