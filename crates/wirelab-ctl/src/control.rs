@@ -443,6 +443,29 @@ impl Control {
         let first = addrs.next()?;
         addrs.next().is_none().then_some(first)
     }
+
+    /// The interfaces `[capture]` records on `host`: `capture.ifaces`, else
+    /// the host's `test_if`, else (the emulator's host) the emulator's two.
+    /// Empty when `host` is not a capture host.
+    pub fn capture_ifaces(&self, host: &str) -> Vec<String> {
+        let Some(cap) = self
+            .capture
+            .as_ref()
+            .filter(|c| c.hosts.iter().any(|h| h == host))
+        else {
+            return Vec::new();
+        };
+        if let Some(i) = &cap.ifaces {
+            return i.clone();
+        }
+        if let Some(t) = self.hosts.get(host).and_then(|h| h.test_if.clone()) {
+            return vec![t];
+        }
+        match &self.emulate {
+            Some(e) if e.host == host => e.ifaces.to_vec(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Reads and parses the control file at `path`; returns it with the text as

@@ -267,6 +267,13 @@ pub fn apply_sets(c: &Control, sets: &[(String, String)]) -> Result<Control, Pla
             }
             "campaign.settle" => c.campaign.settle = dur()?,
             "campaign.pause" => c.campaign.pause = dur()?,
+            k if k.starts_with("campaign.") => {
+                return Err(bad(
+                    "--set takes campaign.seed, campaign.repetitions, campaign.order, \
+                     campaign.settle and campaign.pause"
+                        .into(),
+                ))
+            }
             _ => {
                 let target = c
                     .target(key)

@@ -83,6 +83,12 @@ fn reference_parses() {
     assert_eq!(e.stages.as_deref(), Some("delay {emulate.delay} 50us"));
     assert_eq!(e.ifaces, ["e1".to_string(), "e2".to_string()]);
     assert_eq!(c.capture.as_ref().unwrap().snaplen, Some(96));
+    assert_eq!(
+        c.capture_ifaces("emu"),
+        ["e1", "e2"],
+        "the emulator's by default"
+    );
+    assert!(c.capture_ifaces("rx").is_empty(), "not a capture host");
     assert_eq!(c.stressors[0].preset, Some(StressPreset::Realistic));
     let env = &c.env.as_ref().unwrap().apply["rx"];
     assert_eq!(env["net.core.rmem_max"], Value::Int(26_214_400));

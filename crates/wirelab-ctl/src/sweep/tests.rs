@@ -178,6 +178,7 @@ fn set_replaces_an_axis_or_a_scalar() {
         ("campaign.order", "random", "sequential or shuffled"),
         ("campaign.settle", "5", "needs a unit"),
         ("flow.nope.size", "80", "no flow is named \"nope\""),
+        ("campaign.name", "x", "--set takes campaign.seed"),
         ("rate", "1kpps", "both an interval"),
     ] {
         let e = plan(&c, None, &sets(&[(k, v)])).unwrap_err();
