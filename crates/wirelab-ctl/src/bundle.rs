@@ -44,7 +44,7 @@ pub enum BundleError {
         path: PathBuf,
         source: serde_json::Error,
     },
-    #[error("{0}: not a results directory of `wirelab run` (no points/ in it)", .0.display())]
+    #[error("{}: not a results directory of `wirelab run` (no points/ in it)", .0.display())]
     NotABundle(PathBuf),
     #[error("{path}: {message}", path = path.display())]
     Records { path: PathBuf, message: String },

@@ -15,7 +15,8 @@ use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStat
 use crate::control::{Control, FlowSpec, SocketKind};
 use crate::lab::{Lab, LabError, LinkSpec};
 use crate::sweep::{self, Plan, Point};
-use crate::transport::{AgentConn, Exit, Sig, Transport, TransportError};
+use crate::proto::{Exit, Sig, Sockets};
+use crate::transport::{AgentConn, Transport, TransportError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -209,7 +210,7 @@ pub fn run(
                 break;
             }
         }
-        if n + 1 < todo.len() && !sleep_unless(stop, control.campaign.pause_ns) {
+        if n + 1 < todo.len() && !sleep_unless(stop, control.campaign.pause) {
             out.interrupted = true;
             break;
         }
@@ -305,7 +306,10 @@ fn build_lab(c: &Control) -> Result<Option<Lab>, RunError> {
         b = b.namespace(ns);
     }
     for l in &spec.links {
-        let mut s = LinkSpec::new().ipv6_off();
+        let mut s = LinkSpec::new();
+        if !l.ipv6 {
+            s = s.ipv6_off();
+        }
         if let (Some(a), Some(bb)) = (&l.a_addr, &l.b_addr) {
             s = s.ipv4(a, bb);
         }
@@ -316,6 +320,12 @@ fn build_lab(c: &Control) -> Result<Option<Lab>, RunError> {
             s = s.names(a, bb);
         }
         b = b.link(&l.a, &l.b, s);
+    }
+    for r in &spec.routes {
+        b = b.route(&r.ns, &r.to, &r.via);
+    }
+    for x in &spec.sysctls {
+        b = b.sysctl(&x.ns, &x.key, &x.value);
     }
     Ok(Some(b.build()?))
 }
@@ -366,9 +376,11 @@ impl<'a> Hosts<'a> {
                 }
                 None => {
                     let t: Transport = spec.transport.parse().map_err(agent_err)?;
-                    let w = match (&t, &spec.wirelab) {
-                        (_, Some(w)) => w.clone(),
-                        (Transport::Ssh { .. }, None) => "wirelab".into(),
+                    // Local and namespaced agents run this very binary
+                    // unless the host names another.
+                    let w = match &t {
+                        Transport::Ssh { .. } => spec.wirelab.clone(),
+                        _ if spec.wirelab != "wirelab" => spec.wirelab.clone(),
                         _ => self.local_wirelab(),
                     };
                     (t, w)
@@ -530,12 +542,18 @@ fn run_point(
     let mut flows: Vec<FlowRun> = resolved
         .flows
         .iter()
-        .enumerate()
-        .map(|(i, f)| {
+        .map(|f| {
             let mut spec = f.clone();
             if cfg.quick {
                 quicken(&mut spec);
             }
+            // Ids and ports by the flow's place in the control file, the
+            // same at every point whichever flows run there.
+            let i = control
+                .flows
+                .iter()
+                .position(|c| c.name == f.name)
+                .unwrap_or(0);
             FlowRun {
                 id: i as u32 + 1,
                 port: f.port.unwrap_or(BASE_PORT + i as u16),
@@ -580,16 +598,12 @@ fn run_point(
             "--json".into(),
             "-q".into(),
         ];
-        match (&e.a2b, &e.b2a) {
-            (None, None) => args.extend(["--both".into(), e.stages.clone()]),
-            (a2b, b2a) => {
-                for (flag, s) in [("--a2b", a2b), ("--b2a", b2a)] {
-                    if let Some(s) = s {
-                        args.extend([flag.into(), s.clone()]);
-                    }
-                }
+        for (flag, s) in [("--both", &e.stages), ("--a2b", &e.a2b), ("--b2a", &e.b2a)] {
+            if let Some(s) = s {
+                args.extend([flag.to_string(), s.clone()]);
             }
         }
+        args.extend(e.args.iter().cloned());
         let before = run.agent(&e.host)?.sockets().map_err(agent(&e.host))?;
         run.spawn(&e.host, &emu_tag, args)?;
         wait_ready(&mut run, &e.host, &emu_tag, |s| {
@@ -599,7 +613,13 @@ fn run_point(
     let mut captures = vec![];
     if let Some(c) = &resolved.capture {
         for host in &c.hosts {
-            let ifaces = capture_ifaces(control, host, c)?;
+            let ifaces = control.capture_ifaces(host);
+            if ifaces.is_empty() {
+                return Err(RunError::Setup(format!(
+                    "[capture] on host {host}: name the interfaces (capture.ifaces) or the \
+                     host's test_if"
+                )));
+            }
             for ifname in ifaces {
                 let tag = format!("{}-cap-{host}-{ifname}", point.id);
                 let file = format!("{tag}.pcapng");
@@ -615,6 +635,10 @@ fn run_point(
                 if let Some(s) = c.snaplen {
                     args.extend(["--snaplen".into(), s.to_string()]);
                 }
+                if let Some(f) = &c.filter {
+                    args.push(f.clone());
+                }
+                args.extend(c.args.iter().cloned());
                 let before = run.agent(host)?.sockets().map_err(agent(host))?;
                 run.spawn(host, &tag, args)?;
                 wait_ready(&mut run, host, &tag, |s| s.packet > before.packet)?;
@@ -796,7 +820,7 @@ fn wait_ready(
     run: &mut PointRun<'_, '_>,
     host: &str,
     tag: &str,
-    ready: impl Fn(&crate::proto::Sockets) -> bool,
+    ready: impl Fn(&Sockets) -> bool,
 ) -> Result<(), RunError> {
     let t0 = Instant::now();
     loop {
@@ -827,7 +851,7 @@ fn read_status(
     name: &str,
 ) -> Result<Option<RecvStatus>, RunError> {
     let a = run.agent(host)?;
-    match a.read_small(name) {
+    match a.read_small(name, 16 << 20) {
         Ok(Some(bytes)) => Ok(serde_json::from_slice(&bytes).ok()),
         Ok(None) => Ok(None),
         Err(e) => Err(RunError::Agent {
@@ -911,24 +935,6 @@ fn quicken(f: &mut FlowSpec) {
     }
 }
 
-/// The interfaces to capture on at `host`: the capture section's, else
-/// the host's test interface.
-fn capture_ifaces(
-    c: &Control,
-    host: &str,
-    cap: &crate::control::CaptureSpec,
-) -> Result<Vec<String>, RunError> {
-    if !cap.ifaces.is_empty() {
-        return Ok(cap.ifaces.clone());
-    }
-    match &c.hosts[host].test_if {
-        Some(i) => Ok(vec![i.clone()]),
-        None => Err(RunError::Setup(format!(
-            "[capture] on host {host}: name the interfaces (capture.ifaces) or the host's test_if"
-        ))),
-    }
-}
-
 /// Fetches `name` from the agent's workdir to `local`; false if the tool
 /// never wrote it.
 fn fetch(
@@ -946,7 +952,7 @@ fn fetch(
             let _ = a.remove(name);
             Ok(true)
         }
-        Err(TransportError::NotFound(_)) => Ok(false),
+        Err(TransportError::NotFound { .. }) => Ok(false),
         Err(source) => Err(RunError::Agent {
             host: host.into(),
             source,

@@ -1,11 +1,19 @@
-//! Orchestration above the engine. Today: [`lab`], network namespaces joined
-//! by veth pairs on one host, used by `wirelab demo` ([`demo`]) and the
-//! end-to-end tests; the agent of `wirelab run` ([`agent`], speaking
-//! [`proto`]) and the controller's way to reach it ([`transport`]).
+//! Orchestration above the engine: [`lab`], network namespaces joined by
+//! veth pairs on one host, used by `wirelab demo` ([`demo`]), `wirelab run`
+//! and the end-to-end tests; `wirelab run` itself: its control file
+//! ([`control`]), the expression language of exclusions and `--only`
+//! ([`expr`]), its points ([`sweep`]), the agent ([`agent`], speaking
+//! [`proto`]) and the controller's way to reach it ([`transport`]), the
+//! campaign runner ([`campaign`]) and its results bundle ([`bundle`]).
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod bundle;
+pub mod campaign;
+pub mod control;
 pub mod demo;
+pub mod expr;
 pub mod lab;
 pub mod proto;
+pub mod sweep;
 pub mod transport;
