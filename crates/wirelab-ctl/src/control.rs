@@ -23,13 +23,35 @@
 //!   in the emulator's stages and arguments, the capture's filter and
 //!   arguments, a flow's `send_args`/`recv_args`, or in a flow's `when`.
 //!   A key that changes nothing is refused (a typo).
-//! - A flow's `when` (an [`Expr`]) selects the points it runs in, e.g. one
+//! - A flow's `when` (an [`Expr`](crate::expr::Expr)) selects the points it runs in, e.g. one
 //!   direction per point with a `direction` axis.
 //! - `[lab]` hosts (`transport = "lab:NS"`) name their interfaces by the
 //!   namespace at the other end of the link (`test_if = "rx"`, emulator
 //!   `ifaces = ["tx", "rx"]`): the lab makes the real names.
 //! - `[[stressor]]`, `[env]` and `[metrics]` are read and checked; running
 //!   them is for a later version of `run`.
+//!
+//! Sections and keys (`*` required, defaults in parentheses):
+//! - `[campaign]`: `name`*, `description`, `order` (`sequential`) or
+//!   `shuffled`, `seed` (1), `repetitions` (1), `settle` (0), `pause` (0).
+//! - `[hosts]`: `NAME = { transport*, test_if, control_if, wirelab
+//!   ("wirelab"), mtu, addr }`.
+//! - `[lab]`: `namespaces`*, `links = [{ a*, b*, a_addr, b_addr, mtu, ipv6
+//!   (true) }]`, `routes = [{ ns*, to*, via* }]`, `sysctls = [{ ns*, key*,
+//!   value* }]`.
+//! - `[[flow]]`: `name`*, `from`*, `to`*, `duration`, `count`, `interval` or
+//!   `rate`, `size`, `socket` (`udp`, `raw`, `packet`), `dscp`, `echo`
+//!   (false), `port`, `warmup_packets` (0), `query = { every_packets
+//!   (100000), mode ("control" or "inband") }`, `abort = { lost_gt,
+//!   max_duration }`, `when`, `send_args`, `recv_args`.
+//! - `[sweep]`: `KEY = [values]`, `exclude = [expressions]`.
+//! - `[emulate]`: `host`*, `ifaces`* (two), `stages` or `a2b`/`b2a`, `args`.
+//! - `[capture]`: `hosts`*, `ifaces`, `snaplen`, `filter`, `args`.
+//! - `[[stressor]]`: `host`*, `preset` (`realistic`) or `kind` (`cpu`,
+//!   `get`, `cpu-rt`, `bigheap`, `hdd`, `timer`, `network`), `workers`,
+//!   `load`, `rt_priority`, `rate`, `args`.
+//! - `[env]`: `apply.HOST = { SETTING = value }`.
+//! - `[metrics]`: `listen`* (`ADDRESS:PORT`).
 //!
 //! No I/O except reading the file in [`load`].
 
@@ -106,12 +128,11 @@ pub struct Campaign {
     pub seed: u64,
     /// Rounds over the whole sweep; at least 1 (the default).
     pub repetitions: u32,
-    /// Wait after starting stressors, before the receivers (ns). Default 0.
-    #[serde(rename = "settle_ns")]
-    pub settle: u64,
-    /// Wait between two points (ns). Default 0.
-    #[serde(rename = "pause_ns")]
-    pub pause: u64,
+    /// Wait after starting stressors, before the receivers (key `settle`).
+    /// Default 0.
+    pub settle_ns: u64,
+    /// Wait between two points (key `pause`). Default 0.
+    pub pause_ns: u64,
 }
 
 /// The run order of the points.
@@ -270,7 +291,7 @@ pub struct FlowSpec {
     pub warmup_packets: u64,
     pub query: Query,
     pub abort: Abort,
-    /// The points this flow runs in (an [`Expr`] over their parameters);
+    /// The points this flow runs in (an [`Expr`](crate::expr::Expr) over their parameters);
     /// all when absent.
     pub when: Option<String>,
     /// Other `wirelab send` options, verbatim.
@@ -344,9 +365,9 @@ pub struct EmulateSpec {
 #[serde(deny_unknown_fields)]
 pub struct CaptureSpec {
     pub hosts: Vec<String>,
-    /// Interfaces (default: each host's `test_if`; on the emulator's host
-    /// without one, the emulator's two interfaces).
-    pub ifaces: Option<Vec<String>>,
+    /// Interfaces; empty: each host's `test_if`, or on the emulator's host
+    /// without one the emulator's two ([`Control::capture_ifaces`]).
+    pub ifaces: Vec<String>,
     pub snaplen: Option<u32>,
     /// A tcpdump-syntax filter.
     pub filter: Option<String>,
@@ -455,8 +476,8 @@ impl Control {
         else {
             return Vec::new();
         };
-        if let Some(i) = &cap.ifaces {
-            return i.clone();
+        if !cap.ifaces.is_empty() {
+            return cap.ifaces.clone();
         }
         if let Some(t) = self.hosts.get(host).and_then(|h| h.test_if.clone()) {
             return vec![t];

@@ -121,7 +121,11 @@ pub struct Resolved {
 pub struct PlanReport {
     /// [`PLAN_SCHEMA`].
     pub schema: String,
+    /// After `--set`.
     pub campaign: Campaign,
+    /// The hosts a run would contact, and its flows, by name.
+    pub hosts: Vec<String>,
+    pub flows: Vec<String>,
     pub axes: Vec<Axis>,
     pub combinations: u64,
     pub filtered: u64,
@@ -132,10 +136,12 @@ pub struct PlanReport {
 }
 
 impl PlanReport {
-    pub fn new(plan: &Plan) -> PlanReport {
+    pub fn new(c: &Control, plan: &Plan) -> PlanReport {
         PlanReport {
             schema: PLAN_SCHEMA.to_string(),
             campaign: plan.campaign.clone(),
+            hosts: c.hosts.keys().cloned().collect(),
+            flows: c.flows.iter().map(|f| f.name.clone()).collect(),
             axes: plan.axes.clone(),
             combinations: plan.combinations,
             filtered: plan.filtered,
@@ -265,8 +271,8 @@ pub fn apply_sets(c: &Control, sets: &[(String, String)]) -> Result<Control, Pla
                 c.campaign.order = Order::parse(raw)
                     .ok_or_else(|| bad(format!("{raw:?}: use sequential or shuffled")))?
             }
-            "campaign.settle" => c.campaign.settle = dur()?,
-            "campaign.pause" => c.campaign.pause = dur()?,
+            "campaign.settle" => c.campaign.settle_ns = dur()?,
+            "campaign.pause" => c.campaign.pause_ns = dur()?,
             k if k.starts_with("campaign.") => {
                 return Err(bad(
                     "--set takes campaign.seed, campaign.repetitions, campaign.order, \

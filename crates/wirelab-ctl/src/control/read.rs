@@ -125,8 +125,8 @@ fn read_campaign(root: &Tbl) -> Result<Campaign, ControlError> {
         repetitions: t
             .int("repetitions", 1, 1_000_000)?
             .map_or(1, |a| a.v as u32),
-        settle: t.duration("settle")?.map_or(0, |a| a.v),
-        pause: t.duration("pause")?.map_or(0, |a| a.v),
+        settle_ns: t.duration("settle")?.map_or(0, |a| a.v),
+        pause_ns: t.duration("pause")?.map_or(0, |a| a.v),
     })
 }
 
@@ -706,7 +706,7 @@ fn read_capture(t: &Tbl, c: &Control) -> Result<CaptureSpec, ControlError> {
                 }
             }
         }
-        Some(v.into_iter().map(|a| a.v).collect())
+        v.into_iter().map(|a| a.v).collect()
     } else {
         for h in &hosts {
             let emulator = c.emulate.as_ref().is_some_and(|e| e.host == h.v);
@@ -721,7 +721,7 @@ fn read_capture(t: &Tbl, c: &Control) -> Result<CaptureSpec, ControlError> {
                 ));
             }
         }
-        None
+        Vec::new()
     };
     Ok(CaptureSpec {
         hosts: hosts.into_iter().map(|h| h.v).collect(),

@@ -53,7 +53,7 @@ fn reference_parses() {
     assert_eq!(c.campaign.order, Order::Shuffled);
     assert_eq!((c.campaign.seed, c.campaign.repetitions), (7, 1));
     assert_eq!(
-        (c.campaign.settle, c.campaign.pause),
+        (c.campaign.settle_ns, c.campaign.pause_ns),
         (5_000_000_000, 2_000_000_000)
     );
     assert_eq!(c.hosts.len(), 3);

@@ -161,7 +161,10 @@ fn set_replaces_an_axis_or_a_scalar() {
         &sets(&[("campaign.settle", "1s"), ("campaign.pause", "0")]),
     )
     .unwrap();
-    assert_eq!((p.campaign.settle, p.campaign.pause), (1_000_000_000, 0));
+    assert_eq!(
+        (p.campaign.settle_ns, p.campaign.pause_ns),
+        (1_000_000_000, 0)
+    );
 
     let e = plan(&c, None, &sets(&[("colour", "red")])).unwrap_err();
     let m = e.to_string();
@@ -465,7 +468,7 @@ fn wide(n: usize) -> Control {
 fn ten_thousand_points() {
     let p = plan(&wide(4), None, &[]).unwrap();
     assert_eq!((p.combinations, p.points.len()), (10_000, 10_000));
-    let report = PlanReport::new(&p);
+    let report = PlanReport::new(&wide(4), &p);
     assert_eq!(report.point_count, 10_000);
 }
 
@@ -505,7 +508,7 @@ fn more_than_a_million_points_is_refused() {
 fn report_and_text() {
     let c = reference();
     let p = plan(&c, None, &[]).unwrap();
-    let r = PlanReport::new(&p);
+    let r = PlanReport::new(&c, &p);
     let j = serde_json::to_value(&r).unwrap();
     assert_eq!(j["schema"], "wirelab.run.plan/1");
     assert_eq!(j["combinations"], 360);
@@ -513,6 +516,8 @@ fn report_and_text() {
     assert_eq!(j["excluded_count"], 24);
     assert_eq!(j["campaign"]["settle_ns"], 5_000_000_000u64);
     assert_eq!(j["campaign"]["order"], "shuffled");
+    assert_eq!(j["hosts"], serde_json::json!(["emu", "rx", "tx"]));
+    assert_eq!(j["flows"], serde_json::json!(["sut"]));
     assert_eq!(j["points"][0]["index"], 0);
     assert_eq!(j["excluded"][0]["params"]["size"], 65000);
     assert_eq!(
