@@ -13,9 +13,9 @@
 
 use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStatus};
 use crate::control::{Control, FlowSpec, SocketKind};
-use crate::lab::{Lab, LabError, LinkSpec};
-use crate::sweep::{self, Plan, Point};
+use crate::lab::{Lab, LabError, LinkSpec, Side};
 use crate::proto::{Exit, Sig, Sockets};
+use crate::sweep::{self, Plan, Point};
 use crate::transport::{AgentConn, Transport, TransportError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -145,7 +145,9 @@ pub fn run(
     let started = unix_ns();
     let dir = match &cfg.resume {
         Some(d) => d.clone(),
-        None => cfg.results.join(bundle_name(&control.campaign.name, &cfg.control_text)),
+        None => cfg
+            .results
+            .join(bundle_name(&control.campaign.name, &cfg.control_text)),
     };
     std::fs::create_dir_all(dir.join("points")).map_err(|e| bundle_io(&dir, e))?;
     bundle::write_atomic(&dir.join("control.toml"), cfg.control_text.as_bytes())?;
@@ -185,7 +187,7 @@ pub fn run(
             total: todo.len(),
             point,
         });
-        let result = run_point(control, point, cfg, &mut hosts, &dir, stop, on);
+        let result = run_point(control, plan, point, cfg, &mut hosts, &dir, stop, on);
         let (status, reason) = match &result {
             Ok(p) => (p.status, p.reason.clone()),
             Err(e) => (PointStatus::Failed, Some(e.to_string())),
@@ -210,7 +212,7 @@ pub fn run(
                 break;
             }
         }
-        if n + 1 < todo.len() && !sleep_unless(stop, control.campaign.pause) {
+        if n + 1 < todo.len() && !sleep_unless(stop, plan.campaign.pause_ns) {
             out.interrupted = true;
             break;
         }
@@ -310,8 +312,10 @@ fn build_lab(c: &Control) -> Result<Option<Lab>, RunError> {
         if !l.ipv6 {
             s = s.ipv6_off();
         }
-        if let (Some(a), Some(bb)) = (&l.a_addr, &l.b_addr) {
-            s = s.ipv4(a, bb);
+        for (side, a) in [(Side::A, &l.a_addr), (Side::B, &l.b_addr)] {
+            if let Some(a) = a {
+                s = s.addr(side, a);
+            }
         }
         if let Some(m) = l.mtu {
             s = s.mtu(m);
@@ -350,9 +354,11 @@ impl<'a> Hosts<'a> {
 
     fn get(&mut self, host: &str) -> Result<&mut AgentConn, RunError> {
         if !self.conns.contains_key(host) {
-            let spec = self.control.hosts.get(host).ok_or_else(|| {
-                RunError::Setup(format!("host {host} is not in [hosts]"))
-            })?;
+            let spec = self
+                .control
+                .hosts
+                .get(host)
+                .ok_or_else(|| RunError::Setup(format!("host {host} is not in [hosts]")))?;
             let agent_err = |source| RunError::Agent {
                 host: host.into(),
                 source,
@@ -408,6 +414,28 @@ impl<'a> Hosts<'a> {
             let _ = c.close();
         }
         out
+    }
+
+    /// The device an interface name of `host` means: on a `lab:` host, a
+    /// name that is a namespace the host has a link to is that link's end
+    /// (`test_if = "rx"`); any other name is the device's own.
+    fn ifname(&self, host: &str, name: &str) -> String {
+        let role = self.control.hosts[host].transport.strip_prefix("lab:");
+        if let (Some(lab), Some(role)) = (self.lab, role) {
+            let peer = lab.links().iter().find_map(|l| {
+                if l.a.role == role && l.b.role == name {
+                    Some(&l.a)
+                } else if l.b.role == role && l.a.role == name {
+                    Some(&l.b)
+                } else {
+                    None
+                }
+            });
+            if let Some(end) = peer {
+                return end.dev.clone();
+            }
+        }
+        name.to_string()
     }
 
     /// The address flows to `host` send to: its `addr`, else its end of
@@ -527,8 +555,10 @@ struct FlowRun {
     queried: u64,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_point(
     control: &Control,
+    plan: &Plan,
     point: &Point,
     cfg: &RunConfig,
     hosts: &mut Hosts<'_>,
@@ -592,9 +622,9 @@ fn run_point(
         let mut args = vec![
             "emulate".into(),
             "--a".into(),
-            e.ifaces[0].clone(),
+            run.hosts.ifname(&e.host, &e.ifaces[0]),
             "--b".into(),
-            e.ifaces[1].clone(),
+            run.hosts.ifname(&e.host, &e.ifaces[1]),
             "--json".into(),
             "-q".into(),
         ];
@@ -626,7 +656,7 @@ fn run_point(
                 let mut args = vec![
                     "capture".into(),
                     "-i".into(),
-                    ifname.clone(),
+                    run.hosts.ifname(host, &ifname),
                     "-w".into(),
                     file.clone(),
                     "--json".into(),
@@ -677,7 +707,7 @@ fn run_point(
     let t0 = unix_ns() + START_LEAD.as_nanos() as u64;
     file.t0_unix_ns = Some(t0);
     for (f, target) in flows.iter().zip(&targets) {
-        let args = send_args(f, target, t0, control.campaign.seed);
+        let args = send_args(f, target, t0, plan.campaign.seed);
         run.spawn(&f.spec.from, &format!("{}-send", f.tag), args)?;
     }
 
@@ -696,7 +726,10 @@ fn run_point(
             let send_tag = format!("{}-send", f.tag);
             if !sent_exit.contains_key(&f.spec.name) {
                 let a = run.agent(&f.spec.from)?;
-                if let Some(e) = a.wait(&send_tag, Duration::ZERO).map_err(agent(&f.spec.from))? {
+                if let Some(e) = a
+                    .wait(&send_tag, Duration::ZERO)
+                    .map_err(agent(&f.spec.from))?
+                {
                     sent_exit.insert(f.spec.name.clone(), e);
                 }
             }
@@ -767,8 +800,18 @@ fn run_point(
     for f in &flows {
         let fdir = format!("flows/{}", f.spec.name);
         let (tx, rx) = (format!("{fdir}/tx.wlr"), format!("{fdir}/rx.wlr"));
-        let got_tx = fetch(&mut run, &f.spec.from, &format!("{}-tx.wlr", f.tag), &pdir.join(&tx))?;
-        let got_rx = fetch(&mut run, &f.spec.to, &format!("{}-rx.wlr", f.tag), &pdir.join(&rx))?;
+        let got_tx = fetch(
+            &mut run,
+            &f.spec.from,
+            &format!("{}-tx.wlr", f.tag),
+            &pdir.join(&tx),
+        )?;
+        let got_rx = fetch(
+            &mut run,
+            &f.spec.to,
+            &format!("{}-rx.wlr", f.tag),
+            &pdir.join(&rx),
+        )?;
         let se = sent_exit.get(&f.spec.name);
         let re = recv_exit.get(&f.spec.name);
         for (what, e) in [("send", se), ("recv", re)] {
@@ -779,7 +822,11 @@ fn run_point(
                     file.reason = Some(format!(
                         "flow {}: {what} on {}: {}",
                         f.spec.name,
-                        if what == "send" { &f.spec.from } else { &f.spec.to },
+                        if what == "send" {
+                            &f.spec.from
+                        } else {
+                            &f.spec.to
+                        },
                         exit_text(e)
                     ));
                 }

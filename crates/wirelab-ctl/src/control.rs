@@ -36,7 +36,7 @@
 //!   `shuffled`, `seed` (1), `repetitions` (1), `settle` (0), `pause` (0).
 //! - `[hosts]`: `NAME = { transport*, test_if, control_if, wirelab
 //!   ("wirelab"), mtu, addr }`.
-//! - `[lab]`: `namespaces`*, `links = [{ a*, b*, a_addr, b_addr, mtu, ipv6
+//! - `[lab]`: `namespaces`*, `links = [{ a*, b*, a_addr, b_addr, a_if, b_if, mtu, ipv6
 //!   (true) }]`, `routes = [{ ns*, to*, via* }]`, `sysctls = [{ ns*, key*,
 //!   value* }]`.
 //! - `[[flow]]`: `name`*, `from`*, `to`*, `duration`, `count`, `interval` or
@@ -205,6 +205,10 @@ pub struct LabLink {
     /// `ADDRESS/PREFIX` of a's end, if any.
     pub a_addr: Option<String>,
     pub b_addr: Option<String>,
+    /// The interfaces' names in their namespaces (both or neither); by
+    /// default the lab names them.
+    pub a_if: Option<String>,
+    pub b_if: Option<String>,
     pub mtu: Option<u32>,
     /// IPv6 on the link (default true); off keeps router solicitations
     /// and neighbour discovery off the wire.

@@ -165,6 +165,12 @@ impl LinkSpec {
         self.addrs(a, b)
     }
 
+    /// One address with prefix (IPv4 or IPv6) on one end only.
+    pub fn addr(mut self, side: Side, cidr: &str) -> LinkSpec {
+        self.addrs[side.index()].push(cidr.into());
+        self
+    }
+
     fn addrs(mut self, a: &str, b: &str) -> LinkSpec {
         self.addrs[0].push(a.into());
         self.addrs[1].push(b.into());

@@ -197,7 +197,7 @@ fn read_lab(t: &Tbl) -> Result<LabSpec, ControlError> {
         ));
     }
     for l in &link_tables {
-        l.only(&["a", "b", "a_addr", "b_addr", "mtu", "ipv6"])?;
+        l.only(&["a", "b", "a_addr", "b_addr", "a_if", "b_if", "mtu", "ipv6"])?;
         let a = l.req_str("a", "the namespace at one end")?;
         let b = l.req_str("b", "the namespace at the other end")?;
         known(l, "a", &a)?;
@@ -218,9 +218,40 @@ fn read_lab(t: &Tbl) -> Result<LabSpec, ControlError> {
             }
             Ok(Some(x.v))
         };
+        let ifname = |key: &str| -> Result<Option<String>, ControlError> {
+            let Some(x) = l.str(key)? else {
+                return Ok(None);
+            };
+            let ok = !x.v.is_empty()
+                && x.v.len() <= 15
+                && x.v
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+            if !ok {
+                return Err(l.err(
+                    x.span.start,
+                    key,
+                    format!(
+                        "{:?}: an interface name is 1 to 15 letters, digits, '-', '_' or '.'",
+                        x.v
+                    ),
+                ));
+            }
+            Ok(Some(x.v))
+        };
+        let (a_if, b_if) = (ifname("a_if")?, ifname("b_if")?);
+        if a_if.is_some() != b_if.is_some() {
+            return Err(l.err(
+                l.span.start,
+                if a_if.is_some() { "b_if" } else { "a_if" },
+                "name both ends (a_if and b_if) or neither",
+            ));
+        }
         links.push(LabLink {
             a_addr: addr("a_addr")?,
             b_addr: addr("b_addr")?,
+            a_if,
+            b_if,
             a: a.v,
             b: b.v,
             mtu: l.int("mtu", 68, 65535)?.map(|m| m.v as u32),
