@@ -159,6 +159,11 @@ pub struct SummaryRow {
     pub max_loss_burst: Option<u64>,
     /// Probes the sender sent later than its lateness threshold.
     pub timer_misses: Option<u64>,
+    /// Round-trip time of echo flows.
+    pub rtt_mean_ns: Option<f64>,
+    pub rtt_stdev_ns: Option<f64>,
+    pub rtt_p99_ns: Option<i64>,
+    pub rtt_max_ns: Option<i64>,
     /// Why the records could not be analyzed, if they could not.
     pub error: Option<String>,
 }
@@ -253,6 +258,10 @@ fn row(pdir: &Path, p: &PointFile, f: &PointFlow) -> SummaryRow {
         loss_bursts: None,
         max_loss_burst: None,
         timer_misses: None,
+        rtt_mean_ns: None,
+        rtt_stdev_ns: None,
+        rtt_p99_ns: None,
+        rtt_max_ns: None,
         error: None,
     };
     match flow_report(pdir, f) {
@@ -311,6 +320,12 @@ fn fill(r: &mut SummaryRow, f: &FlowReport) {
     if let Some(tx) = &f.sender {
         r.timer_misses = tx.late;
     }
+    if let Some(rtt) = f.rtt.as_ref().and_then(|x| x.rtt.as_ref()) {
+        r.rtt_mean_ns = Some(rtt.mean_ns);
+        r.rtt_stdev_ns = Some(rtt.stdev_ns);
+        r.rtt_p99_ns = Some(rtt.p99_ns);
+        r.rtt_max_ns = Some(rtt.max_ns);
+    }
 }
 
 impl Summary {
@@ -336,7 +351,8 @@ impl Summary {
             ",status,reason,flow,flow_id,sent,received,lost,lost_by_sequence,planned,\
              lost_by_plan,loss_ratio,throughput_bps,rate_pps,owd_mean_ns,owd_p99_ns,\
              owd_p999_ns,owd_max_ns,ipdv_p99_abs_ns,jitter_ns,reordered,duplicates,\
-             loss_bursts,max_loss_burst,timer_misses,error\n",
+             loss_bursts,max_loss_burst,timer_misses,rtt_mean_ns,rtt_stdev_ns,rtt_p99_ns,\
+             rtt_max_ns,error\n",
         );
         for r in &self.rows {
             let _ = write!(out, "{},{},{}", r.point, r.index, r.repetition);
@@ -375,6 +391,10 @@ impl Summary {
                 n(r.loss_bursts),
                 n(r.max_loss_burst),
                 n(r.timer_misses),
+                f(r.rtt_mean_ns),
+                f(r.rtt_stdev_ns),
+                i(r.rtt_p99_ns),
+                i(r.rtt_max_ns),
                 csv_field(&o(r.error.clone())),
             ];
             for v in fields {

@@ -151,8 +151,12 @@ pub fn summary_text(s: &wirelab_ctl::bundle::Summary) -> String {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let n = |v: Option<u64>| v.map_or("-".into(), |x| x.to_string());
         let us = |v: Option<i64>| v.map_or("-".into(), |x| format!("{:.1}us", x as f64 / 1e3));
+        let rtt = match (r.rtt_mean_ns, r.rtt_p99_ns) {
+            (Some(m), p99) => format!(" rtt mean {:.1}us p99 {}", m / 1e3, us(p99)),
+            _ => String::new(),
+        };
         t.push_str(&format!(
-            "{:>4} {} {:<11} {:<10} sent {:>8} recv {:>8} lost {:>6} (by seq {}) owd p99 {} max {}  {}{}\n",
+            "{:>4} {} {:<11} {:<10} sent {:>8} recv {:>8} lost {:>6} (by seq {}) owd p99 {} max {}{rtt}  {}{}\n",
             r.index + 1,
             r.point,
             r.status.as_str(),
