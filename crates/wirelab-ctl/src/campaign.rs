@@ -149,6 +149,28 @@ pub fn run(
             .results
             .join(bundle_name(&control.campaign.name, &cfg.control_text)),
     };
+    if cfg.resume.is_some() {
+        let stored = dir.join("control.toml");
+        match std::fs::read_to_string(&stored) {
+            Ok(t) if t == cfg.control_text => {}
+            Ok(_) => {
+                return Err(RunError::Setup(format!(
+                    "{} holds a different control file than {}: resume with the file the \
+                     campaign was started with (it is {})",
+                    dir.display(),
+                    cfg.control_path.display(),
+                    stored.display()
+                )))
+            }
+            Err(e) => {
+                return Err(RunError::Setup(format!(
+                    "--resume {}: not a results directory of `wirelab run` ({}: {e})",
+                    dir.display(),
+                    stored.display()
+                )))
+            }
+        }
+    }
     std::fs::create_dir_all(dir.join("points")).map_err(|e| bundle_io(&dir, e))?;
     bundle::write_atomic(&dir.join("control.toml"), cfg.control_text.as_bytes())?;
     let finished: Vec<String> = bundle::read_points(&dir)?

@@ -24,6 +24,18 @@ impl fmt::Display for Privilege {
 }
 impl std::error::Error for Privilege {}
 
+/// An infrastructure failure of `wirelab run` (a host or lab that cannot
+/// be reached or built). Exit code 4.
+#[derive(Debug)]
+pub struct Infra(pub String);
+
+impl fmt::Display for Infra {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for Infra {}
+
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Usage(msg.into()))
 }
@@ -68,6 +80,8 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         2
     } else if e.downcast_ref::<Privilege>().is_some() {
         3
+    } else if e.downcast_ref::<Infra>().is_some() {
+        4
     } else {
         1
     }

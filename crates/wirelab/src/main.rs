@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 success; 1 runtime failure (I/O, socket, files);
 //! 2 usage error (bad flag or value; clap's own errors use 2 as well);
-//! 3 missing privilege or capability.
+//! 3 missing privilege or capability; `wirelab run` also: 3 a point aborted
+//! on a criterion, 4 infrastructure failure, 130 interrupted.
 
 mod cli;
 mod cmd;

@@ -1,6 +1,6 @@
 //! `wirelab run`: a campaign from a control file (wirelab_ctl::campaign).
 
-use crate::error::usage;
+use crate::error::{usage, Infra};
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use wirelab_ctl::bundle::PointStatus;
-use wirelab_ctl::campaign::{self, Event, RunConfig};
+use wirelab_ctl::campaign::{self, Event, RunConfig, RunError};
 use wirelab_ctl::control;
 use wirelab_ctl::expr::Expr;
 use wirelab_ctl::sweep;
@@ -97,7 +97,15 @@ pub fn run(a: RunArgs) -> Result<()> {
         ssh_options: a.ssh_options.clone(),
     };
     let mut view = View::new(a.quiet);
-    let outcome = campaign::run(&control, &plan, &cfg, &stop, &mut |e| view.event(e))?;
+    let outcome = campaign::run(&control, &plan, &cfg, &stop, &mut |e| view.event(e)).map_err(
+        |e| match e {
+            RunError::Unsupported(_) | RunError::Plan(_) | RunError::Setup(_) => {
+                usage(e.to_string())
+            }
+            RunError::Lab(_) | RunError::Agent { .. } => anyhow::Error::new(Infra(e.to_string())),
+            RunError::Bundle(_) => e.into(),
+        },
+    )?;
     drop(view);
     let summary = wirelab_ctl::bundle::summarize(&outcome.dir)?;
     if a.json {
