@@ -12,7 +12,7 @@
 //! rule), and a `[lab]` is torn down when the campaign ends.
 
 use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStatus};
-use crate::control::{Control, FlowSpec, SocketKind};
+use crate::control::{Control, FlowSpec, QueryMode, SocketKind};
 use crate::lab::{Lab, LabError, LinkSpec, Side};
 use crate::proto::{Exit, Sig, Sockets};
 use crate::sweep::{self, Plan, Point};
@@ -272,6 +272,13 @@ fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
     }
     if c.metrics.is_some() {
         parts.push("[metrics]");
+    }
+    if let Some(f) = c.flows.iter().find(|f| f.query.mode == QueryMode::Inband) {
+        return Err(RunError::Unsupported(format!(
+            "flow {}: query.mode = \"inband\" is not run by this version of wirelab run: leave \
+             it out (\"control\": the controller reads each receiver's status while the flow runs)",
+            f.name
+        )));
     }
     if parts.is_empty() {
         return Ok(());
@@ -697,6 +704,13 @@ fn run_point(
                 captures.push((host.clone(), ifname, tag, file));
             }
         }
+    }
+
+    // The campaign's settle time: the path (an emulator's queues, a
+    // stressor's load) reaches its steady state before the flows start.
+    if !sleep_unless(stop, plan.campaign.settle_ns) {
+        file.status = PointStatus::Interrupted;
+        file.reason = Some("interrupted (Ctrl-C)".into());
     }
 
     // Receivers, bound.
