@@ -29,13 +29,15 @@ pub const BASE_PORT: u16 = 5800;
 /// How often a running point is looked at (status files, senders' exit).
 const WATCH_EVERY: Duration = Duration::from_millis(100);
 /// Time from "every receiver is bound" to T0: room for the senders to be
-/// spawned and set up on every agent.
-const START_LEAD: Duration = Duration::from_millis(1_500);
+/// spawned and set up on every agent (a sender that is not set up by T0
+/// refuses to start late, and the point fails saying so).
+const START_LEAD: Duration = Duration::from_millis(600);
 /// How long tools get to come up (bind, open their sockets).
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
-/// After the last sender ends: how long receivers keep receiving (packets
-/// in flight, an emulator's queue).
-const DRAIN: Duration = Duration::from_millis(500);
+/// After the last sender ends: how long receivers get to end by themselves
+/// (a flow's end marker arrives after the packets in flight and an
+/// emulator's queue) before they are stopped.
+const DRAIN: Duration = Duration::from_secs(2);
 /// How long a tool gets to exit after SIGINT before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -807,9 +809,24 @@ fn run_point(
             sent_exit.insert(f.spec.name.clone(), e);
         }
     }
-    std::thread::sleep(DRAIN);
     let mut recv_exit = BTreeMap::new();
+    let drained = Instant::now();
+    while recv_exit.len() < flows.len() && drained.elapsed() < DRAIN {
+        for f in &flows {
+            if !recv_exit.contains_key(&f.spec.name) {
+                let a = run.agent(&f.spec.to)?;
+                let tag = format!("{}-recv", f.tag);
+                if let Some(e) = a.wait(&tag, Duration::ZERO).map_err(agent(&f.spec.to))? {
+                    recv_exit.insert(f.spec.name.clone(), e);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     for f in &flows {
+        if recv_exit.contains_key(&f.spec.name) {
+            continue;
+        }
         let e = run.stop(&f.spec.to, &format!("{}-recv", f.tag))?;
         recv_exit.insert(f.spec.name.clone(), e);
     }
