@@ -145,6 +145,9 @@ pub fn run(
 ) -> Result<Outcome, RunError> {
     refuse_unsupported(control)?;
     let started = unix_ns();
+    // The lab first: a campaign that cannot have its lab leaves no
+    // results directory behind.
+    let lab = build_lab(control)?;
     let dir = match &cfg.resume {
         Some(d) => d.clone(),
         None => cfg
@@ -199,7 +202,6 @@ pub fn run(
         points: todo.len(),
         skipped: out.skipped,
     });
-    let lab = build_lab(control)?;
     let mut hosts = Hosts::new(control, lab.as_ref(), cfg);
     for (n, point) in todo.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
