@@ -1,6 +1,6 @@
 //! `wirelab run`: a campaign from a control file (wirelab_ctl::campaign).
 
-use crate::error::{usage, Infra, Privilege};
+use crate::error::{usage, Infra};
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -102,10 +102,9 @@ pub fn run(a: RunArgs) -> Result<()> {
             RunError::Unsupported(_) | RunError::Plan(_) | RunError::Setup(_) => {
                 usage(e.to_string())
             }
-            RunError::Lab(wirelab_ctl::lab::LabError::NeedsRoot) => {
-                anyhow::Error::new(Privilege(format!("[lab]: {e}")))
-            }
-            RunError::Lab(_) | RunError::Agent { .. } => anyhow::Error::new(Infra(e.to_string())),
+            // Not 3 (missing privilege elsewhere): for `run`, 3 is an abort.
+            RunError::Lab(_) => anyhow::Error::new(Infra(format!("[lab]: {e}"))),
+            RunError::Agent { .. } => anyhow::Error::new(Infra(e.to_string())),
             RunError::Bundle(_) => e.into(),
         },
     )?;
