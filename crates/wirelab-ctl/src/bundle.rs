@@ -199,9 +199,7 @@ pub fn summarize(dir: &Path) -> Result<Summary, BundleError> {
             PointStatus::Failed => &mut s.failed,
             PointStatus::Interrupted => &mut s.interrupted,
         } += 1;
-        for f in &p.flows {
-            s.rows.push(row(pdir, p, f));
-        }
+        s.rows.extend(point_rows(pdir, p));
     }
     Ok(s)
 }
@@ -226,6 +224,11 @@ pub fn read_points(dir: &Path) -> Result<Vec<(PathBuf, PointFile)>, BundleError>
     }
     out.sort_by(|a, b| (a.1.index, &a.1.id).cmp(&(b.1.index, &b.1.id)));
     Ok(out)
+}
+
+/// The summary rows of one point (in its directory `pdir`).
+pub fn point_rows(pdir: &Path, p: &PointFile) -> Vec<SummaryRow> {
+    p.flows.iter().map(|f| row(pdir, p, f)).collect()
 }
 
 fn row(pdir: &Path, p: &PointFile, f: &PointFlow) -> SummaryRow {

@@ -113,6 +113,8 @@ pub struct Outcome {
     pub aborted: usize,
     pub failed: usize,
     pub skipped: usize,
+    /// Points a `[sweep] search` left out.
+    pub searched_out: usize,
     pub interrupted: bool,
     /// The first infrastructure failure, if any.
     pub failure: Option<String>,
@@ -178,15 +180,14 @@ pub fn run(
     }
     std::fs::create_dir_all(dir.join("points")).map_err(|e| bundle_io(&dir, e))?;
     bundle::write_atomic(&dir.join("control.toml"), cfg.control_text.as_bytes())?;
-    let finished: Vec<String> = bundle::read_points(&dir)?
+    let done_before: Vec<(PathBuf, PointFile)> = bundle::read_points(&dir)?
         .into_iter()
         .filter(|(_, p)| matches!(p.status, PointStatus::Done | PointStatus::Aborted))
-        .map(|(_, p)| p.id)
         .collect();
     let todo: Vec<&Point> = plan
         .points
         .iter()
-        .filter(|p| !finished.contains(&p.id))
+        .filter(|p| !done_before.iter().any(|(_, d)| d.id == p.id))
         .collect();
     let mut out = Outcome {
         dir: dir.clone(),
@@ -194,6 +195,7 @@ pub fn run(
         aborted: 0,
         failed: 0,
         skipped: plan.points.len() - todo.len(),
+        searched_out: 0,
         interrupted: false,
         failure: None,
     };
@@ -203,13 +205,30 @@ pub fn run(
         skipped: out.skipped,
     });
     let mut hosts = Hosts::new(control, lab.as_ref(), cfg);
-    for (n, point) in todo.iter().enumerate() {
+    let mut search = sweep::SearchState::new(control.sweep.search.as_ref());
+    if search_needs_order(control, plan) {
+        return Err(RunError::Unsupported(
+            "[sweep] search runs its axis in order: leave campaign.order sequential".into(),
+        ));
+    }
+    let mut n = 0;
+    for point in &plan.points {
+        if let Some((pdir, p)) = done_before.iter().find(|(_, p)| p.id == point.id) {
+            search.record(point, lossfree(pdir, p));
+            continue;
+        }
+        if let Some(why) = search.skip(point) {
+            out.searched_out += 1;
+            on(Event::Note(format!("{} not run: {why}", point.id)));
+            continue;
+        }
         if stop.load(Ordering::Relaxed) {
             out.interrupted = true;
             break;
         }
+        n += 1;
         on(Event::Point {
-            n: n + 1,
+            n,
             total: todo.len(),
             point,
         });
@@ -223,6 +242,9 @@ pub fn run(
             status,
             reason: reason.as_deref(),
         });
+        if let Ok(p) = &result {
+            search.record(point, lossfree(&dir.join("points").join(&p.id), p));
+        }
         match status {
             PointStatus::Done => out.done += 1,
             PointStatus::Aborted => out.aborted += 1,
@@ -238,7 +260,7 @@ pub fn run(
                 break;
             }
         }
-        if n + 1 < todo.len() && !sleep_unless(stop, plan.campaign.pause_ns) {
+        if n < todo.len() && !sleep_unless(stop, plan.campaign.pause_ns) {
             out.interrupted = true;
             break;
         }
@@ -262,6 +284,19 @@ pub fn run(
     m.push('\n');
     bundle::write_atomic(&dir.join("manifest.json"), m.as_bytes())?;
     Ok(out)
+}
+
+/// A search whose axis would not run in order (`--set campaign.order`).
+fn search_needs_order(c: &Control, plan: &Plan) -> bool {
+    c.sweep.search.is_some() && plan.campaign.order != crate::control::Order::Sequential
+}
+
+/// Whether every flow of a finished point lost nothing (and got probes).
+fn lossfree(pdir: &Path, p: &PointFile) -> bool {
+    p.status == PointStatus::Done
+        && bundle::point_rows(pdir, p)
+            .iter()
+            .all(|r| r.lost == Some(0) && r.received.unwrap_or(0) > 0)
 }
 
 /// Sections the control file may hold that this runner does not carry

@@ -44,7 +44,8 @@
 //!   (false), `port`, `warmup_packets` (0), `query = { every_packets
 //!   (100000), mode ("control" or "inband") }`, `abort = { lost_gt,
 //!   max_duration }`, `when`, `send_args`, `recv_args`.
-//! - `[sweep]`: `KEY = [values]`, `exclude = [expressions]`.
+//! - `[sweep]`: `KEY = [values]`, `exclude = [expressions]`, `search = {
+//!   axis*, lossfree* }` (sequential order only).
 //! - `[emulate]`: `host`*, `ifaces`* (two), `stages` or `a2b`/`b2a`, `args`.
 //! - `[capture]`: `hosts`*, `ifaces`, `snaplen`, `filter`, `args`.
 //! - `[[stressor]]`: `host`*, `preset` (`realistic`) or `kind` (`cpu`,
@@ -339,6 +340,19 @@ pub struct Sweep {
     pub axes: Vec<Axis>,
     /// Expressions; a combination any of them holds for is not run.
     pub exclude: Vec<String>,
+    /// Search along one axis for the loss-free limit.
+    pub search: Option<Search>,
+}
+
+/// `search = { axis, lossfree }`: along `axis` (its values in the file's
+/// order), once `lossfree` points in a row of one combination of the other
+/// parameters lose nothing, the rest of that axis is not run (DTSS
+/// §4.1.2.2: the cycle time raised until the link is loss-free).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Search {
+    pub axis: String,
+    pub lossfree: u32,
 }
 
 /// One sweep key and its values (at least one, no two alike).

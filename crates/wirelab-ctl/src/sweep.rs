@@ -22,6 +22,7 @@
 //!   is not swept adds a one-value axis, so the value is part of each
 //!   point's parameters (and id) and [`resolve`] sees it.
 
+mod search;
 mod text;
 
 use std::collections::{BTreeMap, HashSet};
@@ -39,6 +40,7 @@ use crate::control::{
 };
 use crate::expr::{Expr, ExprError, Value};
 
+pub use search::SearchState;
 pub use text::plan_text;
 
 /// Most combinations × repetitions a plan may hold.

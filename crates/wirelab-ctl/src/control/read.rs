@@ -899,6 +899,25 @@ fn read_whens(root: &Tbl, c: &Control) -> Result<Vec<When>, ControlError> {
 fn read_sweep(t: &Tbl, c: &Control) -> Result<Sweep, ControlError> {
     let mut sweep = Sweep::default();
     for (key, span, v) in t.entries() {
+        if key == "search" {
+            let Some(st) = t.table("search")? else {
+                return Err(t.err(
+                    v.span().start,
+                    "search",
+                    "write search = { axis = \"interval\", lossfree = 3 }",
+                ));
+            };
+            st.only(&["axis", "lossfree"])?;
+            let axis = st.req_str("axis", "the sweep key to search along")?;
+            let n = st.int("lossfree", 1, 1_000)?.ok_or_else(|| {
+                st.missing("lossfree", "loss-free points in a row that end the search")
+            })?;
+            sweep.search = Some(Search {
+                axis: axis.v,
+                lossfree: n.v as u32,
+            });
+            continue;
+        }
         if key == "exclude" {
             for x in t.strings("exclude")? {
                 Expr::parse(&x.v).map_err(|e| {
@@ -945,6 +964,23 @@ fn read_sweep(t: &Tbl, c: &Control) -> Result<Sweep, ControlError> {
             key: key.to_string(),
             values,
         });
+    }
+    if let Some(s) = &sweep.search {
+        let at = t.get("search").map_or(t.span.start, |v| v.span().start);
+        if !sweep.axes.iter().any(|a| a.key == s.axis) {
+            return Err(t.err(
+                at,
+                "search.axis",
+                format!("{:?} is not a sweep key of this file", s.axis),
+            ));
+        }
+        if c.campaign.order != Order::Sequential {
+            return Err(t.err(
+                at,
+                "search",
+                "a search runs its axis in order: use campaign.order = \"sequential\"",
+            ));
+        }
     }
     check_pacing(c, &sweep.axes).map_err(|(key, m)| {
         let at = t.get(&key).map_or(t.span.start, |v| v.span().start);

@@ -584,3 +584,61 @@ fn never_panics_on_odd_input() {
         assert!(parse("c.toml", t).is_err(), "{t}");
     }
 }
+
+#[test]
+fn search_names_a_swept_axis_and_needs_sequential_order() {
+    let base = |sweep: &str, order: &str| {
+        format!(
+            "[campaign]\nname = \"s\"\norder = \"{order}\"\n[hosts]\na = {{ transport = \"local\" }}\n\
+             [[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"a\"\ncount = 10\n[sweep]\n{sweep}\n"
+        )
+    };
+    let ok = parse(
+        "c.toml",
+        &base(
+            "interval = [\"1ms\", \"2ms\"]\nsearch = { axis = \"interval\", lossfree = 2 }",
+            "sequential",
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        ok.sweep.search,
+        Some(Search {
+            axis: "interval".into(),
+            lossfree: 2
+        })
+    );
+    let e = parse(
+        "c.toml",
+        &base(
+            "interval = [\"1ms\"]\nsearch = { axis = \"size\", lossfree = 2 }",
+            "sequential",
+        ),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("search.axis") && e.contains("not a sweep key"),
+        "{e}"
+    );
+    let e = parse(
+        "c.toml",
+        &base(
+            "interval = [\"1ms\"]\nsearch = { axis = \"interval\", lossfree = 2 }",
+            "shuffled",
+        ),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("sequential"), "{e}");
+    let e = parse(
+        "c.toml",
+        &base(
+            "interval = [\"1ms\"]\nsearch = { axis = \"interval\" }",
+            "sequential",
+        ),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("lossfree"), "{e}");
+}

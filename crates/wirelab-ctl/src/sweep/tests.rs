@@ -601,7 +601,9 @@ fn examples_parse_and_plan() {
         ("dtss-latency".into(), 60, 56, 4),
         ("luna-concurrent".into(), 4, 4, 0),
         ("luna-sweep".into(), 27, 27, 0),
+        ("quickstart".into(), 6, 6, 0),
         ("reference".into(), 360, 336, 24),
+        ("search-limit".into(), 6, 6, 0),
     ];
     assert_eq!(seen, want);
 }

@@ -36,6 +36,14 @@ pub fn plan_text(c: &Control, plan: &Plan) -> String {
         plural(u64::from(camp.repetitions), "repetition", "repetitions"),
         order
     );
+    if let Some(x) = &c.sweep.search {
+        let _ = writeln!(
+            s,
+            "search along {}: the rest of a combination's {} values is left out after {} \
+             loss-free point(s) in a row",
+            x.axis, x.axis, x.lossfree
+        );
+    }
     if let Some(d) = &c.campaign.description {
         let _ = writeln!(s, "{d}");
     }

@@ -119,6 +119,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             "aborted": outcome.aborted,
             "failed": outcome.failed,
             "skipped": outcome.skipped,
+            "searched_out": outcome.searched_out,
             "interrupted": outcome.interrupted,
             "failure": outcome.failure,
             "summary": summary,
@@ -132,11 +133,14 @@ pub fn run(a: RunArgs) -> Result<()> {
             outcome.done,
             outcome.aborted,
             outcome.failed,
-            if outcome.skipped > 0 {
-                format!(", {} done before", outcome.skipped)
-            } else {
-                String::new()
-            }
+            [
+                (outcome.skipped, "done before"),
+                (outcome.searched_out, "left out by the search")
+            ]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!(", {n} {what}"))
+            .collect::<String>()
         );
     }
     if let Some(f) = &outcome.failure {
