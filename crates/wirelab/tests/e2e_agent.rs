@@ -8,11 +8,12 @@
 
 mod common;
 
+use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available, Lab};
 use serde_json::Value;
-use std::net::{TcpStream, UdpSocket};
+use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wirelab_ctl::proto::{Exit, Sig, PROTOCOL};
@@ -269,138 +270,6 @@ fn missing_namespace_is_a_clear_error() {
         msg.contains("netns:wl-e2e-nosuch") && msg.contains("Cannot open network namespace"),
         "{msg}"
     );
-}
-
-/// An sshd on 127.0.0.1 with a generated host key, accepting one generated
-/// user key for root; stopped, with the client's control master, on drop.
-struct Sshd {
-    dir: PathBuf,
-    port: u16,
-    proc: Child,
-}
-
-impl Sshd {
-    fn start(dir: &Path) -> Sshd {
-        let keygen = |name: &str| {
-            let out = Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
-                .arg(dir.join(name))
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        keygen("host");
-        keygen("user");
-        keygen("stranger");
-        std::fs::copy(dir.join("user.pub"), dir.join("authorized_keys")).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let host_pub = std::fs::read_to_string(dir.join("host.pub")).unwrap();
-        std::fs::write(
-            dir.join("known_hosts"),
-            format!("[127.0.0.1]:{port} {host_pub}"),
-        )
-        .unwrap();
-        let cfg = format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host\nPidFile {d}/sshd.pid\n\
-             AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\n\
-             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
-             StrictModes no\n",
-            d = dir.display()
-        );
-        std::fs::write(dir.join("sshd_config"), cfg).unwrap();
-        // sshd's privilege separation directory.
-        std::fs::create_dir_all("/run/sshd").unwrap();
-        let log = std::fs::File::create(dir.join("sshd.log")).unwrap();
-        let mut proc = Command::new("/usr/sbin/sshd")
-            .args(["-D", "-e", "-f"])
-            .arg(dir.join("sshd_config"))
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(st)) = proc.try_wait() {
-                panic!(
-                    "sshd exited ({st}): {}",
-                    std::fs::read_to_string(dir.join("sshd.log")).unwrap()
-                );
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "sshd did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Sshd {
-            dir: dir.to_path_buf(),
-            port,
-            proc,
-        }
-    }
-
-    /// ssh options for this server with `key`; the control socket in the
-    /// scratch directory (the key of a multiplexed session is the master's,
-    /// so another key needs a connection of its own: ControlPath=none).
-    fn opts(&self, key: &str) -> Vec<String> {
-        let d = self.dir.display();
-        let control = if key == "user" {
-            format!("ControlPath={d}/cm-%C")
-        } else {
-            "ControlPath=none".into()
-        };
-        s(&[
-            "-F",
-            "/dev/null",
-            "-i",
-            &format!("{d}/{key}"),
-            "-o",
-            "IdentitiesOnly=yes",
-            "-o",
-            &format!("UserKnownHostsFile={d}/known_hosts"),
-            "-o",
-            "StrictHostKeyChecking=yes",
-            "-o",
-            &control,
-        ])
-    }
-
-    fn transport(&self, netns: Option<&str>) -> Transport {
-        let q = netns.map(|n| format!("?netns={n}")).unwrap_or_default();
-        format!("ssh://root@127.0.0.1:{}{q}", self.port)
-            .parse()
-            .unwrap()
-    }
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = Command::new("ssh")
-            .args(self.opts("user"))
-            .args(["-p", &self.port.to_string(), "-O", "exit", "root@127.0.0.1"])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.proc.kill();
-        let _ = self.proc.wait();
-    }
-}
-
-fn have_sshd() -> bool {
-    if Path::new("/usr/sbin/sshd").exists() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("/usr/sbin/sshd missing on CI (scripts/install-deps.sh installs openssh-server)");
-    }
-    eprintln!("SKIP: /usr/sbin/sshd is absent (apt-get install openssh-server)");
-    false
 }
 
 #[test]

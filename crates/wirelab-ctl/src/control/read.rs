@@ -450,7 +450,8 @@ fn check_transport<'s>(
     bad(format!("{s:?}: {forms}"))
 }
 
-/// A lab host names an interface by the namespace at the link's other end.
+/// A lab host names an interface by the namespace at the link's other end,
+/// or by the name its link gives it (`a_if`, `b_if`).
 fn check_lab_iface(
     t: &Tbl,
     key: &str,
@@ -474,20 +475,35 @@ fn check_lab_iface(
                 .collect()
         })
         .unwrap_or_default();
-    if peers.contains(&i.v.as_str()) {
+    let named: Vec<&str> = lab
+        .map(|l| {
+            l.links
+                .iter()
+                .flat_map(|k| [(&k.a, &k.a_if), (&k.b, &k.b_if)])
+                .filter(|(n, name)| *n == ns && name.is_some())
+                .filter_map(|(_, name)| name.as_deref())
+                .collect()
+        })
+        .unwrap_or_default();
+    if peers.contains(&i.v.as_str()) || named.contains(&i.v.as_str()) {
         return Ok(());
     }
     Err(t.err(
         i.span.start,
         key,
         format!(
-            "{:?}: a lab host names an interface by the namespace at the other end of its link; \
-             lab namespace {ns} links to: {}",
+            "{:?}: a lab host names an interface by the namespace at the other end of its link \
+             or by the link's a_if/b_if; lab namespace {ns} links to: {}{}",
             i.v,
             if peers.is_empty() {
                 "nothing".to_string()
             } else {
                 peers.join(", ")
+            },
+            if named.is_empty() {
+                String::new()
+            } else {
+                format!("; its named interfaces: {}", named.join(", "))
             }
         ),
     ))

@@ -2,6 +2,8 @@
 //! the real binary run inside them, everything torn down on drop.
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
