@@ -466,7 +466,7 @@ fn ctrl_c_keeps_what_is_done_and_resume_runs_the_rest() {
     let file = dir.join("c.toml");
     std::fs::write(&file, &control).unwrap();
     let results = dir.join("results");
-    let mut child = Command::new(exe())
+    let child = Command::new(exe())
         .args(["run", file.to_str().unwrap(), "--results"])
         .arg(&results)
         .arg("-q")
@@ -594,7 +594,7 @@ interval = "1ms"
     // A long flow whose ssh connections are killed mid-point.
     let file = dir.join("long.toml");
     std::fs::write(&file, control(60_000, 6873)).unwrap();
-    let mut child = Command::new(exe())
+    let child = Command::new(exe())
         .args(["run", file.to_str().unwrap(), "--results"])
         .arg(dir.join("results"))
         .args(&args)
