@@ -115,6 +115,10 @@ pub struct PointFile {
     pub status: PointStatus,
     /// Why it was aborted or failed.
     pub reason: Option<String>,
+    /// When the point began (before its tools started) and ended (its
+    /// files fetched), unix ns.
+    pub began_unix_ns: u64,
+    pub ended_unix_ns: u64,
     /// The senders' common start, unix ns.
     pub t0_unix_ns: Option<u64>,
     pub flows: Vec<PointFlow>,

@@ -674,6 +674,8 @@ fn run_point(
         params: point.params.clone(),
         status: PointStatus::Done,
         reason: None,
+        began_unix_ns: unix_ns(),
+        ended_unix_ns: 0,
         t0_unix_ns: None,
         flows: vec![],
         emulate_report: None,
@@ -938,6 +940,7 @@ fn run_point(
     }
     run.started.clear();
     drop(run);
+    file.ended_unix_ns = unix_ns();
     let mut text = serde_json::to_string_pretty(&file).expect("a point serializes");
     text.push('\n');
     bundle::write_atomic(&pdir.join("point.json"), text.as_bytes())?;

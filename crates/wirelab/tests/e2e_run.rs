@@ -2,7 +2,7 @@
 //! it builds itself (and, over ssh, in namespaces this test builds), and
 //! the tests check the results bundle: exact counts per flow, the
 //! manifest's hashes, the summary derived again by `wirelab analyze DIR`,
-//! one start for all flows, DSCP on the wire for all three socket types,
+//! one T0 for all flows, DSCP on the wire for all three socket types,
 //! the loss abort, Ctrl-C and `--resume`, a killed ssh connection, and a
 //! 16-flow star. Counts and content only; no durations are asserted.
 
@@ -291,19 +291,23 @@ fn lab_campaign_counts_exactly_starts_together_and_derives_again() {
         assert_eq!(o.stdout, stored);
         assert!(o.stderr.is_empty(), "{}", text(&o));
     }
-    // One start: both flows' first probes within 1 ms, none before T0.
+    // One start: every flow's first deadline is T0 itself, and no probe
+    // leaves before it (how close to T0 they leave is bench/run.sh's
+    // figure: a wall-clock matter on this machine).
     for (_, p) in wirelab_ctl::bundle::read_points(&b).unwrap() {
         let t0 = p.t0_unix_ns.unwrap();
         let pdir = b.join("points").join(&p.id);
-        let firsts: Vec<u64> = ["up", "down"]
-            .iter()
-            .map(|f| tx_times(&pdir.join(format!("flows/{f}/tx.wlr")))[0])
-            .collect();
-        for &f in &firsts {
-            assert!(f >= t0, "first probe at {f}, before T0 {t0}");
+        for f in &p.flows {
+            let report = f.send_report.as_ref().unwrap();
+            assert_eq!(
+                report["flows"][0]["engine"]["first_deadline_unix_ns"].as_u64(),
+                Some(t0),
+                "{}: {report}",
+                f.name
+            );
+            let first = tx_times(&pdir.join(format!("flows/{}/tx.wlr", f.name)))[0];
+            assert!(first >= t0, "first probe at {first}, before T0 {t0}");
         }
-        let skew = firsts[0].abs_diff(firsts[1]);
-        assert!(skew <= 1_000_000, "start skew {skew} ns");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
