@@ -559,6 +559,49 @@ mod tests {
     }
 
     #[test]
+    fn loss_against_the_plan_and_the_highest_sequence() {
+        // LUNA Table 8.2: 640,753 received of 1,666,667 planned, the
+        // highest sequence 1,092,929 (counted from 1 there: 1,092,929
+        // sequence numbers covered).
+        let mut fr = FlowReport::empty(1);
+        fr.received = Some(640_753);
+        let mut r = row(
+            Path::new("/nonexistent"),
+            &PointFile {
+                schema: POINT_SCHEMA.into(),
+                id: "p".into(),
+                index: 0,
+                repetition: 0,
+                params: BTreeMap::new(),
+                status: PointStatus::Done,
+                reason: None,
+                began_unix_ns: 0,
+                ended_unix_ns: 0,
+                t0_unix_ns: None,
+                flows: vec![],
+                emulate_report: None,
+                pcaps: vec![],
+            },
+            &PointFlow {
+                name: "f".into(),
+                flow_id: 1,
+                from: "a".into(),
+                to: "b".into(),
+                planned: Some(1_666_667),
+                rx: None,
+                tx: None,
+                send_report: None,
+                recv_report: None,
+                send_exit: None,
+                recv_exit: None,
+            },
+        );
+        fill(&mut r, &fr);
+        assert_eq!(r.lost_by_plan, Some(1_025_914));
+        assert_eq!(1_092_929 - r.received.unwrap(), 452_177);
+    }
+
+    #[test]
     fn csv_fields_are_quoted_only_when_needed() {
         assert_eq!(csv_field("udp"), "udp");
         assert_eq!(csv_field("a,b"), "\"a,b\"");

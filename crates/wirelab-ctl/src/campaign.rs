@@ -1004,20 +1004,34 @@ fn read_status(
 /// A flow's abort criterion, checked each time its receiver has taken
 /// another `query.every_packets` probes.
 fn check_abort(f: &mut FlowRun, s: &RecvStatus) -> Option<String> {
-    let every = f.spec.query.every_packets.max(1);
-    let lost_gt = f.spec.abort.lost_gt?;
     let flow = s.flows.iter().find(|x| x.flow == f.id)?;
-    let q = flow.received / every;
-    if q == f.queried {
-        return None;
+    let q = Query {
+        every: f.spec.query.every_packets,
+        lost_gt: f.spec.abort.lost_gt?,
+    };
+    q.check(&mut f.queried, flow.received, flow.lost)
+        .map(|why| format!("flow {}: {why}", f.spec.name))
+}
+
+/// The query rule of DTSS §3.3.2.1.1: every `every` probes received, the
+/// loss so far is compared with `lost_gt`.
+struct Query {
+    every: u64,
+    lost_gt: u64,
+}
+
+impl Query {
+    /// With `received` and `lost` so far and `queried` the queries made
+    /// (updated): why to abort, if a new query finds too much loss.
+    fn check(&self, queried: &mut u64, received: u64, lost: u64) -> Option<String> {
+        let q = received / self.every.max(1);
+        if q == *queried {
+            return None;
+        }
+        *queried = q;
+        (lost > self.lost_gt)
+            .then(|| format!("{lost} lost > {} after {received} received", self.lost_gt))
     }
-    f.queried = q;
-    (flow.lost > lost_gt).then(|| {
-        format!(
-            "flow {}: {} lost > {lost_gt} after {} received",
-            f.spec.name, flow.lost, flow.received
-        )
-    })
 }
 
 /// `wirelab send` arguments of a flow.
@@ -1114,5 +1128,52 @@ fn exit_text(e: &Exit) -> String {
     match tail.lines().last() {
         Some(l) if !l.is_empty() => format!("{how}: {l}"),
         _ => how,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_is_judged_only_at_each_query() {
+        let q = Query {
+            every: 1000,
+            lost_gt: 50,
+        };
+        let mut n = 0;
+        // Before the first 1000 probes no query is made, whatever the loss.
+        assert_eq!(q.check(&mut n, 999, 80), None);
+        // The first query: 40 lost is within the criterion.
+        assert_eq!(q.check(&mut n, 1000, 40), None);
+        // No new query until 2000 received, even with more loss.
+        assert_eq!(q.check(&mut n, 1999, 70), None);
+        assert_eq!(
+            q.check(&mut n, 2003, 71).as_deref(),
+            Some("71 lost > 50 after 2003 received")
+        );
+        // A poll that skipped queries still makes one.
+        let mut m = 0;
+        assert!(q.check(&mut m, 5500, 51).is_some());
+        assert_eq!(m, 5);
+    }
+
+    #[test]
+    fn quick_divides_durations_and_counts_by_ten_within_bounds() {
+        let mut f = crate::control::parse(
+            "c.toml",
+            "[campaign]\nname = \"q\"\n[hosts]\na = { transport = \"local\" }\n\
+             [[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"a\"\ncount = 50000\nduration = \"60s\"\n",
+        )
+        .unwrap()
+        .flows
+        .remove(0);
+        quicken(&mut f);
+        assert_eq!((f.count, f.duration), (Some(5000), Some(6_000_000_000)));
+        f.count = Some(300);
+        f.duration = Some(500_000_000);
+        quicken(&mut f);
+        // At least 100 probes and 1 s, but never more than asked.
+        assert_eq!((f.count, f.duration), (Some(100), Some(500_000_000)));
     }
 }
