@@ -11,7 +11,7 @@ use std::io::{BufRead, Write};
 
 use super::error::{ErrorKind, TraceError, WriteError};
 use super::format::NegPolicy;
-use super::lines::{format_us, Decimal, Line, Lines, MAX_LINE};
+use super::lines::{format_us, Decimal, Line, RecordLines};
 use super::Action;
 
 /// Nanoseconds per unit, by unit name.
@@ -71,19 +71,15 @@ pub(crate) fn parse_delay(
 
 /// Streaming reader of the delays format.
 pub struct DelaysReader<R> {
-    lines: Lines<R>,
+    lines: RecordLines<R>,
     neg: NegPolicy,
-    records: u64,
-    done: bool,
 }
 
 impl<R: BufRead> DelaysReader<R> {
     pub fn new(inner: R, neg: NegPolicy) -> Self {
         DelaysReader {
-            lines: Lines::new(inner, MAX_LINE),
+            lines: RecordLines::new(inner),
             neg,
-            records: 0,
-            done: false,
         }
     }
 
@@ -93,8 +89,6 @@ impl<R: BufRead> DelaysReader<R> {
 
     pub(crate) fn reset(&mut self) {
         self.lines.reset();
-        self.records = 0;
-        self.done = false;
     }
 
     /// Capacity of the line buffer (bounded by the line limit).
@@ -107,28 +101,17 @@ impl<R: BufRead> Iterator for DelaysReader<R> {
     type Item = Result<Action, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
         let neg = self.neg;
-        let line = match self.lines.next_line() {
-            None => {
-                self.done = true;
-                return (self.records == 0)
-                    .then(|| Err(TraceError::new(self.lines.end_pos(), ErrorKind::Empty)));
+        self.lines.next_with(|line| {
+            let t = line.text;
+            if t.eq_ignore_ascii_case("drop")
+                || t.eq_ignore_ascii_case("x")
+                || t.eq_ignore_ascii_case("nan")
+            {
+                return Ok(Action::Drop);
             }
-            Some(Err(e)) => return Some(Err(e)),
-            Some(Ok(l)) => l,
-        };
-        self.records += 1;
-        let t = line.text;
-        if t.eq_ignore_ascii_case("drop")
-            || t.eq_ignore_ascii_case("x")
-            || t.eq_ignore_ascii_case("nan")
-        {
-            return Some(Ok(Action::Drop));
-        }
-        Some(parse_delay(&line, t, 1_000, neg, "delay").map(|delay_ns| Action::Delay { delay_ns }))
+            parse_delay(line, t, 1_000, neg, "delay").map(|delay_ns| Action::Delay { delay_ns })
+        })
     }
 }
 

@@ -65,6 +65,78 @@ impl<'a> Line<'a> {
     }
 }
 
+/// [`Lines`] of a format with one record per line: the records counted,
+/// and at the end of an input that held none a single `Empty` error; after
+/// the end, nothing.
+pub(crate) struct RecordLines<R> {
+    lines: Lines<R>,
+    /// Lines read as records (a line set aside as a header is not one).
+    records: u64,
+    done: bool,
+}
+
+impl<R: BufRead> RecordLines<R> {
+    pub fn new(inner: R) -> Self {
+        RecordLines {
+            lines: Lines::new(inner, MAX_LINE),
+            records: 0,
+            done: false,
+        }
+    }
+
+    pub fn get_mut(&mut self) -> &mut R {
+        self.lines.get_mut()
+    }
+
+    /// Back to a fresh reader (after the caller rewound the input).
+    pub fn reset(&mut self) {
+        self.lines.reset();
+        self.records = 0;
+        self.done = false;
+    }
+
+    /// Capacity of the line buffer: bounded by the line limit.
+    pub fn buffer_capacity(&self) -> usize {
+        self.lines.buffer_capacity()
+    }
+
+    /// Ends the input (after an error no later line can mend).
+    pub fn finish(&mut self) {
+        self.done = true;
+    }
+
+    /// The line just read was a header, not a record.
+    pub fn not_a_record(&mut self) {
+        self.records = self.records.saturating_sub(1);
+    }
+
+    /// `parse` of the next line with content, counted as a record; at the
+    /// end `None`, or the `Empty` error if no line was a record. Line
+    /// errors (too long, not UTF-8, I/O) come as they are.
+    pub fn next_with<T>(
+        &mut self,
+        parse: impl FnOnce(&Line<'_>) -> Result<T, TraceError>,
+    ) -> Option<Result<T, TraceError>> {
+        if self.done {
+            return None;
+        }
+        let got = match self.lines.next_line() {
+            None => None,
+            Some(Err(e)) => Some(Err(e)),
+            Some(Ok(line)) => {
+                self.records += 1;
+                Some(parse(&line))
+            }
+        };
+        if got.is_none() {
+            self.done = true;
+            return (self.records == 0)
+                .then(|| Err(TraceError::new(self.lines.end_pos(), ErrorKind::Empty)));
+        }
+        got
+    }
+}
+
 /// Reads lines of at most `max` bytes from a `BufRead`.
 pub(crate) struct Lines<R> {
     inner: R,

@@ -21,7 +21,7 @@ use std::io::{BufRead, ErrorKind as IoKind, Write};
 
 use super::error::{io_kind, ErrorKind, Pos, TraceError, WriteError};
 use super::format::{ByteOrder, NegPolicy};
-use super::lines::{parse_int, Lines, MAX_LINE};
+use super::lines::{parse_int, RecordLines};
 use super::Action;
 
 /// The largest delay a word holds: 2^29 − 1 µs.
@@ -248,19 +248,15 @@ impl<W: Write> NistBinWriter<W> {
 
 /// Streaming nist-txt reader: one word per line.
 pub struct NistTxtReader<R> {
-    lines: Lines<R>,
+    lines: RecordLines<R>,
     neg: NegPolicy,
-    records: u64,
-    done: bool,
 }
 
 impl<R: BufRead> NistTxtReader<R> {
     pub fn new(inner: R, neg: NegPolicy) -> Self {
         NistTxtReader {
-            lines: Lines::new(inner, MAX_LINE),
+            lines: RecordLines::new(inner),
             neg,
-            records: 0,
-            done: false,
         }
     }
 
@@ -270,57 +266,40 @@ impl<R: BufRead> NistTxtReader<R> {
 
     pub(crate) fn reset(&mut self) {
         self.lines.reset();
-        self.records = 0;
-        self.done = false;
     }
 
     /// Capacity of the line buffer (bounded by the line limit).
     pub fn buffer_capacity(&self) -> usize {
         self.lines.buffer_capacity()
     }
-}
 
-impl<R: BufRead> NistTxtReader<R> {
     /// The next line's word undecoded, with its position (for dumps); the
     /// same line errors as the iterator.
     pub fn next_word(&mut self) -> Option<Result<(Pos, u32), TraceError>> {
-        if self.done {
-            return None;
-        }
-        let line = match self.lines.next_line() {
-            None => {
-                self.done = true;
-                return (self.records == 0)
-                    .then(|| Err(TraceError::new(self.lines.end_pos(), ErrorKind::Empty)));
+        self.lines.next_with(|line| {
+            let (tok, rest) = split_token(line.text);
+            if !rest.is_empty() {
+                return Err(line.err(line.offset_of(rest), ErrorKind::Trailing(rest.to_string())));
             }
-            Some(Err(e)) => return Some(Err(e)),
-            Some(Ok(l)) => l,
-        };
-        self.records += 1;
-        let (tok, rest) = split_token(line.text);
-        if !rest.is_empty() {
-            return Some(Err(
-                line.err(line.offset_of(rest), ErrorKind::Trailing(rest.to_string()))
-            ));
-        }
-        let Some(v) = parse_int(tok) else {
-            return Some(Err(line.err(
-                0,
-                ErrorKind::NotNumber {
-                    what: "nist-txt word",
-                    expected: "an integer",
-                    found: tok.to_string(),
-                },
-            )));
-        };
-        let word = if (i64::from(i32::MIN)..0).contains(&v) {
-            v as i32 as u32
-        } else if (0..=i64::from(u32::MAX)).contains(&v) {
-            v as u32
-        } else {
-            return Some(Err(line.err(0, ErrorKind::WordRange(v))));
-        };
-        Some(Ok((line.pos(0), word)))
+            let Some(v) = parse_int(tok) else {
+                return Err(line.err(
+                    0,
+                    ErrorKind::NotNumber {
+                        what: "nist-txt word",
+                        expected: "an integer",
+                        found: tok.to_string(),
+                    },
+                ));
+            };
+            let word = if (i64::from(i32::MIN)..0).contains(&v) {
+                v as i32 as u32
+            } else if (0..=i64::from(u32::MAX)).contains(&v) {
+                v as u32
+            } else {
+                return Err(line.err(0, ErrorKind::WordRange(v)));
+            };
+            Ok((line.pos(0), word))
+        })
     }
 }
 

@@ -11,7 +11,7 @@ use std::io::{BufRead, Write};
 use super::delays::parse_delay;
 use super::error::{ErrorKind, TraceError, WriteError};
 use super::format::NegPolicy;
-use super::lines::{format_us, Lines, MAX_LINE};
+use super::lines::{format_us, RecordLines};
 use super::{Action, Record};
 
 /// The header row the writer writes and the reader accepts.
@@ -39,22 +39,18 @@ pub(crate) fn parse_action(s: &str) -> Option<PktAction> {
 
 /// Streaming pkt-csv reader.
 pub struct PktCsvReader<R> {
-    lines: Lines<R>,
+    lines: RecordLines<R>,
     neg: NegPolicy,
     /// Lines with content read (the header included).
     rows: u64,
-    records: u64,
-    done: bool,
 }
 
 impl<R: BufRead> PktCsvReader<R> {
     pub fn new(inner: R, neg: NegPolicy) -> Self {
         PktCsvReader {
-            lines: Lines::new(inner, MAX_LINE),
+            lines: RecordLines::new(inner),
             neg,
             rows: 0,
-            records: 0,
-            done: false,
         }
     }
 
@@ -65,8 +61,6 @@ impl<R: BufRead> PktCsvReader<R> {
     pub(crate) fn reset(&mut self) {
         self.lines.reset();
         self.rows = 0;
-        self.records = 0;
-        self.done = false;
     }
 
     /// Capacity of the line buffer (bounded by the line limit).
@@ -75,79 +69,82 @@ impl<R: BufRead> PktCsvReader<R> {
     }
 }
 
+/// A pkt-csv row: the header, or a record.
+enum Row {
+    Header,
+    Record(Record),
+}
+
 impl<R: BufRead> Iterator for PktCsvReader<R> {
     type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        // At most the header, then a record.
         for _ in 0..2 {
-            if self.done {
-                return None;
-            }
             let neg = self.neg;
             let first = self.rows == 0;
-            let line = match self.lines.next_line() {
-                None => {
-                    self.done = true;
-                    return (self.records == 0)
-                        .then(|| Err(TraceError::new(self.lines.end_pos(), ErrorKind::Empty)));
-                }
-                Some(Err(e)) => return Some(Err(e)),
-                Some(Ok(l)) => l,
-            };
-            self.rows += 1;
-            let mut fields = line.fields();
-            let (a_at, a) = fields.next().unwrap_or((0, ""));
-            let a = a.to_ascii_lowercase();
-            if first && a == "action" {
-                let (d_at, d) = fields.next().unwrap_or((line.text.len(), ""));
-                if !d.eq_ignore_ascii_case("delay_us") {
-                    self.done = true;
-                    return Some(Err(line.err(
-                        d_at,
-                        ErrorKind::Header(format!(
-                            "pkt-csv header {:?}: expected \"{HEADER}\"",
-                            line.text
-                        )),
-                    )));
-                }
-                if let Some((at, extra)) = fields.next() {
-                    self.done = true;
-                    return Some(Err(line.err(
-                        at,
-                        ErrorKind::Header(format!(
-                            "pkt-csv header has an extra column {extra:?}: expected \"{HEADER}\""
-                        )),
-                    )));
-                }
-                continue;
-            }
-            self.records += 1;
-            let Some(action) = parse_action(&a) else {
-                return Some(Err(line.err(a_at, ErrorKind::UnknownAction(a))));
-            };
-            let delay = fields.next();
-            if let Some((at, extra)) = fields.next() {
-                return Some(Err(line.err(at, ErrorKind::Trailing(extra.to_string()))));
-            }
-            let delay_ns = match delay {
-                Some((_, d)) if !d.is_empty() && action != PktAction::Drop => {
-                    match parse_delay(&line, d, 1_000, neg, "delay_us") {
-                        Ok(ns) => ns,
-                        Err(e) => return Some(Err(e)),
+            let mut bad_header = false;
+            let rows = &mut self.rows;
+            let row = self.lines.next_with(|line| {
+                *rows += 1;
+                let mut fields = line.fields();
+                let (a_at, a) = fields.next().unwrap_or((0, ""));
+                let a = a.to_ascii_lowercase();
+                if first && a == "action" {
+                    bad_header = true;
+                    let (d_at, d) = fields.next().unwrap_or((line.text.len(), ""));
+                    if !d.eq_ignore_ascii_case("delay_us") {
+                        return Err(line.err(
+                            d_at,
+                            ErrorKind::Header(format!(
+                                "pkt-csv header {:?}: expected \"{HEADER}\"",
+                                line.text
+                            )),
+                        ));
                     }
+                    if let Some((at, extra)) = fields.next() {
+                        return Err(line.err(
+                            at,
+                            ErrorKind::Header(format!(
+                                "pkt-csv header has an extra column {extra:?}: expected \"{HEADER}\""
+                            )),
+                        ));
+                    }
+                    bad_header = false;
+                    return Ok(Row::Header);
                 }
-                _ => 0,
-            };
-            let rec = match action {
-                PktAction::Pass => Record::from(Action::Delay { delay_ns }),
-                PktAction::Drop => Record::from(Action::Drop),
-                PktAction::Dup => Record::from(Action::Duplicate { delay_ns }),
-                PktAction::Corrupt => Record {
-                    action: Action::Delay { delay_ns },
-                    corrupt: true,
-                },
-            };
-            return Some(Ok(rec));
+                let Some(action) = parse_action(&a) else {
+                    return Err(line.err(a_at, ErrorKind::UnknownAction(a)));
+                };
+                let delay = fields.next();
+                if let Some((at, extra)) = fields.next() {
+                    return Err(line.err(at, ErrorKind::Trailing(extra.to_string())));
+                }
+                let delay_ns = match delay {
+                    Some((_, d)) if !d.is_empty() && action != PktAction::Drop => {
+                        parse_delay(line, d, 1_000, neg, "delay_us")?
+                    }
+                    _ => 0,
+                };
+                Ok(Row::Record(match action {
+                    PktAction::Pass => Record::from(Action::Delay { delay_ns }),
+                    PktAction::Drop => Record::from(Action::Drop),
+                    PktAction::Dup => Record::from(Action::Duplicate { delay_ns }),
+                    PktAction::Corrupt => Record {
+                        action: Action::Delay { delay_ns },
+                        corrupt: true,
+                    },
+                }))
+            })?;
+            if bad_header {
+                // A header the reader cannot follow: nothing after it is read.
+                self.lines.finish();
+            }
+            match row {
+                Ok(Row::Header) => self.lines.not_a_record(),
+                Ok(Row::Record(rec)) => return Some(Ok(rec)),
+                Err(e) => return Some(Err(e)),
+            }
         }
         // Two header rows in a row cannot happen: the header is only row 1.
         None

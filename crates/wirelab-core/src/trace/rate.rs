@@ -26,7 +26,7 @@ use std::io::{BufRead, Write};
 use super::csv::CsvReader;
 use super::error::{ErrorKind, TraceError, WriteError};
 use super::format::TraceOptions;
-use super::lines::{Decimal, Lines, MAX_LINE};
+use super::lines::{Decimal, RecordLines};
 use super::mahimahi::{MahimahiReader, MahimahiWriter};
 use super::ConvertError;
 
@@ -53,17 +53,13 @@ pub struct RateSummary {
 
 /// Streaming kbit-ms reader: the bits of each ms (rounded to the bit).
 pub struct KbitMsReader<R> {
-    lines: Lines<R>,
-    records: u64,
-    done: bool,
+    lines: RecordLines<R>,
 }
 
 impl<R: BufRead> KbitMsReader<R> {
     pub fn new(inner: R) -> Self {
         KbitMsReader {
-            lines: Lines::new(inner, MAX_LINE),
-            records: 0,
-            done: false,
+            lines: RecordLines::new(inner),
         }
     }
 }
@@ -72,50 +68,39 @@ impl<R: BufRead> Iterator for KbitMsReader<R> {
     type Item = Result<u64, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let line = match self.lines.next_line() {
-            None => {
-                self.done = true;
-                return (self.records == 0)
-                    .then(|| Err(TraceError::new(self.lines.end_pos(), ErrorKind::Empty)));
+        self.lines.next_with(|line| {
+            let t = line.text;
+            let Some(d) = Decimal::parse(t) else {
+                return Err(line.err(
+                    0,
+                    ErrorKind::NotNumber {
+                        what: "kbit-ms value",
+                        expected: "a number of kbit such as 12 or 1.5",
+                        found: t.to_string(),
+                    },
+                ));
+            };
+            if d.negative {
+                return Err(line.err(
+                    0,
+                    ErrorKind::Negative {
+                        what: "kbit-ms value",
+                        found: t.to_string(),
+                    },
+                ));
             }
-            Some(Err(e)) => return Some(Err(e)),
-            Some(Ok(l)) => l,
-        };
-        self.records += 1;
-        let t = line.text;
-        let Some(d) = Decimal::parse(t) else {
-            return Some(Err(line.err(
-                0,
-                ErrorKind::NotNumber {
-                    what: "kbit-ms value",
-                    expected: "a number of kbit such as 12 or 1.5",
-                    found: t.to_string(),
-                },
-            )));
-        };
-        if d.negative {
-            return Some(Err(line.err(
-                0,
-                ErrorKind::Negative {
-                    what: "kbit-ms value",
-                    found: t.to_string(),
-                },
-            )));
-        }
-        match d.scaled(1000) {
-            Some(bits) if bits <= i128::from(KBIT_MS_MAX * 1000) => Some(Ok(bits as u64)),
-            _ => Some(Err(line.err(
-                0,
-                ErrorKind::TooLarge {
-                    what: "kbit-ms value",
-                    found: t.to_string(),
-                    max: "1000000 kbit in one ms (1 Tbit/s)",
-                },
-            ))),
-        }
+            match d.scaled(1000) {
+                Some(bits) if bits <= i128::from(KBIT_MS_MAX * 1000) => Ok(bits as u64),
+                _ => Err(line.err(
+                    0,
+                    ErrorKind::TooLarge {
+                        what: "kbit-ms value",
+                        found: t.to_string(),
+                        max: "1000000 kbit in one ms (1 Tbit/s)",
+                    },
+                )),
+            }
+        })
     }
 }
 
