@@ -28,7 +28,8 @@
 #   rate     delivered rate at 1/10/100 Mbit/s (150 % offered, 1500-byte
 #            frames), wirelab `rate` vs tbf, from B's rx_bytes
 #
-# Usage: sudo bench/emulate.sh [--quick] [--only "delay tableb1 maxpps rate"] [--rt PRIO] [--keep]
+#   gbit     the same with 1518-byte frames, one way: Gbit/s of L2 bytes
+# Usage: sudo bench/emulate.sh [--quick] [--only "delay tableb1 maxpps gbit rate"] [--rt PRIO] [--keep]
 #   --quick   shorter runs and fewer steps (about 1 minute instead of 3)
 #   --rt PRIO delay and Table B.1 also with `wirelab-rt`: wirelab emulate
 #             --rt-priority PRIO (default 50; 0 leaves it out)
@@ -39,7 +40,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 WIRELAB="${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/wirelab"
 
 QUICK=0
-ONLY="delay tableb1 maxpps rate"
+ONLY="delay tableb1 maxpps gbit rate"
 RT=50
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -47,7 +48,7 @@ while [ $# -gt 0 ]; do
         --only) ONLY="$2"; shift 2 ;;
         --rt) RT="$2"; shift 2 ;;
         --keep) KEEP_WORK=1; shift ;;
-        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
 done
@@ -55,9 +56,11 @@ done
 if [ "$QUICK" = 1 ]; then
     DELAY_N=5000; B1_N=2000; STEP_S=1; RATE_S=3
     PPS_STEPS="100000 200000 300000"
+    GBIT_STEPS="40000 80000 120000"
 else
     DELAY_N=20000; B1_N=8000; STEP_S=2; RATE_S=6
     PPS_STEPS="50000 100000 150000 200000 250000 300000 350000 400000 500000 600000"
+    GBIT_STEPS="50000 100000 150000 200000 250000 300000 350000 400000"
 fi
 
 ID="${LAB_ID}"
@@ -272,14 +275,15 @@ run_tableb1() {
 
 # A pcap of 1000 64-byte frames (ethertype 0x88b5, a sequence number at byte
 # 14) from SRC to DST, for wirelab replay to loop over.
-make_frames() { # FILE DST SRC
-    python3 - "$1" "$2" "$3" <<'EOF'
+make_frames() { # FILE DST SRC [FRAME_BYTES (64)]
+    python3 - "$1" "$2" "$3" "${4:-64}" <<'EOF'
 import struct, sys
 path, dst, src = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', '')), bytes.fromhex(sys.argv[3].replace(':', ''))
+size = int(sys.argv[4]) - 4  # without the FCS
 with open(path, 'wb') as f:
     f.write(struct.pack('<IHHiIII', 0xa1b23c4d, 2, 4, 0, 0, 65535, 1))
     for i in range(1000):
-        frame = dst + src + b'\x88\xb5' + struct.pack('>I', i) + bytes(46)
+        frame = dst + src + b'\x88\xb5' + struct.pack('>I', i) + bytes(size - 18)
         f.write(struct.pack('<IIII', 1, i * 1000, len(frame), len(frame)))
         f.write(frame)
 EOF
@@ -352,6 +356,19 @@ run_maxpps() {
             row "maxok|$mode|${dirs// /+}|$MAXOK"
         done
     done
+}
+
+# The 1500-byte variant of maxpps: one way, delay 1ms, Gbit/s of L2 bytes.
+run_gbit() {
+    log "max lossless rate, 1518-byte frames (1500-byte payload), delay 1ms; steps: $GBIT_STEPS pps, $STEP_S s each"
+    make_frames "$WORK/a2b.pcap" "$MAC_TO_B" "$MAC_SRC_A" 1518
+    local mode saved="$PPS_STEPS"
+    PPS_STEPS="$GBIT_STEPS"
+    for mode in bridge wirelab; do
+        sweep "$mode" "a2b"
+        row "gbit|$mode|$MAXOK"
+    done
+    PPS_STEPS="$saved"
 }
 
 run_rate() {
@@ -444,6 +461,17 @@ print_tables() {
         printf '%s\n' "${RESULTS[@]}" | awk -F'|' '$1 == "emu" { printf "  wirelab counters (%s): %s\n", $2, $3 }'
         echo
     fi
+    if printf '%s\n' "${RESULTS[@]}" | grep -q '^gbit|'; then
+        echo "Max lossless rate, 1518-byte frames one way, wirelab with delay 1ms (L2 Gbit/s without FCS and preamble; steps $GBIT_STEPS pps):"
+        echo
+        echo "| bridge | wirelab | wirelab / bridge |"
+        echo "|---|---|---|"
+        local gb gw
+        gb=$(printf '%s\n' "${RESULTS[@]}" | awk -F'|' '$1 == "gbit" && $2 == "bridge" { print $3 }')
+        gw=$(printf '%s\n' "${RESULTS[@]}" | awk -F'|' '$1 == "gbit" && $2 == "wirelab" { print $3 }')
+        awk -v b="$gb" -v w="$gw" 'BEGIN { printf "| %.2f Gbit/s (%d pps) | %.2f Gbit/s (%d pps) | %s |\n", b * 1514 * 8 / 1e9, b, w * 1514 * 8 / 1e9, w, (b > 0 ? sprintf("%.2f", w / b) : "-") }'
+        echo
+    fi
     if printf '%s\n' "${RESULTS[@]}" | grep -q '^rate|'; then
         echo "Rate accuracy (delivered Mbit/s of L2 bytes at B, 150 % offered):"
         echo
@@ -477,8 +505,9 @@ for part in $ONLY; do
         delay) run_delay ;;
         tableb1) run_tableb1 ;;
         maxpps) run_maxpps ;;
+        gbit) run_gbit ;;
         rate) run_rate ;;
-        *) die "unknown part $part (delay tableb1 maxpps rate)" ;;
+        *) die "unknown part $part (delay tableb1 maxpps gbit rate)" ;;
     esac
 done
 print_tables
