@@ -237,38 +237,7 @@ pub struct LabSysctl {
 }
 
 /// The socket a flow sends with (`wirelab send --socket`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SocketKind {
-    Udp,
-    Raw,
-    Packet,
-}
-
-impl SocketKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SocketKind::Udp => "udp",
-            SocketKind::Raw => "raw",
-            SocketKind::Packet => "packet",
-        }
-    }
-
-    fn parse(s: &str) -> Option<SocketKind> {
-        match s {
-            "udp" => Some(SocketKind::Udp),
-            "raw" => Some(SocketKind::Raw),
-            "packet" => Some(SocketKind::Packet),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for SocketKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use wirelab_engine::txpath::SocketKind;
 
 /// One `[[flow]]`: a sender on `from` and a receiver (or reflector, with
 /// `echo`) on `to`.

@@ -29,7 +29,7 @@ pub const NEIGH_TIMEOUT: Duration = Duration::from_secs(3);
 const SEND_BUFFER: usize = 4 << 20;
 
 /// The socket type probes leave through.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SocketKind {
     #[default]
@@ -45,6 +45,22 @@ impl SocketKind {
             SocketKind::Raw => "raw",
             SocketKind::Packet => "packet",
         }
+    }
+
+    /// The kind named `udp`, `raw` or `packet`.
+    pub fn parse(s: &str) -> Option<SocketKind> {
+        match s {
+            "udp" => Some(SocketKind::Udp),
+            "raw" => Some(SocketKind::Raw),
+            "packet" => Some(SocketKind::Packet),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for SocketKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
