@@ -25,7 +25,8 @@ pub const DEFAULT_PORT: u16 = 5757;
 timestamps, and turns per-packet records into loss, reordering, delay, jitter and pacing statistics.\n\n\
 Quick start:\n  wirelab demo                      # a self-contained lab in two network namespaces\n  \
 wirelab recv                      # on host B\n  wirelab send B --rate 10kpps -d 5s  # on host A\n\n\
-Exit codes: 0 success, 1 runtime failure, 2 usage error, 3 missing privilege.\n\
+Exit codes: 0 success, 1 runtime failure, 2 usage error, 3 missing privilege \
+(`wirelab run`: 3 a point aborted, 4 infrastructure failure, 130 interrupted).\n\
 Set WIRELAB_LOG=debug for diagnostics on stderr.",
     propagate_version = true
 )]

@@ -52,7 +52,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub quick: bool,
     /// An option for every ssh connection, e.g. --ssh-option=-i --ssh-option=KEY
-    /// (repeatable; appended to BatchMode, ControlMaster and ControlPersist)
+    /// (repeatable; given before wirelab's BatchMode, ControlMaster and ControlPersist,
+    /// so `-o ControlPath=...` and the like override them)
     #[arg(long = "ssh-option", value_name = "OPT", allow_hyphen_values = true)]
     pub ssh_options: Vec<String>,
     /// No progress on stderr
