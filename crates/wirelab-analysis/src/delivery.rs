@@ -7,7 +7,8 @@
 //! 16th after it ([`DeliveryLatency::sampled`]). `count` in the summary is
 //! the sample count. One accumulator per capture thread, merged at the end.
 
-use crate::percentiles::{histogram, merge, Percentiles};
+use crate::percentiles::{histogram, merge};
+use crate::DelayStats;
 use hdrhistogram::Histogram;
 
 /// Delivery latency samples of one or more capture threads.
@@ -48,8 +49,8 @@ impl DeliveryLatency {
     }
 
     /// The summary (`delivery_latency` of `wirelab.capture/1`).
-    pub fn summary(&self) -> Percentiles {
-        Percentiles::of(&self.hist)
+    pub fn summary(&self) -> DelayStats {
+        DelayStats::of_hist(&self.hist)
     }
 }
 
@@ -74,7 +75,7 @@ mod tests {
         a.merge(&b);
         let s = a.summary();
         assert_eq!((s.count, s.min_ns), (4, 1));
-        assert!(s.max_ns >= crate::percentiles::HIST_MAX_NS);
-        assert_eq!(DeliveryLatency::default().summary(), Percentiles::default());
+        assert!(s.max_ns >= crate::percentiles::HIST_MAX_NS as i64);
+        assert_eq!(DeliveryLatency::default().summary(), DelayStats::default());
     }
 }

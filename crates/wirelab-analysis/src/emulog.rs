@@ -11,8 +11,9 @@
 //! accepted: times out of order saturate at 0.
 
 use crate::error::AnalysisError;
-use crate::percentiles::{histogram, Percentiles};
+use crate::percentiles::histogram;
 use crate::text::fmt_ns;
+use crate::DelayStats;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -142,11 +143,11 @@ pub struct EmuFlowReport {
     pub corrupted: u64,
     pub dropped: FateCounts,
     /// Departure − arrival of the sent copies.
-    pub applied_delay: Percentiles,
+    pub applied_delay: DelayStats,
     /// Deadline − arrival of the sent copies (what the stages asked).
-    pub scheduled_delay: Percentiles,
+    pub scheduled_delay: DelayStats,
     /// Departure − deadline of the sent copies.
-    pub lateness: Percentiles,
+    pub lateness: DelayStats,
     /// Sent copies that left before their deadline.
     pub early: u64,
 }
@@ -298,9 +299,9 @@ impl EmuLog {
                     sent: a.sent,
                     corrupted: a.corrupted,
                     dropped: a.dropped,
-                    applied_delay: Percentiles::of(&a.applied),
-                    scheduled_delay: Percentiles::of(&a.scheduled),
-                    lateness: Percentiles::of(&a.late),
+                    applied_delay: DelayStats::of_hist(&a.applied),
+                    scheduled_delay: DelayStats::of_hist(&a.scheduled),
+                    lateness: DelayStats::of_hist(&a.late),
                     early: a.early,
                 }
             })
@@ -313,11 +314,11 @@ impl EmuLog {
     }
 }
 
-fn pcts(p: &Percentiles) -> String {
+fn pcts(p: &DelayStats) -> String {
     if p.count == 0 {
         return "-".into();
     }
-    let f = |v: u64| fmt_ns(v as f64);
+    let f = |v: i64| fmt_ns(v as f64);
     format!(
         "min {} p50 {} p90 {} p99 {} p99.9 {} max {}",
         f(p.min_ns),
@@ -444,7 +445,7 @@ mod tests {
         assert_eq!((a.frames, a.copies, a.duplicates, a.sent), (3, 4, 1, 3));
         assert_eq!((a.dropped.loss, a.dropped.total(), a.corrupted), (1, 1, 1));
         // Within the histograms' 0.1 %.
-        let near = |v: u64, want: u64| v.abs_diff(want) <= want / 1000;
+        let near = |v: i64, want: i64| v.abs_diff(want) <= want as u64 / 1000;
         assert!(
             near(a.applied_delay.min_ns, 5_002_000),
             "{:?}",

@@ -7,7 +7,8 @@
 //! on one clock, any origin) and its L2 length; wire bytes count with
 //! [`wirelab_wire::ethernet::wire_bytes`], the model replay's schedule uses.
 
-use crate::percentiles::{histogram, serialize_compact, Percentiles};
+use crate::percentiles::{histogram, serialize_compact};
+use crate::DelayStats;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use wirelab_wire::ethernet::wire_bytes;
@@ -31,10 +32,10 @@ pub struct FidelityReport {
     pub drift_ppm: f64,
     /// Departure error (actual − ideal) ≥ 0.
     #[serde(serialize_with = "serialize_compact")]
-    pub departure_error: Percentiles,
+    pub departure_error: DelayStats,
     /// |actual gap − ideal gap| between consecutive packets.
     #[serde(serialize_with = "serialize_compact")]
-    pub interdeparture_error: Percentiles,
+    pub interdeparture_error: DelayStats,
     /// Mean of the signed gap error (positive: gaps stretched).
     pub interdeparture_error_mean_signed_ns: f64,
     /// Lateness above which a packet counts as late.
@@ -139,8 +140,8 @@ impl Fidelity {
             } else {
                 0.0
             },
-            departure_error: Percentiles::of(&self.dep),
-            interdeparture_error: Percentiles::of(&self.gap),
+            departure_error: DelayStats::of_hist(&self.dep),
+            interdeparture_error: DelayStats::of_hist(&self.gap),
             interdeparture_error_mean_signed_ns: if self.packets > 1 {
                 self.gap_signed_sum / (self.packets - 1) as f64
             } else {

@@ -255,7 +255,7 @@ impl FlowStats {
                 p50_abs_ns: a.p50_ns,
                 p99_abs_ns: a.p99_ns,
                 max_abs_ns: a.max_ns,
-                max_abs_seq: a.max_seq,
+                max_abs_seq: a.max_seq.unwrap_or(0),
                 min_ns: s.min_ns,
                 max_ns: s.max_ns,
             }),
@@ -401,8 +401,8 @@ mod tests {
         });
         let l = f.finish(None).latency.unwrap();
         assert_eq!(l.count, 100);
-        assert_eq!((l.min_ns, l.min_seq), (10_000, 0));
-        assert_eq!((l.max_ns, l.max_seq), (5_000_000, 42));
+        assert_eq!((l.min_ns, l.min_seq), (10_000, Some(0)));
+        assert_eq!((l.max_ns, l.max_seq), (5_000_000, Some(42)));
         // Sorted values: 10..=1000 us without 430 us, plus 5000 us.
         let near = |a: i64, b: i64| (a - b).abs() <= b / 1000 + 1;
         assert!(near(l.p50_ns, 510_000), "{}", l.p50_ns);

@@ -421,7 +421,7 @@ mod tests {
         assert_eq!((r.loss.bursts.count, r.loss.bursts.max_len), (2, 2));
         assert_eq!(r.loss.lost_vs_highest, 2);
         let l = f.latency.as_ref().unwrap();
-        assert_eq!((l.min_ns, l.max_ns, l.max_seq), (52_000, 67_000, 17));
+        assert_eq!((l.min_ns, l.max_ns, l.max_seq), (52_000, 67_000, Some(17)));
         let snd = f.sender.as_ref().unwrap();
         assert_eq!((snd.sent, snd.warmup), (20, 2));
         assert_eq!(snd.lateness.as_ref().unwrap().max_ns, 1000);

@@ -186,8 +186,8 @@ impl SignedHistogram {
             p999_ns: q(0.999),
             p9999_ns: q(0.9999),
             max_ns: self.max,
-            min_seq: self.min_seq,
-            max_seq: self.max_seq,
+            min_seq: Some(self.min_seq),
+            max_seq: Some(self.max_seq),
         })
     }
 
@@ -232,13 +232,17 @@ fn record_n(h: &mut Histogram<u64>, v: u64, n: u64) {
     }
 }
 
-/// Distribution summary of a signed time quantity in ns (JSON object
-/// `{count, min_ns, mean_ns, stdev_ns, p50_ns, p90_ns, p99_ns, p999_ns,
-/// p9999_ns, max_ns, min_seq, max_seq}`). Quantiles come from an HDR
-/// histogram with 3 significant digits; min, max and mean are exact.
-/// `min_seq` / `max_seq` name the sequence number of the (first) packet with
-/// the minimum / maximum value — the worst case.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The one summary of a distribution of ns values in wirelab's reports
+/// (JSON object `{count, min_ns, mean_ns, stdev_ns, p50_ns, p90_ns,
+/// p99_ns, p999_ns, p9999_ns, max_ns, min_seq, max_seq}`). Quantiles come
+/// from an HDR histogram with 3 significant digits. From a
+/// [`SignedHistogram`] (delays, errors; may be negative) min, max and mean
+/// are exact and `min_seq` / `max_seq` name the sequence number of the
+/// (first) packet with the minimum / maximum value — the worst case; from
+/// an unsigned [`Histogram`] ([`DelayStats::of_hist`]: lateness, delivery
+/// latency) all figures are the histogram's and the two `_seq` keys are
+/// left out. An empty summary is all zeros.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct DelayStats {
     pub count: u64,
     pub min_ns: i64,
@@ -250,8 +254,35 @@ pub struct DelayStats {
     pub p999_ns: i64,
     pub p9999_ns: i64,
     pub max_ns: i64,
-    pub min_seq: u64,
-    pub max_seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_seq: Option<u64>,
+}
+
+impl DelayStats {
+    /// The summary of an unsigned HDR histogram (see
+    /// [`crate::percentiles::histogram`]); all zeros when it is empty.
+    pub fn of_hist(h: &Histogram<u64>) -> DelayStats {
+        if h.is_empty() {
+            return DelayStats::default();
+        }
+        let q = |x| h.value_at_quantile(x) as i64;
+        DelayStats {
+            count: h.len(),
+            min_ns: h.min() as i64,
+            mean_ns: h.mean(),
+            stdev_ns: h.stdev(),
+            p50_ns: q(0.5),
+            p90_ns: q(0.9),
+            p99_ns: q(0.99),
+            p999_ns: q(0.999),
+            p9999_ns: q(0.9999),
+            max_ns: h.max() as i64,
+            min_seq: None,
+            max_seq: None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -273,7 +304,7 @@ mod tests {
         assert_eq!(s.count, 1000);
         assert_eq!(s.min_ns, 1000);
         assert_eq!(s.max_ns, 1_000_000);
-        assert_eq!((s.min_seq, s.max_seq), (1, 1000));
+        assert_eq!((s.min_seq, s.max_seq), (Some(1), Some(1000)));
         assert!((s.mean_ns - 500_500.0).abs() < 1e-6);
         assert!(close(s.p50_ns, 500_000), "{}", s.p50_ns);
         assert!(close(s.p90_ns, 900_000), "{}", s.p90_ns);
@@ -296,7 +327,10 @@ mod tests {
         assert_eq!(h.quantile(0.5), Some(2));
         assert_eq!(h.quantile(1.0), Some(12));
         let s = h.stats().unwrap();
-        assert_eq!((s.min_ns, s.min_seq, s.max_ns, s.max_seq), (-5, 0, 12, 9));
+        assert_eq!(
+            (s.min_ns, s.min_seq, s.max_ns, s.max_seq),
+            (-5, Some(0), 12, Some(9))
+        );
         assert!((s.mean_ns - 3.3).abs() < 1e-9);
     }
 

@@ -24,7 +24,8 @@
 //!   (`wirelab.emulate.verify/1`).
 //! * [`DeliveryLatency`] — capture's kernel-stamp-to-handled latency.
 //! * [`emulog`] — the link emulator's per-copy log (`emulate --log`).
-//! * [`Percentiles`] — the one summary of a non-negative ns distribution.
+//! * [`DelayStats`] — the one summary of a ns distribution (signed, with
+//!   its worst packets, or from an unsigned histogram: [`percentiles`]).
 //! * [`ks_distance`] / [`ks_two_sample`] — distribution accuracy;
 //!   [`Requested`] and [`analyze_run`] join it to a run.
 //! * [`LiveFlows`], [`SendAccum`] — streaming statistics of running jobs,
@@ -68,7 +69,6 @@ pub use join::{analyze, departure_interval_samples, size_samples, AnalysisConfig
 pub use ks::{ks_distance, ks_two_sample};
 pub use latency::{DelayStats, SignedHistogram};
 pub use live::{LiveFlows, Reservoir, SendAccum, DEFAULT_MAX_LIVE_FLOWS};
-pub use percentiles::Percentiles;
 pub use report::{FlowReport, SentSource, Summary, Totals, Warning, OWD_CLOCK_NOTE, SCHEMA};
 pub use requested::{analyze_run, fill_ks, Cdf, Requested, RunRecords};
 pub use rtt::RttStats;

@@ -180,13 +180,13 @@ mod tests {
         let rtt = rep.rtt.unwrap();
         assert_eq!(
             (rtt.count, rtt.min_ns, rtt.max_ns, rtt.max_seq),
-            (3, 1000, 1500, 1)
+            (3, 1000, 1500, Some(1))
         );
         let res = rep.residence.unwrap();
         assert_eq!((res.count, res.min_ns, res.max_ns), (2, 100, 100));
         assert_eq!(rep.net_rtt.as_ref().unwrap().min_ns, 1000);
         assert_eq!(rep.forward.as_ref().unwrap().max_ns, 600);
-        let ret = rep.return_.clone().unwrap();
+        let ret = rep.return_.unwrap();
         assert_eq!((ret.min_ns, ret.max_ns), (400, 800));
         assert!(rep.one_way_assumes_synced_clocks);
         let off = rep.clock_offset.clone().unwrap();

@@ -13,8 +13,8 @@
 //! analysis/1 and capture/1 keep their fields' declaration order.
 
 use crate::error::AnalysisError;
-use crate::percentiles::Percentiles;
 use crate::report::{FlowReport, Summary, Totals};
+use crate::DelayStats;
 use serde::{Deserialize, Serialize};
 
 pub use crate::report::{OWD_CLOCK_NOTE, SCHEMA as ANALYSIS_SCHEMA};
@@ -194,7 +194,7 @@ pub struct CaptureReport<T, M> {
     pub cpu: CaptureCpu,
     /// Kernel timestamp → handled by the capture thread (sampled; `count` is the
     /// sample count).
-    pub delivery_latency: Percentiles,
+    pub delivery_latency: DelayStats,
     /// Why the capture ended: "signal", "count" or "duration".
     pub stop_reason: String,
     /// Fallbacks taken.
@@ -434,7 +434,7 @@ mod tests {
             mode_switches: 0,
             poll_fraction: 0.0,
             cpu,
-            delivery_latency: Percentiles::default(),
+            delivery_latency: DelayStats::default(),
             stop_reason: "count".into(),
             notes: vec![],
             threads: vec![7],

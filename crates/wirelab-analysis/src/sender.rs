@@ -265,7 +265,7 @@ mod tests {
         let r = s.finish();
         assert_eq!(r.sent, 10);
         let l = r.lateness.unwrap();
-        assert_eq!((l.min_ns, l.max_ns, l.max_seq), (1000, 1_500_000, 3));
+        assert_eq!((l.min_ns, l.max_ns, l.max_seq), (1000, 1_500_000, Some(3)));
         assert_eq!(r.late_threshold_ns, Some(1_000_000));
         assert_eq!(r.late, Some(1));
         assert_eq!(r.early, 0);
@@ -319,7 +319,7 @@ mod tests {
         let r = s.finish();
         assert!(r.start_estimated);
         let l = r.lateness.unwrap();
-        assert_eq!((l.min_ns, l.max_ns, l.max_seq), (0, 1500, 2));
+        assert_eq!((l.min_ns, l.max_ns, l.max_seq), (0, 1500, Some(2)));
         assert_eq!(r.late, Some(1));
     }
 

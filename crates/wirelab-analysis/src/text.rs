@@ -232,7 +232,7 @@ fn details(f: &FlowReport, w: &mut impl Write) -> Result<(), AnalysisError> {
             extra.push(format!("unexpected seqs {u}"));
         }
         if let Some(l) = &f.latency {
-            extra.push(format!("worst owd at seq {}", l.max_seq));
+            extra.push(format!("worst owd at seq {}", l.max_seq.unwrap_or(0)));
         }
         if let Some(ia) = &r.interarrival {
             extra.push(format!(
@@ -259,7 +259,7 @@ fn details(f: &FlowReport, w: &mut impl Write) -> Result<(), AnalysisError> {
                 fmt_i(l.p99_ns),
                 fmt_i(l.p999_ns),
                 fmt_i(l.max_ns),
-                l.max_seq,
+                l.max_seq.unwrap_or(0),
                 if s.start_estimated {
                     " vs first probe"
                 } else {

@@ -68,7 +68,7 @@ fn constant_delay_matched_exactly_with_table_b1() {
     assert_eq!((r.lost, r.missing_copies, r.extra, r.early), (0, 0, 0, 0));
     let e = r.error.as_ref().unwrap();
     assert_eq!((e.min_ns, e.max_ns, e.count), (2_000, 10_000, 5));
-    assert_eq!((e.min_seq, e.max_seq), (0, 4));
+    assert_eq!((e.min_seq, e.max_seq), (Some(0), Some(4)));
     let a = r.applied.as_ref().unwrap();
     assert_eq!((a.min_ns, a.max_ns), (1_002_000, 1_010_000));
     let t = r.table_b1.unwrap();

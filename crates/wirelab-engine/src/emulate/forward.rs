@@ -23,7 +23,8 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
-use wirelab_analysis::percentiles::{histogram, Percentiles};
+use wirelab_analysis::percentiles::histogram;
+use wirelab_analysis::DelayStats;
 use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, Step, WaitStrategy};
 use wirelab_io::ring_frames::{with_vlan, FrameSource};
 use wirelab_io::{Clock, Transmit};
@@ -214,7 +215,7 @@ pub struct ForwardStats {
     /// Copies that left before their deadline: always 0, counted to show it.
     pub early: u64,
     /// Release lateness: departure minus deadline.
-    pub lateness: Percentiles,
+    pub lateness: DelayStats,
     /// The same as a coarse histogram ([`LATENESS_BOUNDS_NS`]).
     pub lateness_buckets: Vec<Bucket>,
     /// The log stopped on this write error (the run went on).
@@ -453,7 +454,7 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
             false,
         );
     }
-    st.lateness = Percentiles::of(&late);
+    st.lateness = DelayStats::of_hist(&late);
     st.lateness_buckets = buckets(&late);
     st.log_error = log.error;
     if let Some(l) = live {

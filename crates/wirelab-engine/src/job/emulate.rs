@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use wirelab_analysis::percentiles::Percentiles;
+use wirelab_analysis::DelayStats;
 use wirelab_io::bpf::{BpfError, BpfProgram};
 use wirelab_io::clock::{mono_to_real_offset, real_ns};
 use wirelab_io::ifstats::IfInfo;
@@ -406,7 +406,7 @@ pub struct DirReport<'a> {
     /// The default stages' link model counters.
     pub link: &'a wirelab_core::link::LinkCounters,
     /// Departure minus deadline.
-    pub lateness: Percentiles,
+    pub lateness: DelayStats,
     pub lateness_buckets: &'a [Bucket],
     pub early: u64,
     /// The rules of this direction, in matching order.
@@ -515,7 +515,7 @@ impl EmulateReport<'_> {
             r.b,
             r.duration_ns as f64 / 1e9
         );
-        let us = |ns: u64| ns as f64 / 1e3;
+        let us = |ns: i64| ns as f64 / 1e3;
         for (name, from, to, d) in [("a2b", r.a, r.b, &r.a2b), ("b2a", r.b, r.a, &r.b2a)] {
             s += &format!(
                 "  {name} ({from} -> {to}): {} received, {} sent, {} duplicated, {} corrupted; {}\n",

@@ -6,7 +6,7 @@ use crate::capture::CaptureReport;
 use crate::replay::ReplayReport;
 use std::io::{self, Write};
 use wirelab_analysis::schema::ReplayCacheReport;
-use wirelab_analysis::{render_text, Percentiles};
+use wirelab_analysis::{render_text, DelayStats};
 use wirelab_core::gen::{GenSpec, SpecUnit};
 use wirelab_core::units::format_ns;
 
@@ -15,7 +15,7 @@ fn ns(v: Option<impl Into<f64>>) -> String {
 }
 
 /// "p50 .. p99 .. p99.9 .. max ..".
-fn tail(p: &Percentiles) -> String {
+fn tail(p: &DelayStats) -> String {
     format!(
         "p50 {} p99 {} p99.9 {} max {}",
         format_ns(p.p50_ns as f64),
@@ -391,11 +391,11 @@ pub fn capture(r: &CaptureReport) -> String {
     if d.count > 0 {
         s += &format!(
             "  delivery latency (kernel stamp → handled): min {} p50 {} p90 {} p99 {} max {}\n",
-            ns_u64(d.min_ns),
-            ns_u64(d.p50_ns),
-            ns_u64(d.p90_ns),
-            ns_u64(d.p99_ns),
-            ns_u64(d.max_ns)
+            format_ns(d.min_ns as f64),
+            format_ns(d.p50_ns as f64),
+            format_ns(d.p90_ns as f64),
+            format_ns(d.p99_ns as f64),
+            format_ns(d.max_ns as f64)
         );
     }
     if let Some(m) = &r.merge {
