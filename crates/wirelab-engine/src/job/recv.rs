@@ -203,13 +203,15 @@ impl ProgressLine {
     }
 }
 
-struct Live<'a>(&'a mut LiveFlows, &'a RefCell<Option<StatusFile>>);
+/// The live statistics, and the status file's loss when there is one (a
+/// receiver without `--status` pays nothing for it).
+struct Live<'a>(&'a mut LiveFlows, Option<&'a RefCell<StatusFile>>);
 
 impl RxSink for Live<'_> {
     fn packet(&mut self, r: &Record) {
         self.0.observe(r);
-        if let Some(s) = self.1.borrow_mut().as_mut() {
-            s.loss.observe(r);
+        if let Some(s) = self.1 {
+            s.borrow_mut().loss.observe(r);
         }
     }
 }
@@ -270,21 +272,22 @@ impl RecvRun {
         progress: &mut dyn FnMut(&RecvCounters),
     ) -> Result<RecvJobReport, RecvError> {
         let mut writer = self.log.as_ref().map(|l| l.writer());
-        let status = RefCell::new(self.status.take());
+        let status = self.status.take().map(RefCell::new);
         let mut tick = |c: &RecvCounters| {
             progress(c);
-            if let Some(s) = status.borrow_mut().as_mut() {
-                s.update(false);
+            if let Some(s) = &status {
+                s.borrow_mut().update(false);
             }
         };
         let out = self.rx.run(
-            &mut Live(&mut self.flows, &status),
+            &mut Live(&mut self.flows, status.as_ref()),
             writer.as_mut(),
             &self.stop,
             &mut tick,
             PROGRESS_EVERY,
         );
-        if let Some(s) = status.borrow_mut().as_mut() {
+        if let Some(s) = &status {
+            let mut s = s.borrow_mut();
             s.update(true);
             if let Some(e) = &s.failed {
                 tracing::warn!("rewriting the status file {}: {e}", s.path.display());
