@@ -28,3 +28,6 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# The Prometheus project's own exposition parser checks `wirelab run`'s
+# /metrics in the tests.
+python3 -c 'import prometheus_client' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore 'prometheus_client>=0.20'

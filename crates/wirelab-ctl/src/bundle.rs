@@ -126,6 +126,9 @@ pub struct PointFile {
     pub emulate_report: Option<serde_json::Value>,
     /// Capture files, relative to the point directory.
     pub pcaps: Vec<String>,
+    /// The criterion that aborted it: `lost_gt` or `max_duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_criterion: Option<String>,
 }
 
 /// One row of the summary: one flow of one point.
@@ -581,6 +584,7 @@ mod tests {
                 flows: vec![],
                 emulate_report: None,
                 pcaps: vec![],
+                abort_criterion: None,
             },
             &PointFlow {
                 name: "f".into(),

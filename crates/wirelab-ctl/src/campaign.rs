@@ -97,10 +97,18 @@ pub enum Event<'a> {
         received: u64,
         lost: u64,
     },
+    /// Every 100 ms while a point's flows run: the time since its T0.
+    Tick {
+        elapsed: Duration,
+    },
     PointEnded {
         point: &'a Point,
         status: PointStatus,
         reason: Option<&'a str>,
+        /// The point's directory in the bundle.
+        dir: &'a Path,
+        /// Its record, when it got as far as writing one.
+        file: Option<&'a PointFile>,
     },
     Note(String),
 }
@@ -241,6 +249,8 @@ pub fn run(
             point,
             status,
             reason: reason.as_deref(),
+            dir: &dir.join("points").join(&point.id),
+            file: result.as_ref().ok(),
         });
         if let Ok(p) = &result {
             search.record(point, lossfree(&dir.join("points").join(&p.id), p));
@@ -309,9 +319,6 @@ fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
     if c.env.is_some() {
         parts.push("[env]");
     }
-    if c.metrics.is_some() {
-        parts.push("[metrics]");
-    }
     if let Some(f) = c.flows.iter().find(|f| f.query.mode == QueryMode::Inband) {
         return Err(RunError::Unsupported(format!(
             "flow {}: query.mode = \"inband\" is not run by this version of wirelab run: leave \
@@ -323,8 +330,8 @@ fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
         return Ok(());
     }
     Err(RunError::Unsupported(format!(
-        "{} {} not run by this version of wirelab run (stressors, environment changes and live \
-         metrics are not built yet): remove {} to run the campaign (--dry-run lists its points \
+        "{} {} not run by this version of wirelab run (stressors and environment changes are \
+         not built yet): remove {} to run the campaign (--dry-run lists its points \
          as they are)",
         parts.join(", "),
         if parts.len() == 1 { "is" } else { "are" },
@@ -680,6 +687,7 @@ fn run_point(
         flows: vec![],
         emulate_report: None,
         pcaps: vec![],
+        abort_criterion: None,
     };
     let mut run = PointRun {
         hosts,
@@ -799,6 +807,9 @@ fn run_point(
             break;
         }
         std::thread::sleep(WATCH_EVERY);
+        on(Event::Tick {
+            elapsed: began.elapsed().saturating_sub(START_LEAD),
+        });
         for f in flows.iter_mut() {
             let send_tag = format!("{}-send", f.tag);
             if !sent_exit.contains_key(&f.spec.name) {
@@ -818,6 +829,9 @@ fn run_point(
                 });
                 if abort.is_none() {
                     abort = check_abort(f, &s);
+                    if abort.is_some() {
+                        file.abort_criterion = Some("lost_gt".into());
+                    }
                 }
                 f.status = Some(s);
             }
@@ -825,6 +839,7 @@ fn run_point(
                 if let Some(max) = f.spec.abort.max_duration {
                     let t0_elapsed = began.elapsed().saturating_sub(START_LEAD);
                     if t0_elapsed.as_nanos() as u64 > max {
+                        file.abort_criterion = Some("max_duration".into());
                         abort = Some(format!(
                             "flow {}: max_duration {} reached",
                             f.spec.name,

@@ -410,6 +410,9 @@ pub struct EnvSpec {
 #[serde(deny_unknown_fields)]
 pub struct MetricsSpec {
     pub listen: String,
+    /// How long the endpoint stays up after the campaign ends, so that a
+    /// scraper reads the final values. Default 0.
+    pub linger_ns: u64,
 }
 
 impl Control {

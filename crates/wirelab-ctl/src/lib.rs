@@ -14,6 +14,7 @@ pub mod control;
 pub mod demo;
 pub mod expr;
 pub mod lab;
+pub mod metrics;
 pub mod proto;
 pub mod sweep;
 pub mod transport;

@@ -875,7 +875,7 @@ fn read_env(t: &Tbl, c: &Control) -> Result<EnvSpec, ControlError> {
 }
 
 fn read_metrics(t: &Tbl) -> Result<MetricsSpec, ControlError> {
-    t.only(&["listen"])?;
+    t.only(&["listen", "linger"])?;
     let l = t.req_str(
         "listen",
         "the address to serve /metrics on, e.g. \"127.0.0.1:9464\"",
@@ -887,7 +887,10 @@ fn read_metrics(t: &Tbl) -> Result<MetricsSpec, ControlError> {
             format!("{:?}: write ADDRESS:PORT, e.g. \"127.0.0.1:9464\"", l.v),
         ));
     }
-    Ok(MetricsSpec { listen: l.v })
+    Ok(MetricsSpec {
+        listen: l.v,
+        linger_ns: t.duration("linger")?.map_or(0, |d| d.v),
+    })
 }
 
 /// Parses each flow's `when`; variables are checked once the sweep is read.
