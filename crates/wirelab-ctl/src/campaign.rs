@@ -24,6 +24,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 use wirelab_analysis::status::RecvStatus;
 
+/// The longest flow of a `--quick` run (a smoke run of a campaign whose
+/// tests last hours).
+pub const QUICK_MAX: u64 = 10_000_000_000;
 /// First UDP port given to a flow without a `port` (flow i gets BASE + i).
 pub const BASE_PORT: u16 = 5800;
 /// How often a running point is looked at (status files, senders' exit).
@@ -70,8 +73,9 @@ pub struct RunConfig {
     /// Continue the campaign in this bundle: points with a result are
     /// skipped.
     pub resume: Option<PathBuf>,
-    /// Divide every flow's duration and count by 10 (at least 1 s / 100
-    /// probes): a smoke run of the same campaign.
+    /// Divide every flow's duration and count by 10 (durations at least
+    /// 1 s and at most [`QUICK_MAX`], counts at least 100 probes): a smoke
+    /// run of the same campaign.
     pub quick: bool,
     /// wirelab for `local`, `netns:` and `lab:` hosts (this binary).
     pub wirelab: PathBuf,
@@ -1093,11 +1097,11 @@ fn send_args(f: &FlowRun, target: &str, t0: u64, seed: u64) -> Vec<String> {
     a
 }
 
-/// `--quick`: a tenth of the duration (at least 1 s) and of the count (at
-/// least 100 probes).
+/// `--quick`: a tenth of the duration (at least 1 s, at most
+/// [`QUICK_MAX`]) and of the count (at least 100 probes).
 fn quicken(f: &mut FlowSpec) {
     if let Some(d) = f.duration.as_mut() {
-        *d = (*d / 10).max(1_000_000_000).min(*d);
+        *d = (*d / 10).clamp(1_000_000_000, QUICK_MAX).min(*d);
     }
     if let Some(n) = f.count.as_mut() {
         *n = (*n / 10).max(100).min(*n);
@@ -1185,6 +1189,10 @@ mod tests {
         .remove(0);
         quicken(&mut f);
         assert_eq!((f.count, f.duration), (Some(5000), Some(6_000_000_000)));
+        // A 2-hour test becomes 10 s, not 12 minutes.
+        f.duration = Some(7_200_000_000_000);
+        quicken(&mut f);
+        assert_eq!(f.duration, Some(QUICK_MAX));
         f.count = Some(300);
         f.duration = Some(500_000_000);
         quicken(&mut f);

@@ -49,7 +49,8 @@ pub struct RunArgs {
     /// Directory the results bundle is made in (a new <name>-<UTC>-<hash> directory)
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub results: PathBuf,
-    /// A smoke run: every flow's duration and count divided by 10 (at least 1 s / 100 probes)
+    /// A smoke run: every flow's duration and count divided by 10 (durations 1 s to 10 s,
+    /// counts at least 100 probes)
     #[arg(long)]
     pub quick: bool,
     /// An option for every ssh connection, e.g. --ssh-option=-i --ssh-option=KEY
