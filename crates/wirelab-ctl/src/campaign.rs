@@ -24,6 +24,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 use wirelab_analysis::status::RecvStatus;
 
+mod stressors;
+
 /// First UDP port given to a flow without a `port` (flow i gets BASE + i).
 pub const BASE_PORT: u16 = 5800;
 /// How often a running point is looked at (status files, senders' exit).
@@ -303,9 +305,6 @@ fn lossfree(pdir: &Path, p: &PointFile) -> bool {
 /// out yet: refused before anything starts rather than ignored.
 fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
     let mut parts = vec![];
-    if !c.stressors.is_empty() {
-        parts.push("[[stressor]]");
-    }
     if c.env.is_some() {
         parts.push("[env]");
     }
@@ -323,8 +322,8 @@ fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
         return Ok(());
     }
     Err(RunError::Unsupported(format!(
-        "{} {} not run by this version of wirelab run (stressors, environment changes and live \
-         metrics are not built yet): remove {} to run the campaign (--dry-run lists its points \
+        "{} {} not run by this version of wirelab run (environment changes and live metrics \
+         are not built yet): remove {} to run the campaign (--dry-run lists its points \
          as they are)",
         parts.join(", "),
         if parts.len() == 1 { "is" } else { "are" },
@@ -680,6 +679,7 @@ fn run_point(
         flows: vec![],
         emulate_report: None,
         pcaps: vec![],
+        stressors: vec![],
     };
     let mut run = PointRun {
         hosts,
@@ -746,6 +746,9 @@ fn run_point(
             }
         }
     }
+
+    // Stressors, up before the settle time.
+    let mut stressors = stressors::start(&mut run, control, point)?;
 
     // The campaign's settle time: the path (an emulator's queues, a
     // stressor's load) reaches its steady state before the flows start.
@@ -839,6 +842,11 @@ fn run_point(
             file.reason = abort.clone();
             break;
         }
+        if let Some(why) = stressors.check(&mut run)? {
+            file.status = PointStatus::Failed;
+            file.reason = Some(why);
+            break;
+        }
     }
     // Stop: senders (an abort or Ctrl-C), then drain and stop receivers,
     // then the emulator and the captures.
@@ -886,6 +894,14 @@ fn run_point(
             file.status = PointStatus::Failed;
             file.reason = Some(format!("capture on {host} {ifname}: {}", exit_text(&x)));
         }
+    }
+
+    // Stressors, after the flows have drained.
+    let (st, failed) = stressors.stop(&mut run, &pdir)?;
+    file.stressors = st;
+    if let (PointStatus::Done, Some(why)) = (file.status, failed) {
+        file.status = PointStatus::Failed;
+        file.reason = Some(why);
     }
 
     // Files and the point's record.

@@ -15,5 +15,6 @@ pub mod demo;
 pub mod expr;
 pub mod lab;
 pub mod proto;
+pub mod stress;
 pub mod sweep;
 pub mod transport;
