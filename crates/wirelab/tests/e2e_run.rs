@@ -222,8 +222,8 @@ fn bad_control_files_name_the_place_and_exit_2() {
         "{err}"
     );
     // A section this version does not run: refused before anything starts.
-    let stress = format!("{TWO_WAY}\n[[stressor]]\nhost = \"rx\"\npreset = \"realistic\"\n");
-    std::fs::write(&f, stress).unwrap();
+    let metrics = format!("{TWO_WAY}\n[metrics]\nlisten = \"127.0.0.1:9464\"\n");
+    std::fs::write(&f, metrics).unwrap();
     let o = run(&[
         "run",
         f.to_str().unwrap(),

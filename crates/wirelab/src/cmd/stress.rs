@@ -195,6 +195,17 @@ pub fn run(a: StressArgs) -> Result<()> {
         }
     }
 
+    // Above the load's real-time priority (after the spawns, which would
+    // inherit it), so that stopping it is never starved by it.
+    if let Some(p) = running.iter().filter_map(|r| r.part.rt_priority).max() {
+        let mine = (i32::from(p) + 1).min(99);
+        if let Err(e) = wirelab_io::rt::set_fifo_priority(mine) {
+            notes.push(format!(
+                "the stressor's supervisor could not take SCHED_FIFO {mine} ({e}): stopping \
+                 the real-time load may wait for the kernel's RT throttling"
+            ));
+        }
+    }
     let mut ended = Ended::Signal;
     let mut why_failed = failed_start;
     if why_failed.is_none() {
