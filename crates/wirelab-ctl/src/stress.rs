@@ -88,12 +88,7 @@ impl std::str::FromStr for Load {
         Load::ALL
             .into_iter()
             .find(|l| l.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "{s:?}: use one of {}",
-                    Load::ALL.map(Load::name).join(", ")
-                )
-            })
+            .ok_or_else(|| format!("{s:?}: use one of {}", Load::ALL.map(Load::name).join(", ")))
     }
 }
 
@@ -162,13 +157,19 @@ pub fn plan(
         ));
     }
     if o.rt_priority.is_some() && !matches!(load, Load::CpuRt | Load::Realistic) {
-        return bad(format!("--rt-priority is for cpu-rt and realistic, not {}", load.name()));
+        return bad(format!(
+            "--rt-priority is for cpu-rt and realistic, not {}",
+            load.name()
+        ));
     }
     if o.timer_hz.is_some() && !matches!(load, Load::Timer) {
         return bad(format!("--timer-freq is for timer, not {}", load.name()));
     }
     if o.io_cap_bytes_per_s.is_some() && !matches!(load, Load::Hdd | Load::Realistic) {
-        return bad(format!("--io-cap is for hdd and realistic, not {}", load.name()));
+        return bad(format!(
+            "--io-cap is for hdd and realistic, not {}",
+            load.name()
+        ));
     }
     let net_opts = o.port.is_some() || o.bitrate.is_some() || o.size.is_some();
     if (net_opts || o.to.is_some()) && !matches!(load, Load::Network | Load::Realistic) {
@@ -420,12 +421,54 @@ mod tests {
     #[test]
     fn options_of_another_kind_are_refused_naming_the_flag() {
         let cases = [
-            (Load::Get, Options { load: Some(5), ..Options::default() }, "--load"),
-            (Load::Cpu, Options { rt_priority: Some(5), ..Options::default() }, "--rt-priority"),
-            (Load::Cpu, Options { timer_hz: Some(5), ..Options::default() }, "--timer-freq"),
-            (Load::Timer, Options { io_cap_bytes_per_s: Some(5), ..Options::default() }, "--io-cap"),
-            (Load::Cpu, Options { to: Some("10.0.0.1".into()), ..Options::default() }, "--to"),
-            (Load::Realistic, Options { workers: Some(2), ..Options::default() }, "--workers"),
+            (
+                Load::Get,
+                Options {
+                    load: Some(5),
+                    ..Options::default()
+                },
+                "--load",
+            ),
+            (
+                Load::Cpu,
+                Options {
+                    rt_priority: Some(5),
+                    ..Options::default()
+                },
+                "--rt-priority",
+            ),
+            (
+                Load::Cpu,
+                Options {
+                    timer_hz: Some(5),
+                    ..Options::default()
+                },
+                "--timer-freq",
+            ),
+            (
+                Load::Timer,
+                Options {
+                    io_cap_bytes_per_s: Some(5),
+                    ..Options::default()
+                },
+                "--io-cap",
+            ),
+            (
+                Load::Cpu,
+                Options {
+                    to: Some("10.0.0.1".into()),
+                    ..Options::default()
+                },
+                "--to",
+            ),
+            (
+                Load::Realistic,
+                Options {
+                    workers: Some(2),
+                    ..Options::default()
+                },
+                "--workers",
+            ),
             (Load::Network, Options::default(), "--to ADDR"),
         ];
         for (l, o, flag) in cases {
@@ -454,7 +497,10 @@ mod tests {
         let (p, notes) = plan(Load::Realistic, &Options::default(), 2, None).unwrap();
         let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["rt-hogs", "light", "disk", "timer"]);
-        assert_eq!(args(&p[0]), "--cpu 4 --cpu-load 100 --sched fifo --sched-prio 50");
+        assert_eq!(
+            args(&p[0]),
+            "--cpu 4 --cpu-load 100 --sched fifo --sched-prio 50"
+        );
         assert_eq!(args(&p[1]), "--cpu 20 --cpu-load 5");
         assert_eq!(args(&p[2]), "--hdd 1");
         assert_eq!(p[2].io_cap_bytes_per_s, Some(125_000_000));
@@ -467,7 +513,10 @@ mod tests {
         let (p, notes) = plan(Load::Realistic, &o, 2, None).unwrap();
         assert_eq!(p.len(), 5);
         assert!(notes.is_empty());
-        assert_eq!(args(&p[4]), "send 10.0.0.9 -p 9 --bitrate 1Gbit -s 1472 -d 24h -q");
+        assert_eq!(
+            args(&p[4]),
+            "send 10.0.0.9 -p 9 --bitrate 1Gbit -s 1472 -d 24h -q"
+        );
     }
 
     #[test]

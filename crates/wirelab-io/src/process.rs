@@ -217,8 +217,9 @@ mod tests {
         let mut c = Command::new("sh");
         c.args(["-c", "(while :; do :; done) & while :; do :; done"])
             .process_group(0);
-        let child = c.spawn().unwrap();
-        let pid = child.id();
+        // Reaped below by `reap`, the function under test.
+        #[allow(clippy::zombie_processes)]
+        let pid = c.spawn().unwrap().id();
         std::thread::sleep(std::time::Duration::from_millis(300));
         assert_eq!(reap(Some(pid), false).unwrap(), None);
         kill_group(pid, libc::SIGKILL).unwrap();

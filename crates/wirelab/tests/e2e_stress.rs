@@ -116,7 +116,9 @@ fn stress_runs_stress_ng_reports_its_cpu_and_leaves_nothing() {
     let dir = scratch("term");
     let ready = dir.join("ready");
     let child = Command::new(exe())
-        .args(["stress", "cpu", "-w", "2", "--load", "20", "--json", "--ready"])
+        .args([
+            "stress", "cpu", "-w", "2", "--load", "20", "--json", "--ready",
+        ])
         .arg(&ready)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -151,7 +153,17 @@ fn stress_runs_stress_ng_reports_its_cpu_and_leaves_nothing() {
 
     // A part that ends by itself fails the command, saying which.
     let o = Command::new(exe())
-        .args(["stress", "cpu", "-w", "1", "-d", "30s", "--", "--timeout", "1"])
+        .args([
+            "stress",
+            "cpu",
+            "-w",
+            "1",
+            "-d",
+            "30s",
+            "--",
+            "--timeout",
+            "1",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -231,14 +243,19 @@ fn a_point_runs_its_stressor_and_nothing_of_it_survives() {
     assert!(no_stress_ng_left().is_empty(), "stress-ng running before");
     let dir = scratch("point");
     // 1500 probes at 1 ms: the stressor runs ≥ 1 s settle + 1.5 s.
-    let o = campaign(&dir, &LAB.replace("COUNT", "1500")).output().unwrap();
+    let o = campaign(&dir, &LAB.replace("COUNT", "1500"))
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(no_stress_ng_left().is_empty(), "after the point");
     let b = the_bundle(&dir);
     let (pdir, p) = the_point(&b);
     assert_eq!(p["status"], "done", "{p}");
     let s = &p["stressors"][0];
-    assert_eq!((&s["host"], &s["kind"], &s["exit"]), (&"rx".into(), &"cpu".into(), &0.into()));
+    assert_eq!(
+        (&s["host"], &s["kind"], &s["exit"]),
+        (&"rx".into(), &"cpu".into(), &0.into())
+    );
     // A tenth of 1 worker × 2.5 s.
     assert!(cpu_s(s) >= 0.25, "{s}");
     assert_eq!(args_of(&s["report"]["parts"][0]), "--cpu 1 --cpu-load 100");
@@ -288,7 +305,9 @@ fn a_killed_controller_leaves_no_stressor_behind() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("stress-ng under the campaign", || live_stress_ng().len() >= 2);
+    wait_for("stress-ng under the campaign", || {
+        live_stress_ng().len() >= 2
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     // The agents see their input end (dead-man rule): `wirelab stress`

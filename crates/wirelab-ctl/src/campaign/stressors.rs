@@ -80,7 +80,10 @@ pub(super) fn start(
     for r in &list {
         loop {
             let a = run.agent(&r.spec.host)?;
-            if let Some(e) = a.wait(&r.tag, Duration::ZERO).map_err(agent(&r.spec.host))? {
+            if let Some(e) = a
+                .wait(&r.tag, Duration::ZERO)
+                .map_err(agent(&r.spec.host))?
+            {
                 return Err(RunError::Setup(format!(
                     "{} exited before it was up: {}",
                     r.name(),
@@ -111,7 +114,10 @@ impl Stressors {
     pub(super) fn check(&mut self, run: &mut PointRun<'_, '_>) -> Result<Option<String>, RunError> {
         for r in self.0.iter_mut().filter(|r| r.exit.is_none()) {
             let a = run.agent(&r.spec.host)?;
-            if let Some(e) = a.wait(&r.tag, Duration::ZERO).map_err(agent(&r.spec.host))? {
+            if let Some(e) = a
+                .wait(&r.tag, Duration::ZERO)
+                .map_err(agent(&r.spec.host))?
+            {
                 let why = format!("{} ended during the point: {}", r.name(), exit_text(&e));
                 r.exit = Some(e);
                 return Ok(Some(why));
@@ -142,7 +148,12 @@ impl Stressors {
                 0 => format!("stressors/{}.log", r.spec.host),
                 k => format!("stressors/{}-{}.log", r.spec.host, k + 1),
             };
-            let got = fetch(run, &r.spec.host, &format!("{}.err", r.tag), &pdir.join(&log))?;
+            let got = fetch(
+                run,
+                &r.spec.host,
+                &format!("{}.err", r.tag),
+                &pdir.join(&log),
+            )?;
             let report: Option<stress::Report> = serde_json::from_str(&e.stdout).ok();
             if e.code != Some(0) && failure.is_none() {
                 failure = Some(format!("{} failed: {}", r.name(), exit_text(&e)));

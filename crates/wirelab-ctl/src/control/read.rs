@@ -85,7 +85,10 @@ fn check_stressor_whens(root: &Tbl, c: &Control) -> Result<(), ControlError> {
                 return Err(t.err(
                     t.src.offset_in_string(&w.span, &w.v, pos),
                     "when",
-                    format!("`{v}` is not a sweep key; the sweep's keys are: {}", axes.join(", ")),
+                    format!(
+                        "`{v}` is not a sweep key; the sweep's keys are: {}",
+                        axes.join(", ")
+                    ),
                 ));
             }
         }
@@ -909,7 +912,11 @@ fn check_stressor(
     }
     if let Some(w) = t.str("when")? {
         Expr::parse(&w.v).map_err(|e| {
-            t.err(t.src.offset_in_string(&w.span, &w.v, e.pos), "when", e.message)
+            t.err(
+                t.src.offset_in_string(&w.span, &w.v, e.pos),
+                "when",
+                e.message,
+            )
         })?;
         spec.when = Some(w.v);
     }
@@ -924,7 +931,11 @@ fn check_stressor(
         workers: spec.workers,
         load: spec.load,
         rt_priority: spec.rt_priority,
-        timer_hz: spec.rate.as_deref().filter(|_| load == Load::Timer).map(|_| 1),
+        timer_hz: spec
+            .rate
+            .as_deref()
+            .filter(|_| load == Load::Timer)
+            .map(|_| 1),
         to: spec.target.clone(),
         port: spec.port,
         bitrate: spec.rate.clone().filter(|_| load != Load::Timer),
@@ -945,10 +956,19 @@ fn check_stressor(
             .replace("--bitrate", "rate")
             .replace("--size", "size")
             .replace("--io-cap", "io_cap");
-        let key = ["workers", "load", "rt_priority", "rate", "target", "port", "size", "io_cap"]
-            .into_iter()
-            .find(|k| t.get(k).is_some() && e.starts_with(k))
-            .unwrap_or("target");
+        let key = [
+            "workers",
+            "load",
+            "rt_priority",
+            "rate",
+            "target",
+            "port",
+            "size",
+            "io_cap",
+        ]
+        .into_iter()
+        .find(|k| t.get(k).is_some() && e.starts_with(k))
+        .unwrap_or("target");
         return Err(t.err(at(key), key, e));
     }
     Ok(spec)

@@ -449,14 +449,46 @@ fn stressor_keys_are_checked_for_their_kind() {
     assert_eq!(c.stressors[0].target.as_deref(), Some("tx"));
     assert_eq!(c.stressors[0].rate.as_deref(), Some("100Mbit"));
     let cases = [
-        ("kind = \"timer\"\nrate = \"fast\"\n", "stressor[1].rate", "1Hz to 1GHz"),
-        ("kind = \"network\"\nrate = \"1MHz\"\ntarget = \"tx\"\n", "stressor[1].rate", "bit rate"),
-        ("kind = \"network\"\n", "stressor[1].target", "needs target = HOST"),
-        ("kind = \"get\"\nload = 5\n", "stressor[1].load", "load is for cpu"),
-        ("kind = \"cpu\"\nio_cap = \"1Gbit\"\n", "stressor[1].io_cap", "io_cap is for hdd"),
-        ("kind = \"hdd\"\nio_cap = \"lots\"\n", "stressor[1].io_cap", "1Gbit"),
-        ("kind = \"cpu\"\ntarget = \"nope\"\n", "stressor[1].target", "unknown host"),
-        ("kind = \"cpu\"\nwhen = 'state == \"x\"'\n", "stressor[1].when", "`state` is not a sweep key"),
+        (
+            "kind = \"timer\"\nrate = \"fast\"\n",
+            "stressor[1].rate",
+            "1Hz to 1GHz",
+        ),
+        (
+            "kind = \"network\"\nrate = \"1MHz\"\ntarget = \"tx\"\n",
+            "stressor[1].rate",
+            "bit rate",
+        ),
+        (
+            "kind = \"network\"\n",
+            "stressor[1].target",
+            "needs target = HOST",
+        ),
+        (
+            "kind = \"get\"\nload = 5\n",
+            "stressor[1].load",
+            "load is for cpu",
+        ),
+        (
+            "kind = \"cpu\"\nio_cap = \"1Gbit\"\n",
+            "stressor[1].io_cap",
+            "io_cap is for hdd",
+        ),
+        (
+            "kind = \"hdd\"\nio_cap = \"lots\"\n",
+            "stressor[1].io_cap",
+            "1Gbit",
+        ),
+        (
+            "kind = \"cpu\"\ntarget = \"nope\"\n",
+            "stressor[1].target",
+            "unknown host",
+        ),
+        (
+            "kind = \"cpu\"\nwhen = 'state == \"x\"'\n",
+            "stressor[1].when",
+            "`state` is not a sweep key",
+        ),
         ("kind = \"cpu\"\nwhen = 'size =='\n", "stressor[1].when", ""),
     ];
     for (keys, key, msg) in cases {

@@ -436,7 +436,10 @@ impl IoCgroup {
     fn new(cap: u64, n: usize) -> Result<(IoCgroup, fs::File), String> {
         let root = Path::new(Self::ROOT);
         let controllers = fs::read_to_string(root.join("cgroup.controllers")).map_err(|_| {
-            format!("no cgroup v2 hierarchy at {} (this machine mounts cgroup v1)", Self::ROOT)
+            format!(
+                "no cgroup v2 hierarchy at {} (this machine mounts cgroup v1)",
+                Self::ROOT
+            )
         })?;
         if !controllers.split_whitespace().any(|c| c == "io") {
             return Err(format!(
@@ -502,8 +505,10 @@ fn whole_disk((maj, min): (u64, u64)) -> Result<(u64, u64), String> {
         .split_once(':')
         .ok_or_else(|| format!("bad device number {parent:?}"))?;
     Ok((
-        a.parse().map_err(|_| format!("bad device number {parent:?}"))?,
-        b.parse().map_err(|_| format!("bad device number {parent:?}"))?,
+        a.parse()
+            .map_err(|_| format!("bad device number {parent:?}"))?,
+        b.parse()
+            .map_err(|_| format!("bad device number {parent:?}"))?,
     ))
 }
 
@@ -513,10 +518,14 @@ mod tests {
 
     #[test]
     fn device_numbers() {
-        // makedev(8, 1) and makedev(259, 65536) in glibc's encoding.
+        // glibc's makedev.
+        let makedev = |maj: u64, min: u64| {
+            ((maj & 0xfff) << 8) | ((maj & !0xfff) << 32) | (min & 0xff) | ((min & !0xff) << 12)
+        };
+        for (maj, min) in [(8, 1), (259, 65537), (4095, 255), (4096, 1 << 19)] {
+            assert_eq!(dev_major_minor(makedev(maj, min)), (maj, min));
+        }
         assert_eq!(dev_major_minor(0x801), (8, 1));
-        let dev = (259u64 & 0xfff) << 8 | (65536u64 & 0xff) | ((65536u64 & !0xff) << 12);
-        assert_eq!(dev_major_minor(dev), (259, 65536));
     }
 
     #[test]
