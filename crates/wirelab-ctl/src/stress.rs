@@ -141,7 +141,7 @@ pub struct Part {
 
 /// The parts of `load`. `cpus` is the machine's CPU count (the default
 /// worker count of CPU loads); `duration_s` bounds network load's sender
-/// (`None`: a day, the stress command stops it).
+/// (`None`: a day; either way the stress command stops it).
 pub fn plan(
     load: Load,
     o: &Options,
@@ -257,7 +257,9 @@ pub fn plan(
 
 /// `wirelab send` arguments of network load.
 fn net_args(o: &Options, to: &str, duration_s: Option<u64>) -> Vec<String> {
-    let d = duration_s.map_or("24h".to_string(), |d| format!("{}s", d.max(1)));
+    // Past the stressor's own end (a minute of margin), which stops it:
+    // a sender that ended first would count as a part that died.
+    let d = duration_s.map_or("24h".to_string(), |d| format!("{}s", d + 60));
     vec![
         "send".into(),
         to.into(),
@@ -488,7 +490,7 @@ mod tests {
         assert_eq!(p[0].program, Program::Wirelab);
         assert_eq!(
             args(&p[0]),
-            "send 10.9.0.2 -p 9 --bitrate 200Mbit -s 1472 -d 5s -q"
+            "send 10.9.0.2 -p 9 --bitrate 200Mbit -s 1472 -d 65s -q"
         );
     }
 
