@@ -240,7 +240,9 @@ pub fn plan(
             let mut disk = ng("disk", s(&["--hdd", "1"]));
             disk.io_cap_bytes_per_s = Some(o.io_cap_bytes_per_s.unwrap_or(1_000_000_000 / 8));
             let timer = ng("timer", s(&["--timer", "1", "--timer-freq", "100000"]));
-            let mut v = vec![hogs, light, disk, timer];
+            // The real-time hogs last: once they run, everything else
+            // (starting the other parts too) gets what RT throttling leaves.
+            let mut v = vec![light, disk, timer];
             match &o.to {
                 Some(to) => v.push(net(to)),
                 None => notes.push(
@@ -249,6 +251,7 @@ pub fn plan(
                         .to_string(),
                 ),
             }
+            v.push(hogs);
             v
         }
     };
@@ -498,15 +501,15 @@ mod tests {
     fn realistic_is_table_4_1() {
         let (p, notes) = plan(Load::Realistic, &Options::default(), 2, None).unwrap();
         let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["rt-hogs", "light", "disk", "timer"]);
+        assert_eq!(names, ["light", "disk", "timer", "rt-hogs"]);
+        assert_eq!(args(&p[0]), "--cpu 20 --cpu-load 5");
+        assert_eq!(args(&p[1]), "--hdd 1");
+        assert_eq!(p[1].io_cap_bytes_per_s, Some(125_000_000));
+        assert_eq!(args(&p[2]), "--timer 1 --timer-freq 100000");
         assert_eq!(
-            args(&p[0]),
+            args(&p[3]),
             "--cpu 4 --cpu-load 100 --sched fifo --sched-prio 50"
         );
-        assert_eq!(args(&p[1]), "--cpu 20 --cpu-load 5");
-        assert_eq!(args(&p[2]), "--hdd 1");
-        assert_eq!(p[2].io_cap_bytes_per_s, Some(125_000_000));
-        assert_eq!(args(&p[3]), "--timer 1 --timer-freq 100000");
         assert!(notes[0].contains("no network load"), "{notes:?}");
         let o = Options {
             to: Some("10.0.0.9".into()),
@@ -516,7 +519,7 @@ mod tests {
         assert_eq!(p.len(), 5);
         assert!(notes.is_empty());
         assert_eq!(
-            args(&p[4]),
+            args(&p[3]),
             "send 10.0.0.9 -p 9 --bitrate 1Gbit -s 1472 -d 24h -q"
         );
     }

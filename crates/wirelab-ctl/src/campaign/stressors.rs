@@ -76,8 +76,8 @@ pub(super) fn start(
             exit: None,
         });
     }
-    let t0 = Instant::now();
     for r in &list {
+        let t0 = Instant::now();
         loop {
             let a = run.agent(&r.spec.host)?;
             if let Some(e) = a
