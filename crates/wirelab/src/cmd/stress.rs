@@ -482,8 +482,8 @@ impl Drop for IoCgroup {
 
 /// The major and minor numbers of a `st_dev` (glibc's encoding).
 fn dev_major_minor(dev: u64) -> (u64, u64) {
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & 0xffff_f000);
+    let minor = (dev & 0xff) | ((dev >> 12) & 0xffff_ff00);
     (major, minor)
 }
 
