@@ -2,12 +2,14 @@
 //! stress-ng, reports its CPU time and leaves no process behind when it
 //! ends, is stopped, or is killed; a campaign's `[[stressor]]` is up during
 //! its point, recorded in `point.json` with its log, gone after the point
-//! and after a killed controller, and a stressor that dies fails the point
+//! (over `lab:` and `ssh://` transports), after a killed controller and
+//! after killed ssh connections, and a stressor that dies fails the point
 //! (exit 4) naming it. Counts and content only; CPU time is asserted only
 //! as a generous fraction of what was asked.
 
 mod common;
 
+use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available, tools_available};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -323,5 +325,102 @@ fn a_killed_controller_leaves_no_stressor_behind() {
         }
     }
     assert!(left.is_empty(), "after the controller was killed: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The pids of processes whose command line holds every one of `needles`.
+fn pids_with(needles: &[&str]) -> Vec<u32> {
+    let mut found = vec![];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if needles.iter().all(|n| cmd.contains(n)) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn over_ssh_a_stressor_runs_and_a_lost_connection_stops_it() {
+    if !have_sshd() || !netns_available(&["ssh", "ssh-keygen", "stress-ng"]) {
+        return;
+    }
+    let dir = scratch("ssh");
+    let sshd = Sshd::start(&dir);
+    let lab = common::Lab::new();
+    let control = |count: u64| {
+        format!(
+            r#"
+[campaign]
+name = "ssh-stress"
+
+[hosts]
+s = {{ transport = "ssh://root@127.0.0.1:{p}?netns={s}", wirelab = "{exe}" }}
+r = {{ transport = "ssh://root@127.0.0.1:{p}?netns={r}", wirelab = "{exe}", addr = "198.18.0.2" }}
+
+[[flow]]
+name = "f"
+from = "s"
+to = "r"
+port = 6881
+count = {count}
+interval = "1ms"
+
+[[stressor]]
+host = "r"
+kind = "get"
+"#,
+            p = sshd.port,
+            s = lab.s,
+            r = lab.r,
+            exe = exe()
+        )
+    };
+    let opts: Vec<String> = sshd
+        .opts("user")
+        .into_iter()
+        .map(|o| format!("--ssh-option={o}"))
+        .collect();
+    let o = campaign(&dir, &control(1000)).args(&opts).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let b = the_bundle(&dir);
+    let (_, p) = the_point(&b);
+    let s = &p["stressors"][0];
+    assert_eq!(
+        (&s["host"], &s["kind"], &s["exit"]),
+        (&"r".into(), &"get".into(), &0.into())
+    );
+    assert!(cpu_s(s) > 0.0, "{s}");
+    assert!(no_stress_ng_left().is_empty(), "after the point");
+    let _ = std::fs::remove_dir_all(dir.join("results"));
+
+    // The ssh connections killed mid-point: exit 4, and the agents stop
+    // their stressor.
+    let child = campaign(&dir, &control(60_000))
+        .args(&opts)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("stress-ng under the ssh agent", || {
+        live_stress_ng().len() >= 2
+    });
+    let port = format!("-p {} ", sshd.port);
+    let clients = pids_with(&["ssh ", &port, "agent --stdio"]);
+    assert!(!clients.is_empty(), "no ssh client to kill");
+    for pid in clients {
+        let _ = wirelab_io::process::kill(pid, signal_hook::consts::SIGKILL);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let left = no_stress_ng_left();
+    assert!(left.is_empty(), "after the connection was lost: {left:?}");
+    drop(sshd);
     let _ = std::fs::remove_dir_all(&dir);
 }
