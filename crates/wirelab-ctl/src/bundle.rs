@@ -129,6 +129,28 @@ pub struct PointFile {
     /// The criterion that aborted it: `lost_gt` or `max_duration`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_criterion: Option<String>,
+    /// The point's stressors as they ran (absent when it had none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stressors: Vec<PointStressor>,
+}
+
+/// One `[[stressor]]` of a point as run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointStressor {
+    pub host: String,
+    /// Its kind or preset (`cpu`, `realistic`, …).
+    pub kind: String,
+    /// CPU seconds of all its processes (stress-ng and its workers), from
+    /// its report; None when it gave none.
+    pub user_s: Option<f64>,
+    pub system_s: Option<f64>,
+    /// `wirelab stress`'s exit code (None: killed).
+    pub exit: Option<i32>,
+    /// Its output (stress-ng's messages), relative to the point directory.
+    pub log: Option<String>,
+    /// `wirelab stress --json` as printed (`wirelab.stress/1`: each part,
+    /// its command, exit and CPU time).
+    pub report: Option<serde_json::Value>,
 }
 
 /// One row of the summary: one flow of one point.
@@ -585,6 +607,7 @@ mod tests {
                 emulate_report: None,
                 pcaps: vec![],
                 abort_criterion: None,
+                stressors: vec![],
             },
             &PointFlow {
                 name: "f".into(),

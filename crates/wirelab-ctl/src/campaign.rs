@@ -1,12 +1,14 @@
 //! `wirelab run`: a campaign's points, one after another, on agents.
 //!
 //! Per point: the emulator (if any) and the captures start and are seen
-//! to hold their sockets; the receivers start and are seen bound; every
+//! to hold their sockets; the stressors start and are seen up
+//! ([`stressors`]); the receivers start and are seen bound; every
 //! sender starts at one absolute time T0 (`send --start-at`); the run is
 //! watched (each receiver's `--status` file, abort criteria, Ctrl-C)
-//! until the senders end; the receivers drain and stop, the emulator and
-//! captures stop; the files are fetched into the bundle, `point.json` is
-//! written, and the next point follows after the campaign's pause.
+//! until the senders end (or a stressor ends, failing the point); the
+//! receivers drain and stop, the emulator, captures and stressors stop;
+//! the files are fetched into the bundle, `point.json` is written, and
+//! the next point follows after the campaign's pause.
 //! Whatever a point started is stopped on every path out of it; the
 //! agents stop their children when their connection closes (dead-man
 //! rule), and a `[lab]` is torn down when the campaign ends.
@@ -23,6 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 use wirelab_analysis::status::RecvStatus;
+
+mod stressors;
 
 /// The longest flow of a `--quick` run (a smoke run of a campaign whose
 /// tests last hours).
@@ -317,9 +321,6 @@ fn lossfree(pdir: &Path, p: &PointFile) -> bool {
 /// out yet: refused before anything starts rather than ignored.
 fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
     let mut parts = vec![];
-    if !c.stressors.is_empty() {
-        parts.push("[[stressor]]");
-    }
     if c.env.is_some() {
         parts.push("[env]");
     }
@@ -334,8 +335,8 @@ fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
         return Ok(());
     }
     Err(RunError::Unsupported(format!(
-        "{} {} not run by this version of wirelab run (stressors and environment changes are \
-         not built yet): remove {} to run the campaign (--dry-run lists its points \
+        "{} {} not run by this version of wirelab run (environment changes are not built \
+         yet): remove {} to run the campaign (--dry-run lists its points \
          as they are)",
         parts.join(", "),
         if parts.len() == 1 { "is" } else { "are" },
@@ -692,6 +693,7 @@ fn run_point(
         emulate_report: None,
         pcaps: vec![],
         abort_criterion: None,
+        stressors: vec![],
     };
     let mut run = PointRun {
         hosts,
@@ -758,6 +760,9 @@ fn run_point(
             }
         }
     }
+
+    // Stressors, up before the settle time.
+    let mut stressors = stressors::start(&mut run, control, point)?;
 
     // The campaign's settle time: the path (an emulator's queues, a
     // stressor's load) reaches its steady state before the flows start.
@@ -858,6 +863,11 @@ fn run_point(
             file.reason = abort.clone();
             break;
         }
+        if let Some(why) = stressors.check(&mut run)? {
+            file.status = PointStatus::Failed;
+            file.reason = Some(why);
+            break;
+        }
     }
     // Stop: senders (an abort or Ctrl-C), then drain and stop receivers,
     // then the emulator and the captures.
@@ -905,6 +915,14 @@ fn run_point(
             file.status = PointStatus::Failed;
             file.reason = Some(format!("capture on {host} {ifname}: {}", exit_text(&x)));
         }
+    }
+
+    // Stressors, after the flows have drained.
+    let (st, failed) = stressors.stop(&mut run, &pdir)?;
+    file.stressors = st;
+    if let (PointStatus::Done, Some(why)) = (file.status, failed) {
+        file.status = PointStatus::Failed;
+        file.reason = Some(why);
     }
 
     // Files and the point's record.

@@ -4,7 +4,8 @@
 //! ([`control`]), the expression language of exclusions and `--only`
 //! ([`expr`]), its points ([`sweep`]), the agent ([`agent`], speaking
 //! [`proto`]) and the controller's way to reach it ([`transport`]), the
-//! campaign runner ([`campaign`]) and its results bundle ([`bundle`]).
+//! campaign runner ([`campaign`]), its stressors ([`stress`]) and its
+//! results bundle ([`bundle`]).
 #![forbid(unsafe_code)]
 
 pub mod agent;
@@ -16,5 +17,6 @@ pub mod expr;
 pub mod lab;
 pub mod metrics;
 pub mod proto;
+pub mod stress;
 pub mod sweep;
 pub mod transport;
