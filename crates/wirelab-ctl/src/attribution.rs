@@ -104,52 +104,55 @@ pub struct PointDrops {
 /// Each flow's attribution (module docs for the rule).
 pub fn attribute(flows: &[FlowLoss], drops: &PointDrops) -> Vec<Option<Attribution>> {
     let mut left: Vec<u64> = flows.iter().map(|f| f.lost.unwrap_or(0)).collect();
-    let mut parts = vec![[0u64; 4]; flows.len()];
-    type KeyOf = fn(&FlowLoss) -> Option<&str>;
-    let stages: [(KeyOf, &dyn Fn(&str) -> u64); 4] = [
-        (
-            |f| Some(f.from.as_str()),
-            &|h| drops.hosts.get(h).map_or(0, |d| d.sender),
-        ),
-        (|f| f.path.as_deref(), &|k| drops.path.get(k).copied().unwrap_or(0)),
-        (
-            |f| Some(f.to.as_str()),
-            &|h| drops.hosts.get(h).map_or(0, |d| d.receiver_nic),
-        ),
-        (
-            |f| Some(f.to.as_str()),
-            &|h| drops.hosts.get(h).map_or(0, |d| d.receiver_stack),
-        ),
-    ];
-    for (stage, (key_of, count)) in stages.iter().enumerate() {
-        let mut keys: Vec<&str> = flows
+    // Per cause, per flow.
+    let mut parts = [(); 4].map(|_| vec![0u64; flows.len()]);
+    // The causes in path order: which counter a flow meets, and its count.
+    let key_of = |stage: usize, f: &'_ FlowLoss| -> Option<String> {
+        match stage {
+            0 => Some(f.from.clone()),
+            1 => f.path.clone(),
+            _ => Some(f.to.clone()),
+        }
+    };
+    let count = |stage: usize, key: &str| -> u64 {
+        let host = drops.hosts.get(key).copied().unwrap_or_default();
+        match stage {
+            0 => host.sender,
+            1 => drops.path.get(key).copied().unwrap_or(0),
+            2 => host.receiver_nic,
+            _ => host.receiver_stack,
+        }
+    };
+    for (stage, part) in parts.iter_mut().enumerate() {
+        let mut keys: Vec<String> = flows
             .iter()
             .filter(|f| f.lost.is_some())
-            .filter_map(key_of)
+            .filter_map(|f| key_of(stage, f))
             .collect();
         keys.sort_unstable();
         keys.dedup();
         for key in keys {
             let members: Vec<usize> = (0..flows.len())
-                .filter(|&i| flows[i].lost.is_some() && key_of(&flows[i]) == Some(key))
+                .filter(|&i| {
+                    flows[i].lost.is_some() && key_of(stage, &flows[i]).as_deref() == Some(&*key)
+                })
                 .collect();
             let wants: Vec<u64> = members.iter().map(|&i| left[i]).collect();
-            for (&i, got) in members.iter().zip(share(count(key), &wants)) {
-                parts[i][stage] += got;
+            for (&i, got) in members.iter().zip(share(count(stage, &key), &wants)) {
+                part[i] += got;
                 left[i] -= got;
             }
         }
     }
-    flows
-        .iter()
-        .zip(parts.iter().zip(&left))
-        .map(|(f, (p, &rest))| {
-            f.lost.map(|_| Attribution {
-                sender: p[0],
-                path: p[1],
-                receiver_nic: p[2],
-                receiver_stack: p[3],
-                unexplained: rest,
+    let [sender, path, nic, stack] = parts;
+    (0..flows.len())
+        .map(|i| {
+            flows[i].lost.map(|_| Attribution {
+                sender: sender[i],
+                path: path[i],
+                receiver_nic: nic[i],
+                receiver_stack: stack[i],
+                unexplained: left[i],
             })
         })
         .collect()
@@ -285,7 +288,10 @@ mod tests {
         // More counted than lost: the earlier causes take it, never more
         // than the loss.
         let a = attribute(&[flow(103, "tx", "rx", Some("a2b"))], &drops)[0].unwrap();
-        assert_eq!((a.sender, a.path, a.receiver_nic, a.receiver_stack), (5, 98, 0, 0));
+        assert_eq!(
+            (a.sender, a.path, a.receiver_nic, a.receiver_stack),
+            (5, 98, 0, 0)
+        );
         assert_eq!(a.unexplained, 0);
         // No loss, nothing attributed; unknown loss, no attribution.
         let z = attribute(&[flow(0, "tx", "rx", Some("a2b"))], &drops)[0].unwrap();
@@ -349,9 +355,13 @@ mod tests {
         before.ifaces.insert(
             "eth1".into(),
             Iface {
-                sysfs: [("rx_dropped", 0), ("rx_missed_errors", 0), ("rx_fifo_errors", 0)]
-                    .map(|(k, v)| (k.to_string(), v))
-                    .into(),
+                sysfs: [
+                    ("rx_dropped", 0),
+                    ("rx_missed_errors", 0),
+                    ("rx_fifo_errors", 0),
+                ]
+                .map(|(k, v)| (k.to_string(), v))
+                .into(),
                 ethtool: BTreeMap::new(),
             },
         );
@@ -377,7 +387,10 @@ mod tests {
         });
         assert_eq!(emulator_drops(&r, "a2b"), 2004);
         assert_eq!(emulator_drops(&r, "b2a"), 0);
-        assert_eq!(emulator_drops(&serde_json::json!({"a2b": {"dropped": 5}}), "a2b"), 5);
+        assert_eq!(
+            emulator_drops(&serde_json::json!({"a2b": {"dropped": 5}}), "a2b"),
+            5
+        );
         assert_eq!(emulator_drops(&serde_json::Value::Null, "a2b"), 0);
     }
 }

@@ -15,9 +15,9 @@ use crate::attribution;
 use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStatus};
 use crate::control::{Control, EmulateSpec, FlowSpec, QueryMode, SocketKind};
 use crate::counters::Snapshot;
-use crate::samples::{self, Sampler};
 use crate::lab::{Lab, LabError, LinkSpec, Side};
 use crate::proto::{Exit, Sig, Sockets};
+use crate::samples::{self, Sampler};
 use crate::sweep::{self, Plan, Point};
 use crate::transport::{AgentConn, Transport, TransportError};
 use std::collections::BTreeMap;
@@ -1005,10 +1005,7 @@ impl PointCounters {
                 .iter()
                 .map(|t| run.hosts.ifname(h, t))
                 .collect();
-            let snap = run
-                .agent(h)?
-                .counters(&ifaces, false)
-                .map_err(agent(h))?;
+            let snap = run.agent(h)?.counters(&ifaces, false).map_err(agent(h))?;
             write_json(&pdir.join(attribution::counters_file(h, "before")), &snap)?;
             let at = pc.began.elapsed().as_nanos() as u64;
             pc.sampler.start(h, snap, at);

@@ -221,8 +221,8 @@ pub fn parse_tc_qdisc_json(text: &str) -> Result<Vec<Qdisc>, ParseError> {
         #[serde(default)]
         qlen: u64,
     }
-    let raw: Vec<Raw> = serde_json::from_str(text.trim())
-        .map_err(|e| bad("tc -s -j qdisc show", e.to_string()))?;
+    let raw: Vec<Raw> =
+        serde_json::from_str(text.trim()).map_err(|e| bad("tc -s -j qdisc show", e.to_string()))?;
     Ok(raw
         .into_iter()
         .map(|r| Qdisc {
@@ -494,7 +494,10 @@ pub fn collect(ifaces: &[String], depth: Depth) -> Snapshot {
     };
     for dev in &devs {
         if !is_ifname(dev) {
-            note(&format!("interface {dev:?}"), "not an interface name".into());
+            note(
+                &format!("interface {dev:?}"),
+                "not an interface name".into(),
+            );
             continue;
         }
         let dir = format!("/sys/class/net/{dev}/statistics");
@@ -521,9 +524,9 @@ pub fn collect(ifaces: &[String], depth: Depth) -> Snapshot {
         s.ifaces.insert(dev.clone(), i);
     }
     if depth == Depth::Full {
-        match run("tc", &["-s", "-j", "qdisc", "show"]).and_then(|t| {
-            parse_tc_qdisc_json(&t).map_err(|e| e.to_string())
-        }) {
+        match run("tc", &["-s", "-j", "qdisc", "show"])
+            .and_then(|t| parse_tc_qdisc_json(&t).map_err(|e| e.to_string()))
+        {
             Ok(q) => s.qdiscs = q,
             Err(e) => note("tc -s -j qdisc show", e),
         }
@@ -549,9 +552,9 @@ fn run(prog: &str, args: &[&str]) -> Result<String, String> {
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!(
-                "{prog} is not installed (scripts/install-deps.sh installs it)"
-            ),
+            std::io::ErrorKind::NotFound => {
+                format!("{prog} is not installed (scripts/install-deps.sh installs it)")
+            }
             _ => format!("cannot run {prog}: {e}"),
         })?;
     if !out.status.success() {
@@ -639,10 +642,16 @@ mod tests {
     fn qdiscs_and_root_drops() {
         let q = parse_tc_qdisc_json(TC).unwrap();
         assert_eq!(q.len(), 2);
-        assert_eq!((q[0].kind.as_str(), q[0].root, q[0].drops), ("tbf", true, 496));
+        assert_eq!(
+            (q[0].kind.as_str(), q[0].root, q[0].drops),
+            ("tbf", true, 496)
+        );
         assert_eq!(q[0].overlimits, 503);
         assert_eq!(q[1].parent.as_deref(), Some("1:"));
-        assert_eq!((q[1].kind.as_str(), q[1].root, q[1].drops), ("pfifo", false, 496));
+        assert_eq!(
+            (q[1].kind.as_str(), q[1].root, q[1].drops),
+            ("pfifo", false, 496)
+        );
         let s = Snapshot {
             qdiscs: q,
             ..Snapshot::default()
@@ -722,7 +731,12 @@ mod tests {
         after.snmp.insert("Udp.InErrors".into(), 112);
         after.softnet[1].dropped = 4;
         // The interface was made again: its counter starts over.
-        after.ifaces.get_mut("eth1").unwrap().sysfs.insert("rx_dropped".into(), 3);
+        after
+            .ifaces
+            .get_mut("eth1")
+            .unwrap()
+            .sysfs
+            .insert("rx_dropped".into(), 3);
         after.ifaces.remove("gone");
         after.ifaces.insert(
             "new".into(),

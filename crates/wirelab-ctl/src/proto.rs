@@ -389,7 +389,9 @@ mod tests {
         // An older controller's `counters` (no fields) reads as all
         // interfaces, in full.
         assert_eq!(
-            decode_request(b"{\"id\":5,\"op\":\"counters\"}").unwrap().body,
+            decode_request(b"{\"id\":5,\"op\":\"counters\"}")
+                .unwrap()
+                .body,
             Request::Counters {
                 ifaces: vec![],
                 sample: false

@@ -245,7 +245,10 @@ mod tests {
         assert_eq!(s.interval_ns, 2_000_000_000);
         assert_eq!(s.cpus.len(), 2);
         let c0 = &s.cpus[0];
-        assert_eq!((c0.user, c0.system, c0.softirq, c0.busy), (0.25, 0.1, 0.15, 0.5));
+        assert_eq!(
+            (c0.user, c0.system, c0.softirq, c0.busy),
+            (0.25, 0.1, 0.15, 0.5)
+        );
         assert_eq!(s.cpus[1].busy, 0.0);
         assert_eq!((s.busy_cpus, s.softirq_cpus), (0.5, 0.15));
         assert_eq!(s.mem_used_kb, Some(400));
@@ -253,7 +256,10 @@ mod tests {
         assert_eq!(s.ifaces["eth1"].rx_bps, 8_000_000.0);
         assert!(sample(&b, &a).is_none());
         let sum = summarize(&[s.clone(), s]).unwrap();
-        assert_eq!((sum.samples, sum.busy_cpus_mean, sum.one_cpu_busy_max), (2, 0.5, 0.5));
+        assert_eq!(
+            (sum.samples, sum.busy_cpus_mean, sum.one_cpu_busy_max),
+            (2, 0.5, 0.5)
+        );
         assert_eq!(sum.mem_used_kb_max, Some(400));
         assert!(summarize(&[]).is_none());
     }

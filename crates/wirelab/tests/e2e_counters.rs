@@ -91,7 +91,10 @@ fn derives_again(b: &Path) {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&stored));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&stored)
+    );
     let csv = std::fs::read_to_string(b.join("summary.csv")).unwrap();
     let head = csv.lines().next().unwrap();
     for c in [
@@ -153,17 +156,25 @@ fn emulator_loss_is_attributed_to_the_path() {
     // Binomial(200,000, 1 %): 2,000 ± 5σ (σ = 44.5).
     assert!((1778..=2222).contains(&lost), "lost {lost}: {r}");
     let a = &f["attribution"];
-    let parts: u64 = ["sender", "path", "receiver_nic", "receiver_stack", "unexplained"]
-        .iter()
-        .map(|k| a[k].as_u64().unwrap())
-        .sum();
+    let parts: u64 = [
+        "sender",
+        "path",
+        "receiver_nic",
+        "receiver_stack",
+        "unexplained",
+    ]
+    .iter()
+    .map(|k| a[k].as_u64().unwrap())
+    .sum();
     assert_eq!(parts, lost, "{a}");
     let path = a["path"].as_u64().unwrap();
     assert!(path * 100 >= lost * 99, "path {path} of {lost}: {a}");
     assert_eq!(r["lost_path"], a["path"]);
     assert_eq!(r["lost_unexplained"], a["unexplained"]);
     // The emulator's own count is what was attributed (and at least it).
-    let dropped = p["emulate_report"]["a2b"]["dropped"]["loss"].as_u64().unwrap();
+    let dropped = p["emulate_report"]["a2b"]["dropped"]["loss"]
+        .as_u64()
+        .unwrap();
     assert!(dropped >= path, "{dropped} < {path}");
     counters_of(&pdir, &["emu", "rx", "tx"], "rx", "Udp.InDatagrams");
     // Samples about every second for every host, summarized.
@@ -225,7 +236,10 @@ fn a_full_receive_buffer_is_attributed_to_the_receiver_stack() {
     );
     let a = &p["flows"][0]["attribution"];
     let stack = a["receiver_stack"].as_u64().unwrap();
-    assert!(stack * 100 >= lost * 99, "receiver stack {stack} of {lost}: {a}");
+    assert!(
+        stack * 100 >= lost * 99,
+        "receiver stack {stack} of {lost}: {a}"
+    );
     assert_eq!(r["lost_rx_stack"], stack);
     assert_eq!(r["lost_path"], 0);
     derives_again(&b);
