@@ -17,7 +17,7 @@ use crate::control::{Control, EmulateSpec, FlowSpec, QueryMode, SocketKind};
 use crate::counters::Snapshot;
 use crate::lab::{Lab, LabError, LinkSpec, Side};
 use crate::proto::{Exit, Sig, Sockets};
-use crate::samples::{self, Sampler};
+use crate::samples::Sampler;
 use crate::sweep::{self, Plan, Point};
 use crate::transport::{AgentConn, Transport, TransportError};
 use std::collections::BTreeMap;
@@ -1058,11 +1058,7 @@ impl PointCounters {
             write_json(&pdir.join(attribution::counters_file(h, "after")), &snap)?;
             self.add(pdir, h, snap)?;
         }
-        file.samples = self
-            .sampler
-            .samples()
-            .filter_map(|(h, s)| Some((h.to_string(), samples::summarize(s)?)))
-            .collect();
+        file.samples = self.sampler.summaries();
         Ok(())
     }
 }
@@ -1337,5 +1333,39 @@ mod tests {
         quicken(&mut f);
         // At least 100 probes and 1 s, but never more than asked.
         assert_eq!((f.count, f.duration), (Some(100), Some(500_000_000)));
+    }
+
+    #[test]
+    fn a_flow_crosses_the_emulator_direction_that_faces_its_sender() {
+        let c = crate::control::parse(
+            "c.toml",
+            "[campaign]\nname = \"d\"\n\
+             [lab]\nnamespaces = [\"tx\", \"emu\", \"rx\"]\n\
+             links = [{ a = \"tx\", b = \"emu\" }, { a = \"emu\", b = \"rx\" }]\n\
+             [hosts]\ntx = { transport = \"lab:tx\" }\n\
+             emu = { transport = \"lab:emu\" }\nrx = { transport = \"lab:rx\" }\n\
+             far = { transport = \"local\" }\n\
+             [[flow]]\nname = \"f\"\nfrom = \"tx\"\nto = \"rx\"\ncount = 1\n\
+             [emulate]\nhost = \"emu\"\nifaces = [\"tx\", \"rx\"]\nstages = \"pass\"\n",
+        )
+        .unwrap();
+        let cfg = RunConfig {
+            control_path: "c.toml".into(),
+            control_text: String::new(),
+            results: "/nonexistent".into(),
+            resume: None,
+            quick: false,
+            wirelab: "wirelab".into(),
+            ssh_options: vec![],
+        };
+        let hosts = Hosts::new(&c, None, &cfg);
+        let e = c.emulate.as_ref().unwrap();
+        let dir = |from, to| emulate_direction(&hosts, e, from, to);
+        assert_eq!(dir("tx", "rx").as_deref(), Some("a2b"));
+        assert_eq!(dir("rx", "tx").as_deref(), Some("b2a"));
+        // Only one end facing it is enough.
+        assert_eq!(dir("far", "rx").as_deref(), Some("a2b"));
+        assert_eq!(dir("far", "tx").as_deref(), Some("b2a"));
+        assert_eq!(dir("far", "emu"), None);
     }
 }

@@ -123,18 +123,44 @@ pub struct SampleSummary {
 
 /// The summary of a host's samples; None without samples.
 pub fn summarize(samples: &[Sample]) -> Option<SampleSummary> {
-    if samples.is_empty() {
-        return None;
+    let mut acc = Summing::default();
+    samples.iter().for_each(|s| acc.add(s));
+    acc.summary()
+}
+
+/// A summary built one sample at a time (memory does not grow with the
+/// point's length).
+#[derive(Debug, Clone, Default)]
+struct Summing {
+    n: usize,
+    busy_sum: f64,
+    busy_max: f64,
+    softirq_max: f64,
+    one_max: f64,
+    mem_max: Option<u64>,
+}
+
+impl Summing {
+    fn add(&mut self, s: &Sample) {
+        self.n += 1;
+        self.busy_sum += s.busy_cpus;
+        self.busy_max = self.busy_max.max(s.busy_cpus);
+        self.softirq_max = self.softirq_max.max(s.softirq_cpus);
+        let one = s.cpus.iter().map(|c| c.busy).fold(0.0, f64::max);
+        self.one_max = self.one_max.max(one);
+        self.mem_max = self.mem_max.max(s.mem_used_kb);
     }
-    let max = |f: &dyn Fn(&Sample) -> f64| samples.iter().map(f).fold(0.0, f64::max);
-    Some(SampleSummary {
-        samples: samples.len(),
-        busy_cpus_mean: samples.iter().map(|s| s.busy_cpus).sum::<f64>() / samples.len() as f64,
-        busy_cpus_max: max(&|s| s.busy_cpus),
-        softirq_cpus_max: max(&|s| s.softirq_cpus),
-        one_cpu_busy_max: max(&|s| s.cpus.iter().map(|c| c.busy).fold(0.0, f64::max)),
-        mem_used_kb_max: samples.iter().filter_map(|s| s.mem_used_kb).max(),
-    })
+
+    fn summary(&self) -> Option<SampleSummary> {
+        (self.n > 0).then(|| SampleSummary {
+            samples: self.n,
+            busy_cpus_mean: self.busy_sum / self.n as f64,
+            busy_cpus_max: self.busy_max,
+            softirq_cpus_max: self.softirq_max,
+            one_cpu_busy_max: self.one_max,
+            mem_used_kb_max: self.mem_max,
+        })
+    }
 }
 
 /// Samples of several hosts, taken about every `every_ns` of the
@@ -142,8 +168,9 @@ pub fn summarize(samples: &[Sample]) -> Option<SampleSummary> {
 #[derive(Debug)]
 pub struct Sampler {
     every_ns: u64,
-    /// Per host: the last snapshot, when it was taken, the samples.
-    hosts: BTreeMap<String, (Snapshot, u64, Vec<Sample>)>,
+    /// Per host: the last snapshot, when it was taken, the last sample
+    /// and the summary so far.
+    hosts: BTreeMap<String, (Snapshot, u64, Option<Sample>, Summing)>,
 }
 
 impl Sampler {
@@ -156,14 +183,15 @@ impl Sampler {
 
     /// Starts sampling `host` from `first`, taken at `at_ns`.
     pub fn start(&mut self, host: &str, first: Snapshot, at_ns: u64) {
-        self.hosts.insert(host.into(), (first, at_ns, vec![]));
+        self.hosts
+            .insert(host.into(), (first, at_ns, None, Summing::default()));
     }
 
     /// The hosts due for their next snapshot at `now_ns`.
     pub fn due(&self, now_ns: u64) -> Vec<String> {
         self.hosts
             .iter()
-            .filter(|(_, (_, at, _))| now_ns.saturating_sub(*at) >= self.every_ns)
+            .filter(|(_, (_, at, _, _))| now_ns.saturating_sub(*at) >= self.every_ns)
             .map(|(h, _)| h.clone())
             .collect()
     }
@@ -171,19 +199,21 @@ impl Sampler {
     /// Adds `host`'s next snapshot, taken at `at_ns`; the new sample, if
     /// any.
     pub fn add(&mut self, host: &str, next: Snapshot, at_ns: u64) -> Option<&Sample> {
-        let (last, at, samples) = self.hosts.get_mut(host)?;
+        let (last, at, newest, sum) = self.hosts.get_mut(host)?;
         *at = at_ns;
         let s = sample(last, &next)?;
         *last = next;
-        samples.push(s);
-        samples.last()
+        sum.add(&s);
+        *newest = Some(s);
+        newest.as_ref()
     }
 
-    /// Each host's samples.
-    pub fn samples(&self) -> impl Iterator<Item = (&str, &[Sample])> {
+    /// Each host's summary (hosts without a sample left out).
+    pub fn summaries(&self) -> BTreeMap<String, SampleSummary> {
         self.hosts
             .iter()
-            .map(|(h, (_, _, s))| (h.as_str(), s.as_slice()))
+            .filter_map(|(h, (_, _, _, sum))| Some((h.clone(), sum.summary()?)))
+            .collect()
     }
 }
 
@@ -275,6 +305,6 @@ mod tests {
         assert!(s.add("rx", next, 1_000_000_100).is_some());
         assert!(s.due(1_500_000_000).is_empty());
         assert!(s.add("nohost", Snapshot::default(), 0).is_none());
-        assert_eq!(s.samples().next().unwrap().1.len(), 1);
+        assert_eq!(s.summaries()["rx"].samples, 1);
     }
 }
