@@ -1,8 +1,9 @@
 //! `wirelab run`'s counters and loss attribution end to end (spec run.md
 //! acceptance checks 4 and 5): a lab campaign through `wirelab emulate`
-//! with 1 % random loss, where the loss is the emulator's; and a receiver
-//! with a 4 KiB socket buffer flooded at interval 0, where the loss is the
-//! receiver stack's (RcvbufErrors). Counts only; no durations asserted.
+//! with 1 % random loss (200,000 probes at 10 kpps), where the loss is
+//! the emulator's; and a receiver with a 4 KiB socket buffer flooded at
+//! interval 0, where the loss is the receiver stack's (RcvbufErrors).
+//! Counts only; no durations asserted.
 
 mod common;
 
@@ -129,13 +130,17 @@ name = "f"
 from = "tx"
 to = "rx"
 count = 200000
-rate = "20kpps"
+rate = "10kpps"
 size = 64
 
+# A ring of 1.6 s at 10 kpps: an emulator starved of the CPU for a while
+# on a loaded machine drops nothing in front of it (ring drops would be
+# the path's too, but not the 1 % the band is about).
 [emulate]
 host = "emu"
 ifaces = ["tx", "rx"]
 stages = "loss random 1% seed 7"
+args = ["--ring-frames", "16384"]
 "#;
 
 #[test]
@@ -181,7 +186,7 @@ fn emulator_loss_is_attributed_to_the_path() {
     for h in ["emu", "rx", "tx"] {
         let lines = std::fs::read_to_string(pdir.join(format!("samples/{h}.jsonl"))).unwrap();
         let n = lines.lines().count();
-        assert!(n >= 3, "{h}: {n} samples");
+        assert!(n >= 10, "{h}: {n} samples");
         let s: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
         assert!(s["busy_cpus"].as_f64().unwrap() >= 0.0, "{s}");
         assert_eq!(p["samples"][h]["samples"], n, "{}", p["samples"]);
