@@ -2,11 +2,13 @@
 //! acceptance checks 4 and 5): a lab campaign through `wirelab emulate`
 //! with 1 % random loss (200,000 probes at 10 kpps), where the loss is
 //! the emulator's; and a receiver with a 4 KiB socket buffer flooded at
-//! interval 0, where the loss is the receiver stack's (RcvbufErrors).
-//! Counts only; no durations asserted.
+//! interval 0, where the loss is the receiver stack's (RcvbufErrors),
+//! in a `[lab]` and over `ssh://` hosts. Counts only; no durations
+//! asserted.
 
 mod common;
 
+use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -30,7 +32,7 @@ fn text(o: &Output) -> String {
 
 /// Runs the campaign `control` with results under `dir`: its output and
 /// the one results directory it made.
-fn campaign(dir: &Path, control: &str) -> (Output, PathBuf) {
+fn campaign(dir: &Path, control: &str, extra: &[String]) -> (Output, PathBuf) {
     let file = dir.join("c.toml");
     std::fs::write(&file, control).unwrap();
     let results = dir.join("results");
@@ -38,6 +40,7 @@ fn campaign(dir: &Path, control: &str) -> (Output, PathBuf) {
         .args(["run", "-q", "--results"])
         .arg(&results)
         .arg(&file)
+        .args(extra)
         .output()
         .unwrap();
     let dirs: Vec<PathBuf> = std::fs::read_dir(&results)
@@ -149,7 +152,7 @@ fn emulator_loss_is_attributed_to_the_path() {
         return;
     }
     let dir = scratch("emuloss");
-    let (o, b) = campaign(&dir, EMULATED_LOSS);
+    let (o, b) = campaign(&dir, EMULATED_LOSS, &[]);
     assert!(o.status.success(), "{}", text(&o));
     let (pdir, p) = only_point(&b);
     let f = &p["flows"][0];
@@ -225,9 +228,60 @@ fn a_full_receive_buffer_is_attributed_to_the_receiver_stack() {
         return;
     }
     let dir = scratch("rcvbuf");
-    let (o, b) = campaign(&dir, SMALL_RCVBUF);
+    let (o, b) = campaign(&dir, SMALL_RCVBUF, &[]);
     assert!(o.status.success(), "{}", text(&o));
-    let (pdir, p) = only_point(&b);
+    rcvbuf_loss_is_the_stacks(&b);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Acceptance 5 over `ssh://` hosts (an sshd on loopback, the agents in
+/// namespaces of their own).
+#[test]
+fn a_full_receive_buffer_over_ssh_is_attributed_to_the_receiver_stack() {
+    if !have_sshd() || !netns_available(&["ssh", "ssh-keygen"]) {
+        return;
+    }
+    let dir = scratch("rcvbuf-ssh");
+    let sshd = Sshd::start(&dir);
+    let lab = common::Lab::new();
+    let opts: Vec<String> = sshd
+        .opts("user")
+        .into_iter()
+        .map(|o| format!("--ssh-option={o}"))
+        .collect();
+    let control = format!(
+        r#"
+[campaign]
+name = "rcvbuf-ssh"
+
+[hosts]
+tx = {{ transport = "ssh://root@127.0.0.1:{p}?netns={s}", wirelab = "{exe}" }}
+rx = {{ transport = "ssh://root@127.0.0.1:{p}?netns={r}", wirelab = "{exe}", addr = "198.18.0.2" }}
+
+[[flow]]
+name = "flood"
+from = "tx"
+to = "rx"
+interval = "0"
+duration = "1s"
+size = 64
+recv_args = ["--rcvbuf", "4096"]
+"#,
+        p = sshd.port,
+        s = lab.s,
+        r = lab.r,
+        exe = exe()
+    );
+    let (o, b) = campaign(&dir, &control, &opts);
+    assert!(o.status.success(), "{}", text(&o));
+    rcvbuf_loss_is_the_stacks(&b);
+    drop(sshd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The flood's loss, the receiver's RcvbufErrors and its attribution.
+fn rcvbuf_loss_is_the_stacks(b: &Path) {
+    let (pdir, p) = only_point(b);
     let rows = json_file(&b.join("summary.json"))["rows"].clone();
     let r = &rows[0];
     let lost = r["lost"].as_u64().unwrap();
@@ -247,6 +301,5 @@ fn a_full_receive_buffer_is_attributed_to_the_receiver_stack() {
     );
     assert_eq!(r["lost_rx_stack"], stack);
     assert_eq!(r["lost_path"], 0);
-    derives_again(&b);
-    let _ = std::fs::remove_dir_all(&dir);
+    derives_again(b);
 }
