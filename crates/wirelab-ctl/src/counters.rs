@@ -5,7 +5,8 @@
 //!
 //! A snapshot's counters are also available flat, one name per counter
 //! ([`Snapshot::counters`]): `snmp/Udp.RcvbufErrors`, `softnet/dropped`,
-//! `qdisc/DEV/HANDLE/drops`, `if/DEV/rx_dropped`, `ethtool/DEV/NAME`. A
+//! `softirqs/NET_RX` (summed over the CPUs), `qdisc/DEV/HANDLE/drops`,
+//! `if/DEV/rx_dropped`, `ethtool/DEV/NAME`. A
 //! delta is taken per name; gauges (a qdisc's backlog, memory, CPU times)
 //! are not counters and are not in it.
 
@@ -28,6 +29,10 @@ pub struct Snapshot {
     pub ifaces: BTreeMap<String, Iface>,
     /// `/proc/stat` CPU lines (`cpu` is the total, then `cpu0`...).
     pub cpus: Vec<CpuTimes>,
+    /// `/proc/softirqs`: per kind (`NET_RX`, `NET_TX`...), the count of
+    /// each CPU.
+    #[serde(default)]
+    pub softirqs: BTreeMap<String, Vec<u64>>,
     /// `/proc/meminfo` in kB (the fields given in kB; `HugePages_*` counts
     /// as they are).
     pub meminfo: BTreeMap<String, u64>,
@@ -304,6 +309,37 @@ pub fn parse_proc_stat(text: &str) -> Result<Vec<CpuTimes>, ParseError> {
         .collect()
 }
 
+/// `/proc/softirqs`: a header of CPUs, then `KIND: count per CPU`.
+pub fn parse_softirqs(text: &str) -> Result<BTreeMap<String, Vec<u64>>, ParseError> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let cpus = lines
+        .next()
+        .ok_or_else(|| bad("/proc/softirqs", "empty"))?
+        .split_whitespace()
+        .count();
+    lines
+        .map(|l| {
+            let (k, v) = l
+                .split_once(':')
+                .ok_or_else(|| bad("/proc/softirqs", format!("no ':' in {l:?}")))?;
+            let v: Vec<u64> = v
+                .split_whitespace()
+                .map(|x| {
+                    x.parse::<u64>()
+                        .map_err(|_| bad("/proc/softirqs", format!("{k}: {x:?} is not a count")))
+                })
+                .collect::<Result<_, _>>()?;
+            if v.len() != cpus {
+                return Err(bad(
+                    "/proc/softirqs",
+                    format!("{}: {} counts for {cpus} CPUs", k.trim(), v.len()),
+                ));
+            }
+            Ok((k.trim().to_string(), v))
+        })
+        .collect()
+}
+
 /// `/proc/meminfo`: `Name:  value kB` per line.
 pub fn parse_meminfo(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {
     text.lines()
@@ -350,6 +386,9 @@ impl Snapshot {
             m.insert("softnet/processed".into(), sum(|s| s.processed));
             m.insert("softnet/dropped".into(), sum(|s| s.dropped));
             m.insert("softnet/time_squeeze".into(), sum(|s| s.time_squeeze));
+        }
+        for (k, v) in &self.softirqs {
+            m.insert(format!("softirqs/{k}"), v.iter().sum());
         }
         for q in &self.qdiscs {
             let p = format!("qdisc/{}/{}", q.dev, q.handle);
@@ -474,6 +513,11 @@ pub fn collect(ifaces: &[String], depth: Depth) -> Snapshot {
         Ok(Err(e)) => note("/proc/stat", e.to_string()),
         Err(e) => note("/proc/stat", e.to_string()),
     }
+    match read("/proc/softirqs").map(|t| parse_softirqs(&t)) {
+        Ok(Ok(v)) => s.softirqs = v,
+        Ok(Err(e)) => note("/proc/softirqs", e.to_string()),
+        Err(e) => note("/proc/softirqs", e.to_string()),
+    }
     match read("/proc/meminfo").map(|t| parse_meminfo(&t)) {
         Ok(Ok(v)) => s.meminfo = v,
         Ok(Err(e)) => note("/proc/meminfo", e.to_string()),
@@ -587,6 +631,22 @@ mod tests {
     const SYSFS: &str = include_str!("counters/testdata/sysfs-veth.txt");
     const STAT: &str = include_str!("counters/testdata/stat.txt");
     const MEMINFO: &str = include_str!("counters/testdata/meminfo.txt");
+    const SOFTIRQS: &str = include_str!("counters/testdata/softirqs.txt");
+
+    #[test]
+    fn softirqs_per_kind_and_cpu() {
+        let m = parse_softirqs(SOFTIRQS).unwrap();
+        assert_eq!(m.len(), 10);
+        assert_eq!(m["NET_RX"], vec![11407473, 7271468]);
+        assert_eq!(m["NET_TX"], vec![307, 539]);
+        let s = Snapshot {
+            softirqs: m,
+            ..Snapshot::default()
+        };
+        assert_eq!(s.counters()["softirqs/NET_RX"], 11407473 + 7271468);
+        assert!(parse_softirqs("  CPU0 CPU1\nNET_RX: 1\n").is_err());
+        assert!(parse_softirqs("").is_err());
+    }
 
     #[test]
     fn snmp_fields_by_name() {
