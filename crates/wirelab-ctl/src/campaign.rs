@@ -13,10 +13,13 @@
 //! agents stop their children when their connection closes (dead-man
 //! rule), and a `[lab]` is torn down when the campaign ends.
 
+use crate::attribution;
 use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStatus};
-use crate::control::{Control, FlowSpec, QueryMode, SocketKind};
+use crate::control::{Control, EmulateSpec, FlowSpec, QueryMode, SocketKind};
+use crate::counters::Snapshot;
 use crate::lab::{Lab, LabError, LinkSpec, Side};
 use crate::proto::{Exit, Sig, Sockets};
+use crate::samples::Sampler;
 use crate::sweep::{self, Plan, Point};
 use crate::transport::{AgentConn, Transport, TransportError};
 use std::collections::BTreeMap;
@@ -694,6 +697,7 @@ fn run_point(
         pcaps: vec![],
         abort_criterion: None,
         stressors: vec![],
+        samples: BTreeMap::new(),
     };
     let mut run = PointRun {
         hosts,
@@ -761,7 +765,9 @@ fn run_point(
         }
     }
 
-    // Stressors, up before the settle time.
+    // Counters before anything loads the hosts; then the stressors, up
+    // before the settle time.
+    let mut counters = PointCounters::before(&mut run, control, &resolved, &pdir)?;
     let mut stressors = stressors::start(&mut run, control, point)?;
 
     // The campaign's settle time: the path (an emulator's queues, a
@@ -819,6 +825,7 @@ fn run_point(
         on(Event::Tick {
             elapsed: began.elapsed().saturating_sub(START_LEAD),
         });
+        counters.sample(&mut run, &pdir)?;
         for f in flows.iter_mut() {
             let send_tag = format!("{}-send", f.tag);
             if !sent_exit.contains_key(&f.spec.name) {
@@ -898,6 +905,7 @@ fn run_point(
         let e = run.stop(&f.spec.to, &format!("{}-recv", f.tag))?;
         recv_exit.insert(f.spec.name.clone(), e);
     }
+    counters.after(&mut run, &pdir, &mut file)?;
     if let Some(e) = &resolved.emulate {
         let x = run.stop(&e.host, &emu_tag)?;
         file.emulate_report = json_report(&x);
@@ -973,8 +981,14 @@ fn run_point(
             recv_report: re.and_then(json_report),
             send_exit: se.and_then(|e| e.code),
             recv_exit: re.and_then(|e| e.code),
+            emulate_direction: resolved
+                .emulate
+                .as_ref()
+                .and_then(|e| emulate_direction(run.hosts, e, &f.spec.from, &f.spec.to)),
+            attribution: None,
         });
     }
+    attribute(&pdir, &mut file);
     run.started.clear();
     drop(run);
     file.ended_unix_ns = unix_ns();
@@ -982,6 +996,150 @@ fn run_point(
     text.push('\n');
     bundle::write_atomic(&pdir.join("point.json"), text.as_bytes())?;
     Ok(file)
+}
+
+// Counters, samples and attribution (spec run.md "Counters, environment,
+// attribution"); the logic is in crate::counters, samples, attribution.
+
+/// How often each host of a running point is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// The counters of a point's hosts: snapshots before and after, samples
+/// in between.
+struct PointCounters {
+    /// Host → the interfaces asked for (its `test_if`; empty: all but lo).
+    hosts: BTreeMap<String, Vec<String>>,
+    sampler: Sampler,
+    began: Instant,
+}
+
+impl PointCounters {
+    /// Every host of the point (flows' ends, the emulator's, captures'):
+    /// `counters/<host>.before.json`, and the first of its samples.
+    fn before(
+        run: &mut PointRun<'_, '_>,
+        control: &Control,
+        resolved: &sweep::Resolved,
+        pdir: &Path,
+    ) -> Result<PointCounters, RunError> {
+        let mut names: Vec<&String> = resolved
+            .flows
+            .iter()
+            .flat_map(|f| [&f.from, &f.to])
+            .chain(resolved.emulate.as_ref().map(|e| &e.host))
+            .chain(resolved.capture.iter().flat_map(|c| &c.hosts))
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut pc = PointCounters {
+            hosts: BTreeMap::new(),
+            sampler: Sampler::new(SAMPLE_EVERY.as_nanos() as u64),
+            began: Instant::now(),
+        };
+        for h in names {
+            let ifaces: Vec<String> = control.hosts[h.as_str()]
+                .test_if
+                .iter()
+                .map(|t| run.hosts.ifname(h, t))
+                .collect();
+            let snap = run.agent(h)?.counters(&ifaces, false).map_err(agent(h))?;
+            write_json(&pdir.join(attribution::counters_file(h, "before")), &snap)?;
+            let at = pc.began.elapsed().as_nanos() as u64;
+            pc.sampler.start(h, snap, at);
+            pc.hosts.insert(h.clone(), ifaces);
+        }
+        Ok(pc)
+    }
+
+    /// Samples the hosts that are due (`samples/<host>.jsonl`).
+    fn sample(&mut self, run: &mut PointRun<'_, '_>, pdir: &Path) -> Result<(), RunError> {
+        for h in self.sampler.due(self.began.elapsed().as_nanos() as u64) {
+            let snap = run
+                .agent(&h)?
+                .counters(&self.hosts[&h], true)
+                .map_err(agent(&h))?;
+            self.add(pdir, &h, snap)?;
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, pdir: &Path, host: &str, snap: Snapshot) -> Result<(), RunError> {
+        let at = self.began.elapsed().as_nanos() as u64;
+        if let Some(s) = self.sampler.add(host, snap, at) {
+            use std::io::Write;
+            let path = pdir.join(format!("samples/{host}.jsonl"));
+            let mut line = serde_json::to_string(s).expect("a sample serializes");
+            line.push('\n');
+            std::fs::create_dir_all(pdir.join("samples")).map_err(|e| bundle_io(pdir, e))?;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(line.as_bytes()))
+                .map_err(|e| bundle_io(&path, e))?;
+        }
+        Ok(())
+    }
+
+    /// `counters/<host>.after.json` (also the last sample), and the
+    /// samples' summary in the point file.
+    fn after(
+        mut self,
+        run: &mut PointRun<'_, '_>,
+        pdir: &Path,
+        file: &mut PointFile,
+    ) -> Result<(), RunError> {
+        let hosts = std::mem::take(&mut self.hosts);
+        for (h, ifaces) in &hosts {
+            let snap = run.agent(h)?.counters(ifaces, false).map_err(agent(h))?;
+            write_json(&pdir.join(attribution::counters_file(h, "after")), &snap)?;
+            self.add(pdir, h, snap)?;
+        }
+        file.samples = self.sampler.summaries();
+        Ok(())
+    }
+}
+
+/// The emulator direction a flow from `from` to `to` crosses: `a2b` when
+/// the emulator's `--a` faces the sender (or `--b` the receiver), `b2a`
+/// the other way; None when neither end faces it (hosts not in the lab
+/// whose names are not the emulator's interfaces).
+fn emulate_direction(hosts: &Hosts<'_>, e: &EmulateSpec, from: &str, to: &str) -> Option<String> {
+    let dev = |i: usize| hosts.ifname(&e.host, &e.ifaces[i]);
+    let facing = |h: &str| {
+        let name = hosts.control.hosts[h]
+            .transport
+            .strip_prefix("lab:")
+            .unwrap_or(h);
+        hosts.ifname(&e.host, name)
+    };
+    let (a, b, f, t) = (dev(0), dev(1), facing(from), facing(to));
+    if f == a || t == b {
+        Some("a2b".into())
+    } else if f == b || t == a {
+        Some("b2a".into())
+    } else {
+        None
+    }
+}
+
+/// Each flow's attribution into the point file, from its stored files
+/// (as `wirelab analyze` derives it again).
+fn attribute(pdir: &Path, file: &mut PointFile) {
+    let lost: Vec<Option<u64>> = bundle::point_rows(pdir, file)
+        .iter()
+        .map(|r| r.lost)
+        .collect();
+    let a = attribution::point_attribution(pdir, file, &lost);
+    for (f, a) in file.flows.iter_mut().zip(a) {
+        f.attribution = a;
+    }
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<(), RunError> {
+    let mut text = serde_json::to_string_pretty(v).expect("counters serialize");
+    text.push('\n');
+    Ok(bundle::write_atomic(path, text.as_bytes())?)
 }
 
 fn agent(host: &str) -> impl Fn(TransportError) -> RunError + '_ {
@@ -1216,5 +1374,39 @@ mod tests {
         quicken(&mut f);
         // At least 100 probes and 1 s, but never more than asked.
         assert_eq!((f.count, f.duration), (Some(100), Some(500_000_000)));
+    }
+
+    #[test]
+    fn a_flow_crosses_the_emulator_direction_that_faces_its_sender() {
+        let c = crate::control::parse(
+            "c.toml",
+            "[campaign]\nname = \"d\"\n\
+             [lab]\nnamespaces = [\"tx\", \"emu\", \"rx\"]\n\
+             links = [{ a = \"tx\", b = \"emu\" }, { a = \"emu\", b = \"rx\" }]\n\
+             [hosts]\ntx = { transport = \"lab:tx\" }\n\
+             emu = { transport = \"lab:emu\" }\nrx = { transport = \"lab:rx\" }\n\
+             far = { transport = \"local\" }\n\
+             [[flow]]\nname = \"f\"\nfrom = \"tx\"\nto = \"rx\"\ncount = 1\n\
+             [emulate]\nhost = \"emu\"\nifaces = [\"tx\", \"rx\"]\nstages = \"pass\"\n",
+        )
+        .unwrap();
+        let cfg = RunConfig {
+            control_path: "c.toml".into(),
+            control_text: String::new(),
+            results: "/nonexistent".into(),
+            resume: None,
+            quick: false,
+            wirelab: "wirelab".into(),
+            ssh_options: vec![],
+        };
+        let hosts = Hosts::new(&c, None, &cfg);
+        let e = c.emulate.as_ref().unwrap();
+        let dir = |from, to| emulate_direction(&hosts, e, from, to);
+        assert_eq!(dir("tx", "rx").as_deref(), Some("a2b"));
+        assert_eq!(dir("rx", "tx").as_deref(), Some("b2a"));
+        // Only one end facing it is enough.
+        assert_eq!(dir("far", "rx").as_deref(), Some("a2b"));
+        assert_eq!(dir("far", "tx").as_deref(), Some("b2a"));
+        assert_eq!(dir("far", "emu"), None);
     }
 }
