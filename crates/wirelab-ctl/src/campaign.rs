@@ -9,7 +9,9 @@
 //! written, and the next point follows after the campaign's pause.
 //! Whatever a point started is stopped on every path out of it; the
 //! agents stop their children when their connection closes (dead-man
-//! rule), and a `[lab]` is torn down when the campaign ends.
+//! rule), and a `[lab]` is torn down when the campaign ends. Before the
+//! first point each host's environment goes into the bundle and `[env]
+//! apply` is set; it is reverted after the last ([`env`]).
 
 use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStatus};
 use crate::control::{Control, FlowSpec, QueryMode, SocketKind};
@@ -23,6 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 use wirelab_analysis::status::RecvStatus;
+
+mod env;
 
 /// First UDP port given to a flow without a `port` (flow i gets BASE + i).
 pub const BASE_PORT: u16 = 5800;
@@ -211,6 +215,9 @@ pub fn run(
             "[sweep] search runs its axis in order: leave campaign.order sequential".into(),
         ));
     }
+    // The hosts' environments into the bundle, `[env] apply` set; reverted
+    // after the loop (and by each agent when its connection ends).
+    let env_applied = env::start(control, &mut hosts, &dir, on)?;
     let mut n = 0;
     for point in &plan.points {
         if let Some((pdir, p)) = done_before.iter().find(|(_, p)| p.id == point.id) {
@@ -265,6 +272,10 @@ pub fn run(
             break;
         }
     }
+    if let Err(why) = env::finish(&mut hosts, &env_applied) {
+        on(Event::Note(why.clone()));
+        out.failure.get_or_insert(why);
+    }
     let agents = hosts.close();
     drop(lab);
     let summary = bundle::summarize(&dir)?;
@@ -306,9 +317,6 @@ fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
     if !c.stressors.is_empty() {
         parts.push("[[stressor]]");
     }
-    if c.env.is_some() {
-        parts.push("[env]");
-    }
     if c.metrics.is_some() {
         parts.push("[metrics]");
     }
@@ -323,8 +331,8 @@ fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
         return Ok(());
     }
     Err(RunError::Unsupported(format!(
-        "{} {} not run by this version of wirelab run (stressors, environment changes and live \
-         metrics are not built yet): remove {} to run the campaign (--dry-run lists its points \
+        "{} {} not run by this version of wirelab run (stressors and live metrics are not \
+         built yet): remove {} to run the campaign (--dry-run lists its points \
          as they are)",
         parts.join(", "),
         if parts.len() == 1 { "is" } else { "are" },

@@ -4,7 +4,9 @@
 //! ([`control`]), the expression language of exclusions and `--only`
 //! ([`expr`]), its points ([`sweep`]), the agent ([`agent`], speaking
 //! [`proto`]) and the controller's way to reach it ([`transport`]), the
-//! campaign runner ([`campaign`]) and its results bundle ([`bundle`]).
+//! campaign runner ([`campaign`]) and its results bundle ([`bundle`]);
+//! `wirelab env`: a host's environment, its differences and its settings
+//! applied and reverted ([`env`]).
 #![forbid(unsafe_code)]
 
 pub mod agent;
@@ -12,6 +14,7 @@ pub mod bundle;
 pub mod campaign;
 pub mod control;
 pub mod demo;
+pub mod env;
 pub mod expr;
 pub mod lab;
 pub mod proto;

@@ -59,6 +59,8 @@ pub enum Command {
     Run(crate::cmd::run::RunArgs),
     /// Serve `wirelab run`'s controller on stdin/stdout (started by it over ssh or ip netns)
     Agent(crate::cmd::agent::AgentArgs),
+    /// A host's environment: snapshot, diff, apply settings and revert them (local, netns:, ssh://)
+    Env(crate::cmd::env::EnvArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

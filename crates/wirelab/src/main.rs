@@ -55,6 +55,7 @@ fn main() {
         Command::Trace(a) => cmd::trace::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Agent(a) => cmd::agent::run(a),
+        Command::Env(a) => cmd::env::run(a),
     };
     if let Err(e) = res {
         eprintln!("wirelab: error: {}", error::message(&e));
