@@ -523,11 +523,8 @@ impl Agent {
         }
         self.children.clear();
         for token in std::mem::take(&mut self.env_held).into_iter().rev() {
-            let res = crate::env::apply::revert(
-                &mut crate::env::apply::Local,
-                &self.env_dir,
-                &token,
-            );
+            let res =
+                crate::env::apply::revert(&mut crate::env::apply::Local, &self.env_dir, &token);
             if let Err(e) = res {
                 eprintln!("wirelab agent: {e}");
             }

@@ -107,6 +107,8 @@ pub enum Event<'a> {
         reason: Option<&'a str>,
     },
     Note(String),
+    /// Something the user should see even with progress off.
+    Warning(String),
 }
 
 /// The end of a campaign.
@@ -273,7 +275,7 @@ pub fn run(
         }
     }
     if let Err(why) = env::finish(&mut hosts, &env_applied) {
-        on(Event::Note(why.clone()));
+        on(Event::Warning(why.clone()));
         out.failure.get_or_insert(why);
     }
     let agents = hosts.close();

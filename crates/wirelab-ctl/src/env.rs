@@ -108,7 +108,8 @@ impl Diff {
 /// The keys whose values differ between `a` and `b`, sorted by key.
 pub fn diff(a: &Snapshot, b: &Snapshot) -> Diff {
     let mut differences = vec![];
-    let keys: std::collections::BTreeSet<&String> = a.values.keys().chain(b.values.keys()).collect();
+    let keys: std::collections::BTreeSet<&String> =
+        a.values.keys().chain(b.values.keys()).collect();
     for k in keys {
         let (va, vb) = (a.values.get(k), b.values.get(k));
         if va != vb {
@@ -143,11 +144,19 @@ mod tests {
     fn diff_lists_changed_and_one_sided_keys_in_order() {
         let a = snap(
             "a",
-            &[("nic.va.mtu", "1500"), ("kernel.release", "6.1"), ("x", "1")],
+            &[
+                ("nic.va.mtu", "1500"),
+                ("kernel.release", "6.1"),
+                ("x", "1"),
+            ],
         );
         let b = snap(
             "b",
-            &[("nic.va.mtu", "9000"), ("kernel.release", "6.1"), ("y", "2")],
+            &[
+                ("nic.va.mtu", "9000"),
+                ("kernel.release", "6.1"),
+                ("y", "2"),
+            ],
         );
         let d = diff(&a, &b);
         assert_eq!(

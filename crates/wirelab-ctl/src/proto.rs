@@ -544,7 +544,12 @@ mod tests {
         for (id, r) in [
             (2, Request::Env { host: "h".into() }),
             (3, apply),
-            (4, Request::EnvRevert { token: "t-1".into() }),
+            (
+                4,
+                Request::EnvRevert {
+                    token: "t-1".into(),
+                },
+            ),
         ] {
             let env = Envelope { id, body: r };
             assert_eq!(decode_request(&encode(&env)).unwrap(), env);
@@ -552,7 +557,12 @@ mod tests {
         for (id, r) in [
             (5, Response::Env(snap)),
             (6, applied),
-            (7, Response::EnvReverted { changes: vec![change] }),
+            (
+                7,
+                Response::EnvReverted {
+                    changes: vec![change],
+                },
+            ),
         ] {
             let env = Envelope { id, body: r };
             assert_eq!(decode_response(&encode(&env)).unwrap(), env);

@@ -101,20 +101,18 @@ pub(super) fn start(
     }
     let warnings = shared_interface_warnings(c);
     for w in &warnings {
-        on(Event::Note(format!("warning: {w}")));
+        on(Event::Warning(w.clone()));
     }
     let mut applied: Vec<(Applied, Vec<Change>)> = vec![];
     for host in c.env.iter().flat_map(|e| e.apply.keys()) {
         let (s, iface) = settings(c, hosts, host);
-        let res = hosts
-            .get(host)
-            .and_then(|a| {
-                a.env_apply(&s, iface.as_deref(), false)
-                    .map_err(|source| RunError::Agent {
-                        host: host.clone(),
-                        source,
-                    })
-            });
+        let res = hosts.get(host).and_then(|a| {
+            a.env_apply(&s, iface.as_deref(), false)
+                .map_err(|source| RunError::Agent {
+                    host: host.clone(),
+                    source,
+                })
+        });
         match res {
             Ok((token, changes)) => {
                 for ch in &changes {
@@ -134,7 +132,7 @@ pub(super) fn start(
             Err(e) => {
                 let done: Vec<Applied> = applied.into_iter().map(|(a, _)| a).collect();
                 if let Err(why) = finish(hosts, &done) {
-                    on(Event::Note(why));
+                    on(Event::Warning(why));
                 }
                 return Err(e);
             }
@@ -167,9 +165,10 @@ pub(super) fn start(
 pub(super) fn finish(hosts: &mut Hosts, applied: &[Applied]) -> Result<(), String> {
     let mut errs = vec![];
     for a in applied.iter().rev() {
-        let res = hosts.get(&a.host).map_err(|e| e.to_string()).and_then(|c| {
-            c.env_revert(&a.token).map_err(|e| e.to_string())
-        });
+        let res = hosts
+            .get(&a.host)
+            .map_err(|e| e.to_string())
+            .and_then(|c| c.env_revert(&a.token).map_err(|e| e.to_string()));
         if let Err(e) = res {
             errs.push(format!(
                 "host {}: reverting [env] apply {} failed: {e} (an agent reverts its changes \

@@ -30,14 +30,29 @@ offload.FEATURE (e.g. offload.gro), or a sysctl by its dotted name (e.g. net.cor
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Target {
-    Mtu { iface: String },
+    Mtu {
+        iface: String,
+    },
     /// `dir`: `rx` or `tx`.
-    Ring { iface: String, dir: String },
+    Ring {
+        iface: String,
+        dir: String,
+    },
     /// `param`: ethtool's name (`rx-usecs`, `adaptive-rx`).
-    Coalesce { iface: String, param: String },
-    Eee { iface: String },
-    Offload { iface: String, feature: String },
-    Sysctl { name: String },
+    Coalesce {
+        iface: String,
+        param: String,
+    },
+    Eee {
+        iface: String,
+    },
+    Offload {
+        iface: String,
+        feature: String,
+    },
+    Sysctl {
+        name: String,
+    },
 }
 
 impl fmt::Display for Target {
@@ -110,7 +125,9 @@ pub enum EnvError {
     },
     #[error("bad token {0:?}: a token is the word `wirelab env --apply` printed")]
     BadToken(String),
-    #[error("no revert file for token {token} in {dir} (already reverted, or applied on another host)")]
+    #[error(
+        "no revert file for token {token} in {dir} (already reverted, or applied on another host)"
+    )]
     NoToken { token: String, dir: String },
     #[error("{}: {why}", .path.display())]
     BadFile { path: PathBuf, why: String },
@@ -161,8 +178,7 @@ fn sysctl_name(k: &str) -> bool {
     k.contains('.')
         && k.split('.').all(|w| {
             !w.is_empty()
-                && w
-                    .bytes()
+                && w.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
         })
 }
@@ -187,7 +203,10 @@ pub fn plan(settings: &[(String, String)], iface: Option<&str>) -> Result<Vec<Pl
             })
         };
         match key {
-            "mtu" => push(Target::Mtu { iface: need_if()? }, int(key, value, 68, 65535)?),
+            "mtu" => push(
+                Target::Mtu { iface: need_if()? },
+                int(key, value, 68, 65535)?,
+            ),
             "rings" | "rings_rx" | "rings_tx" => {
                 let v = int(key, value, 1, 1 << 20)?;
                 let iface = need_if()?;
@@ -221,7 +240,11 @@ pub fn plan(settings: &[(String, String)], iface: Option<&str>) -> Result<Vec<Pl
             "eee" => push(Target::Eee { iface: need_if()? }, bool_word(key, value)?),
             _ => {
                 if let Some(f) = key.strip_prefix("offload.") {
-                    if f.is_empty() || !f.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)) {
+                    if f.is_empty()
+                        || !f
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+                    {
                         return Err(EnvError::Unknown(key.into()));
                     }
                     push(
@@ -293,7 +316,9 @@ pub fn new_token() -> String {
 fn check_token(token: &str) -> Result<(), EnvError> {
     let ok = !token.is_empty()
         && token.len() <= 64
-        && token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-');
     ok.then_some(())
         .ok_or_else(|| EnvError::BadToken(token.into()))
 }
@@ -471,8 +496,9 @@ impl System for Local {
                 )?;
                 Ok(v.split_whitespace().next().unwrap_or("").to_string())
             }
-            Target::Sysctl { name } => read::file(read::sysctl_path(name))
-                .map_err(|_| format!("no sysctl {name} here")),
+            Target::Sysctl { name } => {
+                read::file(read::sysctl_path(name)).map_err(|_| format!("no sysctl {name} here"))
+            }
         }
     }
 
@@ -531,7 +557,9 @@ mod tests {
     }
 
     fn kv(s: &[(&str, &str)]) -> Vec<(String, String)> {
-        s.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        s.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     fn fake() -> Fake {
@@ -570,7 +598,10 @@ mod tests {
             Some("va"),
         )
         .unwrap();
-        let t: Vec<String> = p.iter().map(|p| format!("{}={}", p.target, p.value)).collect();
+        let t: Vec<String> = p
+            .iter()
+            .map(|p| format!("{}={}", p.target, p.value))
+            .collect();
         assert_eq!(
             t,
             [
@@ -615,7 +646,11 @@ mod tests {
         let mut sys = fake();
         let before = sys.values.clone();
         let p = plan(
-            &kv(&[("mtu", "9000"), ("rings", "256"), ("net.core.rmem_max", "26214400")]),
+            &kv(&[
+                ("mtu", "9000"),
+                ("rings", "256"),
+                ("net.core.rmem_max", "26214400"),
+            ]),
             Some("va"),
         )
         .unwrap();

@@ -243,7 +243,10 @@ mod tests {
         let l = ethtool_current(include_str!("fixtures/ethtool-l-veth.txt"));
         assert_eq!(
             l,
-            vec![("rx".to_string(), "1".to_string()), ("tx".into(), "1".into())]
+            vec![
+                ("rx".to_string(), "1".to_string()),
+                ("tx".into(), "1".into())
+            ]
         );
         assert!(ethtool_current(include_str!("fixtures/ethtool-unsupported.err")).is_empty());
     }

@@ -45,7 +45,11 @@ pub fn tool(program: &str, args: &[&str]) -> Result<String, String> {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
         Err(format!(
             "{program} {}: {}",
             args.join(" "),
@@ -178,7 +182,11 @@ fn interfaces(o: &mut Out) -> Vec<String> {
     if names.len() > MAX_INTERFACES {
         o.set(
             "nic.left_out",
-            format!("{} interfaces after {}", names.len() - MAX_INTERFACES, names[MAX_INTERFACES - 1]),
+            format!(
+                "{} interfaces after {}",
+                names.len() - MAX_INTERFACES,
+                names[MAX_INTERFACES - 1]
+            ),
         );
         names.truncate(MAX_INTERFACES);
     }
@@ -295,7 +303,11 @@ fn running_programs() -> Vec<String> {
         return vec![];
     };
     d.flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
         .filter_map(|e| fs::read_to_string(e.path().join("comm")).ok())
         .map(|c| c.trim().to_string())
         .collect()

@@ -107,8 +107,14 @@ impl Ctx<'_> {
             Host::Local => {
                 let planned = apply::plan(settings, iface).map_err(env_error)?;
                 let token = apply::new_token();
-                let f = apply::apply(&mut apply::Local, Path::new(apply::STATE_DIR), &token, &planned)
-                    .map_err(env_error)?;
+                let f = apply::apply(
+                    &mut apply::Local,
+                    Path::new(apply::STATE_DIR),
+                    &token,
+                    &planned,
+                )
+                .map_err(env_error)
+                .context("local")?;
                 Ok((token, f.changes))
             }
             Host::Agent(mut c) => {
@@ -248,7 +254,6 @@ pub fn run(a: EnvArgs) -> Result<()> {
                             )),
                         }
                     }
-                    let e = e.context(h.clone());
                     return Err(if notes.is_empty() {
                         e
                     } else {
