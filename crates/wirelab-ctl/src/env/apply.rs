@@ -110,7 +110,7 @@ pub enum EnvError {
     #[error("{0} sets an interface: name it (--if IF; in a campaign, the host's test_if)")]
     NeedsInterface(String),
     #[error("cannot read {target} ({why}); nothing was changed")]
-    Read { target: Target, why: String },
+    Read { target: Box<Target>, why: String },
     #[error("cannot write the revert file {}: {source} (changing the environment needs root)", .path.display())]
     State {
         path: PathBuf,
@@ -118,7 +118,7 @@ pub enum EnvError {
     },
     #[error("cannot set {target} to {value} ({why}); {undo}")]
     Apply {
-        target: Target,
+        target: Box<Target>,
         value: String,
         why: String,
         undo: String,
@@ -357,7 +357,7 @@ pub fn apply(
     let mut changes = vec![];
     for p in planned {
         let previous = sys.read(&p.target).map_err(|why| EnvError::Read {
-            target: p.target.clone(),
+            target: Box::new(p.target.clone()),
             why,
         })?;
         changes.push(Change {
@@ -388,7 +388,7 @@ pub fn apply(
                 ),
             };
             return Err(EnvError::Apply {
-                target: c.target.clone(),
+                target: Box::new(c.target.clone()),
                 value: c.value.clone(),
                 why,
                 undo,

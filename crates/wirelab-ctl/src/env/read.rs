@@ -67,7 +67,10 @@ pub fn file(path: impl AsRef<Path>) -> Result<String, String> {
     let p = path.as_ref();
     fs::read_to_string(p)
         .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-        .map_err(|e| format!("{}: {e}", p.display()))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!("no {}", p.display()),
+            _ => format!("{}: {e}", p.display()),
+        })
 }
 
 /// The `/proc/sys` path of a dotted sysctl name.
@@ -96,7 +99,15 @@ pub fn snapshot(host: &str) -> Snapshot {
         nic(&mut o, &name);
     }
     for name in SYSCTLS {
-        o.put(format!("sysctl.{name}"), file(sysctl_path(name)));
+        let v = file(sysctl_path(name)).map_err(|e| {
+            if e.starts_with("no ") {
+                // Host-wide net sysctls exist only in the first namespace.
+                "not in this network namespace".to_string()
+            } else {
+                e
+            }
+        });
+        o.put(format!("sysctl.{name}"), v);
     }
     clock_sync(&mut o);
     tools(&mut o);
@@ -193,6 +204,9 @@ fn interfaces(o: &mut Out) -> Vec<String> {
     names
 }
 
+/// A parser of one ethtool query's output.
+type Parser = fn(&str) -> Vec<(String, String)>;
+
 fn nic(o: &mut Out, name: &str) {
     let p = |k: &str| format!("nic.{name}.{k}");
     let sys = Path::new("/sys/class/net").join(name);
@@ -208,15 +222,14 @@ fn nic(o: &mut Out, name: &str) {
         }
         Err(e) => o.put(p("driver"), Err(e)),
     }
-    let groups: [(&str, &[&str], fn(&str) -> Vec<(String, String)>); 4] = [
-        ("offload", &["-k"], parse::ethtool_features),
-        ("ring", &["-g"], parse::ethtool_current),
-        ("coalesce", &["-c"], parse::ethtool_coalesce),
-        ("channels", &["-l"], parse::ethtool_current),
+    let groups: [(&str, &str, Parser); 4] = [
+        ("offload", "-k", parse::ethtool_features),
+        ("ring", "-g", parse::ethtool_current),
+        ("coalesce", "-c", parse::ethtool_coalesce),
+        ("channels", "-l", parse::ethtool_current),
     ];
     for (group, flag, f) in groups {
-        let args: Vec<&str> = flag.iter().copied().chain([name]).collect();
-        match tool("ethtool", &args) {
+        match tool("ethtool", &[flag, name]) {
             Ok(t) => {
                 for (k, v) in f(&t) {
                     o.set(format!("nic.{name}.{group}.{k}"), v);
