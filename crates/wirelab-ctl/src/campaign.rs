@@ -152,6 +152,7 @@ pub fn run(
     on: &mut dyn FnMut(Event<'_>),
 ) -> Result<Outcome, RunError> {
     refuse_unsupported(control)?;
+    env::check(control)?;
     let started = unix_ns();
     // The lab first: a campaign that cannot have its lab leaves no
     // results directory behind.
@@ -218,10 +219,23 @@ pub fn run(
         ));
     }
     // The hosts' environments into the bundle, `[env] apply` set; reverted
-    // after the loop (and by each agent when its connection ends).
-    let env_applied = env::start(control, &mut hosts, &dir, on)?;
+    // after the loop (and by each agent when its connection ends). A host
+    // that cannot be reached or changed fails the campaign before its
+    // first point, with a bundle all the same.
+    let env_applied = match env::start(control, &mut hosts, &dir, on) {
+        Ok(a) => a,
+        Err(e) => {
+            out.failure = Some(e.to_string());
+            vec![]
+        }
+    };
+    let points: &[Point] = if out.failure.is_none() {
+        &plan.points
+    } else {
+        &[]
+    };
     let mut n = 0;
-    for point in &plan.points {
+    for point in points {
         if let Some((pdir, p)) = done_before.iter().find(|(_, p)| p.id == point.id) {
             search.record(point, lossfree(pdir, p));
             continue;

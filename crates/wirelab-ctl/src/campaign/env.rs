@@ -65,6 +65,23 @@ pub fn shared_interface_warnings(c: &Control) -> Vec<String> {
         .collect()
 }
 
+/// What can be checked before anything starts: a host name that would
+/// clash with `env/diff.json`, and `[env] apply` settings (interface
+/// settings need the host's `test_if`).
+pub(super) fn check(c: &Control) -> Result<(), RunError> {
+    if c.hosts.contains_key("diff") {
+        return Err(RunError::Setup(
+            "a host named diff would overwrite env/diff.json in the bundle: rename it".into(),
+        ));
+    }
+    for (host, s) in c.env.iter().flat_map(|e| &e.apply) {
+        let s: Vec<(String, String)> = s.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+        env::apply::plan(&s, c.hosts[host].test_if.as_deref())
+            .map_err(|e| RunError::Setup(format!("[env] apply.{host}: {e}")))?;
+    }
+    Ok(())
+}
+
 /// Snapshots and diffs into `dir/env/`, then applies `[env] apply`.
 pub(super) fn start(
     c: &Control,
@@ -72,17 +89,6 @@ pub(super) fn start(
     dir: &Path,
     on: &mut dyn FnMut(Event<'_>),
 ) -> Result<Vec<Applied>, RunError> {
-    if c.hosts.contains_key("diff") {
-        return Err(RunError::Setup(
-            "a host named diff would overwrite env/diff.json in the bundle: rename it".into(),
-        ));
-    }
-    // Every setting checked before any host is changed.
-    for host in c.env.iter().flat_map(|e| e.apply.keys()) {
-        let (s, iface) = settings(c, hosts, host);
-        env::apply::plan(&s, iface.as_deref())
-            .map_err(|e| RunError::Setup(format!("[env] apply.{host}: {e}")))?;
-    }
     let edir = dir.join("env");
     std::fs::create_dir_all(&edir).map_err(|e| bundle_io(&edir, e))?;
     let mut snaps: Vec<Snapshot> = vec![];
