@@ -195,3 +195,51 @@ fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), RunError> {
     text.push('\n');
     Ok(bundle::write_atomic(path, text.as_bytes())?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn control(extra: &str) -> Result<Control, String> {
+        crate::control::parse(
+            "c.toml",
+            &format!(
+                "[campaign]\nname = \"e\"\n[hosts]\n\
+                 a = {{ transport = \"local\", test_if = \"eth1\", control_if = \"eth1\" }}\n\
+                 b = {{ transport = \"local\", test_if = \"eth1\", control_if = \"eth0\" }}\n\
+                 c = {{ transport = \"local\" }}\n{extra}\
+                 [[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\n"
+            ),
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_shared_control_and_test_interface_is_warned_about() {
+        let c = control("").unwrap();
+        assert_eq!(
+            shared_interface_warnings(&c),
+            [
+                "host a: control_if and test_if are both eth1: control traffic shares the test \
+              interface and may disturb the results"
+            ]
+        );
+    }
+
+    #[test]
+    fn interface_settings_need_a_test_interface_before_anything_starts() {
+        let ok =
+            control("[env]\napply.a = { mtu = 9000 }\napply.c = { \"net.core.rmem_max\" = 1 }\n");
+        check(&ok.unwrap()).unwrap();
+        let c = control("[env]\napply.c = { mtu = 9000 }\n").unwrap();
+        let e = check(&c).unwrap_err().to_string();
+        assert!(e.starts_with("[env] apply.c: mtu sets an interface"), "{e}");
+        let c = crate::control::parse(
+            "c.toml",
+            "[campaign]\nname = \"e\"\n[hosts]\ndiff = { transport = \"local\" }\n\
+             [[flow]]\nname = \"f\"\nfrom = \"diff\"\nto = \"diff\"\n",
+        )
+        .unwrap();
+        assert!(check(&c).unwrap_err().to_string().contains("rename it"));
+    }
+}
