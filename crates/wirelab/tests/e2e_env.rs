@@ -185,14 +185,25 @@ fn apply_then_revert_over_ssh() {
 /// MTU to 9000 on both ends: a raw socket cannot fragment, so its 8000-byte
 /// probes arrive only while the setting is in effect.
 fn control(lab: &common::Lab, count: u64, port: u16) -> String {
+    control_via(
+        lab,
+        &format!("netns:{}", lab.s),
+        &format!("netns:{}", lab.r),
+        count,
+        port,
+    )
+}
+
+/// [`control`] with the hosts reached through `ts` and `tr`.
+fn control_via(lab: &common::Lab, ts: &str, tr: &str, count: u64, port: u16) -> String {
     format!(
         r#"
 [campaign]
 name = "envapply"
 
 [hosts]
-s = {{ transport = "netns:{s}", test_if = "{sif}", control_if = "{sif}" }}
-r = {{ transport = "netns:{r}", test_if = "{rif}", addr = "198.18.0.2" }}
+s = {{ transport = "{ts}", test_if = "{sif}", control_if = "{sif}", wirelab = "{exe}" }}
+r = {{ transport = "{tr}", test_if = "{rif}", addr = "198.18.0.2", wirelab = "{exe}" }}
 
 [[flow]]
 name = "big"
@@ -208,10 +219,9 @@ socket = "raw"
 apply.s = {{ mtu = 9000 }}
 apply.r = {{ mtu = 9000, "net.ipv4.ip_forward" = 1 }}
 "#,
-        s = lab.s,
-        r = lab.r,
         sif = lab.tx_if(),
         rif = lab.rx_if(),
+        exe = exe(),
     )
 }
 
@@ -372,4 +382,79 @@ fn sender_running(port: &str) -> bool {
             c.contains("wirelab") && c.contains(" send ") && c.contains(port)
         })
     })
+}
+
+#[test]
+fn a_lost_ssh_connection_leaves_the_environment_as_it_was() {
+    if !have_sshd() || !netns_available(&["ssh", "ssh-keygen", "ethtool"]) {
+        return;
+    }
+    let dir = scratch("sshkill");
+    let sshd = Sshd::start(&dir);
+    let lab = common::Lab::new();
+    let (hs, hr) = (format!("netns:{}", lab.s), format!("netns:{}", lab.r));
+    let before_s = dir.join("s.json");
+    let before_r = dir.join("r.json");
+    std::fs::write(&before_s, env(&[&hs, "--json"], &[]).stdout).unwrap();
+    std::fs::write(&before_r, env(&[&hr, "--json"], &[]).stdout).unwrap();
+    let file = dir.join("c.toml");
+    let (ts, tr) = (
+        sshd.transport(Some(&lab.s)).to_string(),
+        sshd.transport(Some(&lab.r)).to_string(),
+    );
+    std::fs::write(&file, control_via(&lab, &ts, &tr, 60_000, 6905)).unwrap();
+    let child = Command::new(exe())
+        .args(["run", file.to_str().unwrap(), "--results"])
+        .arg(dir.join("results"))
+        .arg("-q")
+        .args(
+            sshd.opts("user")
+                .iter()
+                .map(|o| format!("--ssh-option={o}")),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let rx_mtu = format!("/sys/class/net/{}/mtu", lab.rx_if());
+    while !(read_in(&lab.r, &rx_mtu) == "9000" && sender_running("6905")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the point never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The ssh clients of this test's server, killed by their pids.
+    let port = format!("-p {} ", sshd.port);
+    let mut killed = 0;
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(c) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let c = String::from_utf8_lossy(&c).replace('\0', " ");
+        if c.starts_with("ssh ") && c.contains(&port) {
+            let pid = e.file_name().to_string_lossy().into_owned();
+            let st = Command::new("kill").args(["-KILL", &pid]).status().unwrap();
+            killed += usize::from(st.success());
+        }
+    }
+    assert!(killed > 0, "no ssh client to kill");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let t0 = Instant::now();
+    loop {
+        let ds = differences(&before_s, &hs, &[]);
+        let dr = differences(&before_r, &hr, &[]);
+        if ds.is_empty() && dr.is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "still changed: {ds:?} {dr:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(sshd);
+    let _ = std::fs::remove_dir_all(&dir);
 }
