@@ -6,7 +6,9 @@
 //! [`proto`]) and the controller's way to reach it ([`transport`]), the
 //! campaign runner ([`campaign`]), its stressors ([`stress`]) and its
 //! results bundle ([`bundle`]), with each host's [`counters`], [`samples`]
-//! taken while a point runs and the [`attribution`] of loss.
+//! taken while a point runs and the [`attribution`] of loss; `wirelab env`:
+//! a host's environment, its differences and its settings applied and
+//! reverted ([`env`]).
 #![forbid(unsafe_code)]
 
 pub mod agent;
@@ -16,6 +18,7 @@ pub mod campaign;
 pub mod control;
 pub mod counters;
 pub mod demo;
+pub mod env;
 pub mod expr;
 pub mod lab;
 pub mod metrics;

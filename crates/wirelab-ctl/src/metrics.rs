@@ -237,7 +237,7 @@ impl Metrics {
                     self.results(dir, f);
                 }
             }
-            Event::Note(_) => {}
+            Event::Note(_) | Event::Warning(_) => {}
         }
     }
 

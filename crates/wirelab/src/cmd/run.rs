@@ -270,6 +270,15 @@ impl View {
     }
 
     fn event(&mut self, e: Event<'_>) {
+        if let Event::Warning(w) = &e {
+            match &self.bar {
+                Some(_) => {
+                    let _ = self.multi.println(format!("warning: {w}"));
+                }
+                None => eprintln!("warning: {w}"),
+            }
+            return;
+        }
         if self.quiet {
             return;
         }
@@ -356,6 +365,7 @@ impl View {
                 }
                 None => eprintln!("{n}"),
             },
+            Event::Warning(_) => {}
         }
     }
 }
