@@ -111,6 +111,9 @@ pub enum Event<'a> {
         received: u64,
         lost: u64,
     },
+    /// The point's stressors now up: (host, kind) each; empty once they
+    /// are stopped.
+    Stressors(&'a [(String, String)]),
     /// Every 100 ms while a point's flows run: the time since its T0.
     Tick {
         elapsed: Duration,
@@ -781,6 +784,7 @@ fn run_point(
     // before the settle time.
     let mut counters = PointCounters::before(&mut run, control, &resolved, &pdir)?;
     let mut stressors = stressors::start(&mut run, control, point)?;
+    on(Event::Stressors(&stressors.up()));
 
     // The campaign's settle time: the path (an emulator's queues, a
     // stressor's load) reaches its steady state before the flows start.
@@ -939,6 +943,7 @@ fn run_point(
 
     // Stressors, after the flows have drained.
     let (st, failed) = stressors.stop(&mut run, &pdir)?;
+    on(Event::Stressors(&[]));
     file.stressors = st;
     if let (PointStatus::Done, Some(why)) = (file.status, failed) {
         file.status = PointStatus::Failed;

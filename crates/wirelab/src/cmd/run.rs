@@ -358,7 +358,7 @@ impl View {
                     None => eprintln!("  {note}"),
                 }
             }
-            Event::Tick { .. } => {}
+            Event::Tick { .. } | Event::Stressors(_) => {}
             Event::Note(n) => match &self.bar {
                 Some(_) => {
                     let _ = self.multi.println(n);
