@@ -117,7 +117,20 @@ fn hello_says_who_and_where() {
         .collect();
     assert_eq!(
         caps,
-        ["spawn", "wait", "signal", "status", "fetch", "time", "sockets", "remove", "counters"]
+        [
+            "spawn",
+            "wait",
+            "signal",
+            "status",
+            "fetch",
+            "time",
+            "sockets",
+            "remove",
+            "counters",
+            "env",
+            "env_apply",
+            "env_revert"
+        ]
     );
     let dir = PathBuf::from(v["workdir"].as_str().unwrap());
     assert!(dir.is_dir());
