@@ -102,6 +102,9 @@ pub struct PointFlow {
     /// The tools' exit codes (None: killed or never started).
     pub send_exit: Option<i32>,
     pub recv_exit: Option<i32>,
+    /// The receiver's clock against the sender's (probes before and after
+    /// the flows), which the summary's OWD figures are corrected by.
+    pub clock: Option<crate::clocks::FlowClock>,
 }
 
 /// `points/<id>/point.json`.
@@ -155,6 +158,15 @@ pub struct SummaryRow {
     pub owd_p99_ns: Option<i64>,
     pub owd_p999_ns: Option<i64>,
     pub owd_max_ns: Option<i64>,
+    /// The smallest one-way delay (a path's floor, robust to load).
+    pub owd_min_ns: Option<i64>,
+    /// The clock offset (receiver's minus sender's, at T0) the OWD figures
+    /// are corrected by, and their uncertainty ± (U_AB).
+    pub owd_offset_ns: Option<i64>,
+    pub owd_uncertainty_ns: Option<u64>,
+    /// U exceeded `campaign.owd_uncertainty_max`: the OWD figures are
+    /// relative (OWD − min), not absolute.
+    pub owd_relative: bool,
     pub ipdv_p99_abs_ns: Option<i64>,
     pub jitter_ns: Option<f64>,
     pub reordered: Option<u64>,
@@ -258,6 +270,10 @@ fn row(pdir: &Path, p: &PointFile, f: &PointFlow) -> SummaryRow {
         owd_p99_ns: None,
         owd_p999_ns: None,
         owd_max_ns: None,
+        owd_min_ns: None,
+        owd_offset_ns: None,
+        owd_uncertainty_ns: None,
+        owd_relative: false,
         ipdv_p99_abs_ns: None,
         jitter_ns: None,
         reordered: None,
@@ -272,7 +288,10 @@ fn row(pdir: &Path, p: &PointFile, f: &PointFlow) -> SummaryRow {
         error: None,
     };
     match flow_report(pdir, f) {
-        Ok(Some(fr)) => fill(&mut r, &fr),
+        Ok(Some(fr)) => {
+            fill(&mut r, &fr);
+            fill_clock(&mut r, &fr, f.clock.as_ref());
+        }
         Ok(None) => {}
         Err(e) => r.error = Some(e),
     }
@@ -290,7 +309,11 @@ fn flow_report(pdir: &Path, f: &PointFlow) -> Result<Option<FlowReport>, String>
     if files.is_empty() {
         return Ok(None);
     }
-    let run = read_run(&files).map_err(|e| e.to_string())?;
+    let mut run = read_run(&files).map_err(|e| e.to_string())?;
+    // Receive stamps onto the sender's clock: every delay figure corrected.
+    if let Some(c) = &f.clock {
+        c.correction().apply(&mut run.records.rx);
+    }
     let summary =
         analyze_run(&run.records, &run.requested, WINDOW_NS, 16).map_err(|e| e.to_string())?;
     Ok(summary.flows.into_iter().find(|r| r.flow == f.flow_id))
@@ -312,6 +335,7 @@ fn fill(r: &mut SummaryRow, f: &FlowReport) {
         r.owd_p99_ns = Some(l.p99_ns);
         r.owd_p999_ns = Some(l.p999_ns);
         r.owd_max_ns = Some(l.max_ns);
+        r.owd_min_ns = Some(l.min_ns);
     }
     if let Some(rx) = &f.receiver {
         r.lost_by_sequence = Some(rx.loss.lost_vs_highest);
@@ -332,6 +356,24 @@ fn fill(r: &mut SummaryRow, f: &FlowReport) {
         r.rtt_stdev_ns = Some(rtt.stdev_ns);
         r.rtt_p99_ns = Some(rtt.p99_ns);
         r.rtt_max_ns = Some(rtt.max_ns);
+    }
+}
+
+/// The clock columns; relative OWD (OWD − min) when U is over the limit.
+fn fill_clock(r: &mut SummaryRow, f: &FlowReport, c: Option<&crate::clocks::FlowClock>) {
+    let Some(c) = c else { return };
+    r.owd_offset_ns = Some(c.offset_ns);
+    r.owd_uncertainty_ns = Some(c.uncertainty_ns);
+    if !c.relative {
+        return;
+    }
+    r.owd_relative = true;
+    if let Some(l) = &f.latency {
+        r.owd_mean_ns = Some(l.mean_ns - l.min_ns as f64);
+        r.owd_p99_ns = Some(l.p99_ns - l.min_ns);
+        r.owd_p999_ns = Some(l.p999_ns - l.min_ns);
+        r.owd_max_ns = Some(l.max_ns - l.min_ns);
+        r.owd_min_ns = Some(0);
     }
 }
 
@@ -357,7 +399,7 @@ impl Summary {
         out.push_str(
             ",status,reason,flow,flow_id,sent,received,lost,lost_by_sequence,planned,\
              lost_by_plan,loss_ratio,throughput_bps,rate_pps,owd_mean_ns,owd_p99_ns,\
-             owd_p999_ns,owd_max_ns,ipdv_p99_abs_ns,jitter_ns,reordered,duplicates,\
+             owd_p999_ns,owd_max_ns,owd_min_ns,owd_offset_ns,owd_uncertainty_ns,owd_relative,ipdv_p99_abs_ns,jitter_ns,reordered,duplicates,\
              loss_bursts,max_loss_burst,timer_misses,rtt_mean_ns,rtt_stdev_ns,rtt_p99_ns,\
              rtt_max_ns,error\n",
         );
@@ -391,6 +433,10 @@ impl Summary {
                 i(r.owd_p99_ns),
                 i(r.owd_p999_ns),
                 i(r.owd_max_ns),
+                i(r.owd_min_ns),
+                i(r.owd_offset_ns),
+                n(r.owd_uncertainty_ns),
+                r.owd_relative.to_string(),
                 i(r.ipdv_p99_abs_ns),
                 f(r.jitter_ns),
                 n(r.reordered),
@@ -594,6 +640,7 @@ mod tests {
                 recv_report: None,
                 send_exit: None,
                 recv_exit: None,
+                clock: None,
             },
         );
         fill(&mut r, &fr);

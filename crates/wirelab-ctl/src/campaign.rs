@@ -12,6 +12,7 @@
 //! rule), and a `[lab]` is torn down when the campaign ends.
 
 use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStatus};
+use crate::clocks::PointClocks;
 use crate::control::{Control, FlowSpec, QueryMode, SocketKind};
 use crate::lab::{Lab, LabError, LinkSpec, Side};
 use crate::proto::{Exit, Sig, Sockets};
@@ -460,8 +461,13 @@ impl<'a> Hosts<'a> {
                     (t, w)
                 }
             };
-            let conn = AgentConn::connect(&transport, &wirelab, &self.cfg.ssh_options)
-                .map_err(agent_err)?;
+            let opts = crate::transport::ConnectOptions {
+                wirelab,
+                ssh_opts: self.cfg.ssh_options.clone(),
+                agent_args: crate::clocks::agent_args(spec),
+                ..Default::default()
+            };
+            let conn = AgentConn::connect_with(&transport, &opts).map_err(agent_err)?;
             self.conns.insert(host.to_string(), conn);
         }
         Ok(self.conns.get_mut(host).expect("inserted above"))
@@ -754,6 +760,12 @@ fn run_point(
         file.reason = Some("interrupted (Ctrl-C)".into());
     }
 
+    // The hosts' clocks, before the receivers start.
+    let hosts_of = flows
+        .iter()
+        .flat_map(|f| [f.spec.from.as_str(), f.spec.to.as_str()]);
+    let mut clocks = PointClocks::before(hosts_of, |h| run.agent(h)?.time().map_err(agent(h)))?;
+
     // Receivers, bound.
     for f in &flows {
         let mut args = vec![
@@ -784,7 +796,8 @@ fn run_point(
     let t0 = unix_ns() + START_LEAD.as_nanos() as u64;
     file.t0_unix_ns = Some(t0);
     for (f, target) in flows.iter().zip(&targets) {
-        let args = send_args(f, target, t0, plan.campaign.seed);
+        let t0_there = clocks.local_t0(&f.spec.from, t0);
+        let args = send_args(f, target, t0_there, plan.campaign.seed);
         run.spawn(&f.spec.from, &format!("{}-send", f.tag), args)?;
     }
 
@@ -869,6 +882,7 @@ fn run_point(
         let e = run.stop(&f.spec.to, &format!("{}-recv", f.tag))?;
         recv_exit.insert(f.spec.name.clone(), e);
     }
+    clocks.after(|h| run.agent(h)?.time().map_err(agent(h)))?;
     if let Some(e) = &resolved.emulate {
         let x = run.stop(&e.host, &emu_tag)?;
         file.emulate_report = json_report(&x);
@@ -936,6 +950,13 @@ fn run_point(
             recv_report: re.and_then(json_report),
             send_exit: se.and_then(|e| e.code),
             recv_exit: re.and_then(|e| e.code),
+            clock: clocks.flow(
+                &pdir,
+                &f.spec.from,
+                &f.spec.to,
+                file.t0_unix_ns,
+                plan.campaign.owd_uncertainty_max_ns,
+            )?,
         });
     }
     run.started.clear();

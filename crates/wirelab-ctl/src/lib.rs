@@ -4,12 +4,14 @@
 //! ([`control`]), the expression language of exclusions and `--only`
 //! ([`expr`]), its points ([`sweep`]), the agent ([`agent`], speaking
 //! [`proto`]) and the controller's way to reach it ([`transport`]), the
-//! campaign runner ([`campaign`]) and its results bundle ([`bundle`]).
+//! campaign runner ([`campaign`]), the clock offsets between its hosts
+//! ([`clocks`]) and its results bundle ([`bundle`]).
 #![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod bundle;
 pub mod campaign;
+pub mod clocks;
 pub mod control;
 pub mod demo;
 pub mod expr;
