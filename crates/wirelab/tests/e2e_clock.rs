@@ -286,3 +286,31 @@ fn over_the_uncertainty_limit_only_relative_owd_is_published() {
         .contains(",owd_uncertainty_ns,owd_relative,"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_agent_test_hook_shifts_its_realtime_answers() {
+    use std::io::Write;
+    let mut child = Command::new(exe())
+        .args(["agent", "--stdio", "--test-clock-offset", "-3ms"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let before = wirelab_io::clock::real_ns();
+    writeln!(stdin, r#"{{"id":1,"op":"time"}}"#).unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut BufReader::new(child.stdout.take().unwrap()), &mut line)
+        .unwrap();
+    let after = wirelab_io::clock::real_ns();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["kind"], "time", "{line}");
+    let t = v["realtime_ns"].as_u64().unwrap() as i64 + 3_000_000;
+    // Its clock, 3 ms back, was read between our two reads.
+    assert!(
+        t >= before as i64 && t <= after as i64,
+        "{t} not in [{before}, {after}]"
+    );
+}
