@@ -100,9 +100,10 @@ impl PointClocks {
         hosts: impl IntoIterator<Item = &'h str>,
         time: impl FnMut(&str) -> Result<AgentTime, RunError>,
     ) -> Result<PointClocks, RunError> {
-        let mut c = PointClocks::default();
-        c.before = probe_all(hosts, time)?;
-        Ok(c)
+        Ok(PointClocks {
+            before: probe_all(hosts, time)?,
+            after: BTreeMap::new(),
+        })
     }
 
     /// Probes the same hosts again, after the flows.
