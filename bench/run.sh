@@ -12,6 +12,9 @@
 #                 flow at 1 kpps, as % of one CPU
 #   star          16 concurrent flows, 4 endpoints x 2 links x 2 directions:
 #                 all probes received
+#   scrape        `/metrics` of that campaign fetched every 100 ms with curl:
+#                 request sent to first byte back (the server's work) and
+#                 the whole round trip, p50 and max
 #   clock offset  two flows (opposite ways) through an emulator delaying
 #                 5 ms, the rx agent's stamps shifted 3 ms by its test hook
 #                 (test_clock_offset): the uncertainty U, the offset
@@ -35,7 +38,7 @@ while [ $# -gt 0 ]; do
 done
 
 need_root
-install_tools python3:python3
+install_tools python3:python3 curl:curl
 build_wirelab
 WORK="$(mktemp -d /tmp/wlbench-run.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
@@ -181,13 +184,33 @@ for e in range(1, 5):
 print(']\n[hosts]\n' + '\n'.join(hosts) + '\n')
 print('\n'.join(flows))
 EOF
-"$WIRELAB" run "$WORK/star.toml" --results "$WORK/star" --json -q | python3 -c '
+# /metrics scraped every 100 ms while the star runs and after it (linger).
+"$WIRELAB" run "$WORK/star.toml" --results "$WORK/star" --json -q \
+  --metrics-listen 127.0.0.1:19464 --metrics-linger 2s > "$WORK/star.json" &
+STAR=$!
+: > "$WORK/scrapes"
+while kill -0 "$STAR" 2>/dev/null; do
+  curl -s -o "$WORK/last-scrape" -w '%{time_pretransfer} %{time_starttransfer} %{time_total}\n' http://127.0.0.1:19464/metrics >> "$WORK/scrapes" 2>/dev/null || true
+  sleep 0.1
+done
+wait "$STAR" || true
+python3 - "$WORK/scrapes" "$WORK/last-scrape" <<'EOF'
+import sys
+rows = [[float(v) for v in l.split()] for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in rows if r[2] > 0]
+srv = sorted(r[1] - r[0] for r in rows)
+tot = sorted(r[2] for r in rows)
+lines = sum(1 for l in open(sys.argv[2]) if not l.startswith('#'))
+print(f'| `/metrics` during the 16-flow star, {len(rows)} scrapes of {lines} samples: request sent → first byte, p50 / max | {srv[len(srv)//2]*1e3:.2f} ms / {srv[-1]*1e3:.2f} ms | < 1 ms |')
+print(f'| the same, whole HTTP round trip with connect, p50 / max | {tot[len(tot)//2]*1e3:.2f} ms / {tot[-1]*1e3:.2f} ms | |')
+EOF
+python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 rows = d["summary"]["rows"]
 ok = sum(1 for r in rows if r["received"] == r["sent"] == 5000)
 lost = sum(r["lost"] or 0 for r in rows)
-print(f"| 16-flow star (4 endpoints x 2 links x 2 directions), 5,000 probes each | {ok}/{len(rows)} flows complete, {lost} lost | all 16 |")'
+print(f"| 16-flow star (4 endpoints x 2 links x 2 directions), 5,000 probes each | {ok}/{len(rows)} flows complete, {lost} lost | all 16 |")' < "$WORK/star.json"
 
 log "clock offset: 5 ms emulator, 3 ms injected on rx"
 for off in "" ', test_clock_offset = "3ms"'; do

@@ -12,6 +12,7 @@ command -v tshark >/dev/null || need+=(tshark)
 command -v capinfos >/dev/null || need+=(tshark)
 command -v tcpdump >/dev/null || need+=(tcpdump)
 command -v tcpreplay >/dev/null || need+=(tcpreplay)
+command -v stress-ng >/dev/null || need+=(stress-ng)
 command -v gzip >/dev/null || need+=(gzip)
 command -v python3 >/dev/null || need+=(python3)
 command -v ssh >/dev/null || need+=(openssh-client)
@@ -28,3 +29,6 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# The Prometheus project's own exposition parser checks `wirelab run`'s
+# /metrics in the tests.
+python3 -c 'import prometheus_client' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore 'prometheus_client>=0.20'

@@ -44,7 +44,7 @@ const POLL: Duration = Duration::from_millis(5);
 const IDLE_POLL: Duration = Duration::from_millis(100);
 /// Requests served by this agent.
 pub const CAPABILITIES: &[&str] = &[
-    "spawn", "wait", "signal", "status", "fetch", "time", "sockets", "remove",
+    "spawn", "wait", "signal", "status", "fetch", "time", "sockets", "remove", "counters",
 ];
 
 /// How to run an agent.
@@ -268,6 +268,16 @@ impl Agent {
             })),
             Request::Sockets => Ok(Response::Sockets(sockets())),
             Request::Remove { path } => self.remove(&path),
+            Request::Counters { ifaces, sample } => {
+                let depth = if sample {
+                    crate::counters::Depth::Sample
+                } else {
+                    crate::counters::Depth::Full
+                };
+                Ok(Response::Counters(Box::new(crate::counters::collect(
+                    &ifaces, depth,
+                ))))
+            }
             Request::Bye => Ok(Response::Ok),
         };
         res.unwrap_or_else(|message| Response::Error { message })

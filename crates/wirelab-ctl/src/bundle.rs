@@ -5,6 +5,8 @@
 //!       points/<id>/point.json
 //!       points/<id>/flows/<flow>/{tx,rx}.wlr {send,recv}.json
 //!       points/<id>/emulate.json  points/<id>/pcap/<host>-<if>.pcapng
+//!       points/<id>/counters/<host>.{before,after}.json
+//!       points/<id>/samples/<host>.jsonl
 //! ```
 //!
 //! `point.json` holds what only the run knows (parameters, status, abort
@@ -23,7 +25,9 @@ use thiserror::Error;
 use wirelab_analysis::{analyze_run, FlowReport};
 use wirelab_engine::job::records::read_run;
 
+use crate::attribution::Attribution;
 use crate::expr::Value;
+use crate::samples::SampleSummary;
 
 /// Schema of `point.json`.
 pub const POINT_SCHEMA: &str = "wirelab.run.point/1";
@@ -102,6 +106,13 @@ pub struct PointFlow {
     /// The tools' exit codes (None: killed or never started).
     pub send_exit: Option<i32>,
     pub recv_exit: Option<i32>,
+    /// The emulator direction the flow crosses (`a2b`, `b2a`), if any.
+    #[serde(default)]
+    pub emulate_direction: Option<String>,
+    /// Its lost probes by cause ([`crate::attribution`]), from the point's
+    /// counters.
+    #[serde(default)]
+    pub attribution: Option<Attribution>,
     /// The receiver's clock against the sender's (probes before and after
     /// the flows), which the summary's OWD figures are corrected by.
     pub clock: Option<crate::clocks::FlowClock>,
@@ -129,6 +140,35 @@ pub struct PointFile {
     pub emulate_report: Option<serde_json::Value>,
     /// Capture files, relative to the point directory.
     pub pcaps: Vec<String>,
+    /// The criterion that aborted it: `lost_gt` or `max_duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_criterion: Option<String>,
+    /// The point's stressors as they ran (absent when it had none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stressors: Vec<PointStressor>,
+    /// Per host: its CPU and memory sampled while the point ran
+    /// (`samples/<host>.jsonl`), in short.
+    #[serde(default)]
+    pub samples: BTreeMap<String, SampleSummary>,
+}
+
+/// One `[[stressor]]` of a point as run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointStressor {
+    pub host: String,
+    /// Its kind or preset (`cpu`, `realistic`, …).
+    pub kind: String,
+    /// CPU seconds of all its processes (stress-ng and its workers), from
+    /// its report; None when it gave none.
+    pub user_s: Option<f64>,
+    pub system_s: Option<f64>,
+    /// `wirelab stress`'s exit code (None: killed).
+    pub exit: Option<i32>,
+    /// Its output (stress-ng's messages), relative to the point directory.
+    pub log: Option<String>,
+    /// `wirelab stress --json` as printed (`wirelab.stress/1`: each part,
+    /// its command, exit and CPU time).
+    pub report: Option<serde_json::Value>,
 }
 
 /// One row of the summary: one flow of one point.
@@ -173,6 +213,12 @@ pub struct SummaryRow {
     pub duplicates: Option<u64>,
     pub loss_bursts: Option<u64>,
     pub max_loss_burst: Option<u64>,
+    /// The loss by cause ([`crate::attribution`]).
+    pub lost_sender: Option<u64>,
+    pub lost_path: Option<u64>,
+    pub lost_rx_nic: Option<u64>,
+    pub lost_rx_stack: Option<u64>,
+    pub lost_unexplained: Option<u64>,
     /// Probes the sender sent later than its lateness threshold.
     pub timer_misses: Option<u64>,
     /// Round-trip time of echo flows.
@@ -244,7 +290,21 @@ pub fn read_points(dir: &Path) -> Result<Vec<(PathBuf, PointFile)>, BundleError>
 
 /// The summary rows of one point (in its directory `pdir`).
 pub fn point_rows(pdir: &Path, p: &PointFile) -> Vec<SummaryRow> {
-    p.flows.iter().map(|f| row(pdir, p, f)).collect()
+    let mut rows: Vec<SummaryRow> = p.flows.iter().map(|f| row(pdir, p, f)).collect();
+    let lost: Vec<Option<u64>> = rows.iter().map(|r| r.lost).collect();
+    for (r, a) in rows
+        .iter_mut()
+        .zip(crate::attribution::point_attribution(pdir, p, &lost))
+    {
+        if let Some(a) = a {
+            r.lost_sender = Some(a.sender);
+            r.lost_path = Some(a.path);
+            r.lost_rx_nic = Some(a.receiver_nic);
+            r.lost_rx_stack = Some(a.receiver_stack);
+            r.lost_unexplained = Some(a.unexplained);
+        }
+    }
+    rows
 }
 
 fn row(pdir: &Path, p: &PointFile, f: &PointFlow) -> SummaryRow {
@@ -280,6 +340,11 @@ fn row(pdir: &Path, p: &PointFile, f: &PointFlow) -> SummaryRow {
         duplicates: None,
         loss_bursts: None,
         max_loss_burst: None,
+        lost_sender: None,
+        lost_path: None,
+        lost_rx_nic: None,
+        lost_rx_stack: None,
+        lost_unexplained: None,
         timer_misses: None,
         rtt_mean_ns: None,
         rtt_stdev_ns: None,
@@ -399,8 +464,10 @@ impl Summary {
         out.push_str(
             ",status,reason,flow,flow_id,sent,received,lost,lost_by_sequence,planned,\
              lost_by_plan,loss_ratio,throughput_bps,rate_pps,owd_mean_ns,owd_p99_ns,\
-             owd_p999_ns,owd_max_ns,owd_min_ns,owd_offset_ns,owd_uncertainty_ns,owd_relative,ipdv_p99_abs_ns,jitter_ns,reordered,duplicates,\
-             loss_bursts,max_loss_burst,timer_misses,rtt_mean_ns,rtt_stdev_ns,rtt_p99_ns,\
+             owd_p999_ns,owd_max_ns,owd_min_ns,owd_offset_ns,owd_uncertainty_ns,owd_relative,\
+             ipdv_p99_abs_ns,jitter_ns,reordered,duplicates,\
+             loss_bursts,max_loss_burst,lost_sender,lost_path,lost_rx_nic,lost_rx_stack,\
+             lost_unexplained,timer_misses,rtt_mean_ns,rtt_stdev_ns,rtt_p99_ns,\
              rtt_max_ns,error\n",
         );
         for r in &self.rows {
@@ -443,6 +510,11 @@ impl Summary {
                 n(r.duplicates),
                 n(r.loss_bursts),
                 n(r.max_loss_burst),
+                n(r.lost_sender),
+                n(r.lost_path),
+                n(r.lost_rx_nic),
+                n(r.lost_rx_stack),
+                n(r.lost_unexplained),
                 n(r.timer_misses),
                 f(r.rtt_mean_ns),
                 f(r.rtt_stdev_ns),
@@ -627,6 +699,9 @@ mod tests {
                 flows: vec![],
                 emulate_report: None,
                 pcaps: vec![],
+                abort_criterion: None,
+                stressors: vec![],
+                samples: BTreeMap::new(),
             },
             &PointFlow {
                 name: "f".into(),
@@ -640,6 +715,8 @@ mod tests {
                 recv_report: None,
                 send_exit: None,
                 recv_exit: None,
+                emulate_direction: None,
+                attribution: None,
                 clock: None,
             },
         );

@@ -1,21 +1,26 @@
 //! `wirelab run`: a campaign's points, one after another, on agents.
 //!
 //! Per point: the emulator (if any) and the captures start and are seen
-//! to hold their sockets; the receivers start and are seen bound; every
+//! to hold their sockets; the stressors start and are seen up
+//! ([`stressors`]); the receivers start and are seen bound; every
 //! sender starts at one absolute time T0 (`send --start-at`); the run is
 //! watched (each receiver's `--status` file, abort criteria, Ctrl-C)
-//! until the senders end; the receivers drain and stop, the emulator and
-//! captures stop; the files are fetched into the bundle, `point.json` is
-//! written, and the next point follows after the campaign's pause.
+//! until the senders end (or a stressor ends, failing the point); the
+//! receivers drain and stop, the emulator, captures and stressors stop;
+//! the files are fetched into the bundle, `point.json` is written, and
+//! the next point follows after the campaign's pause.
 //! Whatever a point started is stopped on every path out of it; the
 //! agents stop their children when their connection closes (dead-man
 //! rule), and a `[lab]` is torn down when the campaign ends.
 
+use crate::attribution;
 use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStatus};
 use crate::clocks::PointClocks;
-use crate::control::{Control, FlowSpec, QueryMode, SocketKind};
+use crate::control::{Control, EmulateSpec, FlowSpec, QueryMode, SocketKind};
+use crate::counters::Snapshot;
 use crate::lab::{Lab, LabError, LinkSpec, Side};
 use crate::proto::{Exit, Sig, Sockets};
+use crate::samples::Sampler;
 use crate::sweep::{self, Plan, Point};
 use crate::transport::{AgentConn, Transport, TransportError};
 use std::collections::BTreeMap;
@@ -25,6 +30,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 use wirelab_analysis::status::RecvStatus;
 
+mod stressors;
+
+/// The longest flow of a `--quick` run (a smoke run of a campaign whose
+/// tests last hours).
+pub const QUICK_MAX: u64 = 10_000_000_000;
 /// First UDP port given to a flow without a `port` (flow i gets BASE + i).
 pub const BASE_PORT: u16 = 5800;
 /// How often a running point is looked at (status files, senders' exit).
@@ -71,8 +81,9 @@ pub struct RunConfig {
     /// Continue the campaign in this bundle: points with a result are
     /// skipped.
     pub resume: Option<PathBuf>,
-    /// Divide every flow's duration and count by 10 (at least 1 s / 100
-    /// probes): a smoke run of the same campaign.
+    /// Divide every flow's duration and count by 10 (durations at least
+    /// 1 s and at most [`QUICK_MAX`], counts at least 100 probes): a smoke
+    /// run of the same campaign.
     pub quick: bool,
     /// wirelab for `local`, `netns:` and `lab:` hosts (this binary).
     pub wirelab: PathBuf,
@@ -98,10 +109,18 @@ pub enum Event<'a> {
         received: u64,
         lost: u64,
     },
+    /// Every 100 ms while a point's flows run: the time since its T0.
+    Tick {
+        elapsed: Duration,
+    },
     PointEnded {
         point: &'a Point,
         status: PointStatus,
         reason: Option<&'a str>,
+        /// The point's directory in the bundle.
+        dir: &'a Path,
+        /// Its record, when it got as far as writing one.
+        file: Option<&'a PointFile>,
     },
     Note(String),
 }
@@ -242,6 +261,8 @@ pub fn run(
             point,
             status,
             reason: reason.as_deref(),
+            dir: &dir.join("points").join(&point.id),
+            file: result.as_ref().ok(),
         });
         if let Ok(p) = &result {
             search.record(point, lossfree(&dir.join("points").join(&p.id), p));
@@ -304,14 +325,8 @@ fn lossfree(pdir: &Path, p: &PointFile) -> bool {
 /// out yet: refused before anything starts rather than ignored.
 fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
     let mut parts = vec![];
-    if !c.stressors.is_empty() {
-        parts.push("[[stressor]]");
-    }
     if c.env.is_some() {
         parts.push("[env]");
-    }
-    if c.metrics.is_some() {
-        parts.push("[metrics]");
     }
     if let Some(f) = c.flows.iter().find(|f| f.query.mode == QueryMode::Inband) {
         return Err(RunError::Unsupported(format!(
@@ -324,8 +339,8 @@ fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
         return Ok(());
     }
     Err(RunError::Unsupported(format!(
-        "{} {} not run by this version of wirelab run (stressors, environment changes and live \
-         metrics are not built yet): remove {} to run the campaign (--dry-run lists its points \
+        "{} {} not run by this version of wirelab run (environment changes are not built \
+         yet): remove {} to run the campaign (--dry-run lists its points \
          as they are)",
         parts.join(", "),
         if parts.len() == 1 { "is" } else { "are" },
@@ -686,6 +701,9 @@ fn run_point(
         flows: vec![],
         emulate_report: None,
         pcaps: vec![],
+        abort_criterion: None,
+        stressors: vec![],
+        samples: BTreeMap::new(),
     };
     let mut run = PointRun {
         hosts,
@@ -753,6 +771,11 @@ fn run_point(
         }
     }
 
+    // Counters before anything loads the hosts; then the stressors, up
+    // before the settle time.
+    let mut counters = PointCounters::before(&mut run, control, &resolved, &pdir)?;
+    let mut stressors = stressors::start(&mut run, control, point)?;
+
     // The campaign's settle time: the path (an emulator's queues, a
     // stressor's load) reaches its steady state before the flows start.
     if !sleep_unless(stop, plan.campaign.settle_ns) {
@@ -812,6 +835,10 @@ fn run_point(
             break;
         }
         std::thread::sleep(WATCH_EVERY);
+        on(Event::Tick {
+            elapsed: began.elapsed().saturating_sub(START_LEAD),
+        });
+        counters.sample(&mut run, &pdir)?;
         for f in flows.iter_mut() {
             let send_tag = format!("{}-send", f.tag);
             if !sent_exit.contains_key(&f.spec.name) {
@@ -831,6 +858,9 @@ fn run_point(
                 });
                 if abort.is_none() {
                     abort = check_abort(f, &s);
+                    if abort.is_some() {
+                        file.abort_criterion = Some("lost_gt".into());
+                    }
                 }
                 f.status = Some(s);
             }
@@ -838,6 +868,7 @@ fn run_point(
                 if let Some(max) = f.spec.abort.max_duration {
                     let t0_elapsed = began.elapsed().saturating_sub(START_LEAD);
                     if t0_elapsed.as_nanos() as u64 > max {
+                        file.abort_criterion = Some("max_duration".into());
                         abort = Some(format!(
                             "flow {}: max_duration {} reached",
                             f.spec.name,
@@ -850,6 +881,11 @@ fn run_point(
         if abort.is_some() {
             file.status = PointStatus::Aborted;
             file.reason = abort.clone();
+            break;
+        }
+        if let Some(why) = stressors.check(&mut run)? {
+            file.status = PointStatus::Failed;
+            file.reason = Some(why);
             break;
         }
     }
@@ -883,6 +919,7 @@ fn run_point(
         recv_exit.insert(f.spec.name.clone(), e);
     }
     clocks.after(|h| run.agent(h)?.time().map_err(agent(h)))?;
+    counters.after(&mut run, &pdir, &mut file)?;
     if let Some(e) = &resolved.emulate {
         let x = run.stop(&e.host, &emu_tag)?;
         file.emulate_report = json_report(&x);
@@ -900,6 +937,14 @@ fn run_point(
             file.status = PointStatus::Failed;
             file.reason = Some(format!("capture on {host} {ifname}: {}", exit_text(&x)));
         }
+    }
+
+    // Stressors, after the flows have drained.
+    let (st, failed) = stressors.stop(&mut run, &pdir)?;
+    file.stressors = st;
+    if let (PointStatus::Done, Some(why)) = (file.status, failed) {
+        file.status = PointStatus::Failed;
+        file.reason = Some(why);
     }
 
     // Files and the point's record.
@@ -950,6 +995,11 @@ fn run_point(
             recv_report: re.and_then(json_report),
             send_exit: se.and_then(|e| e.code),
             recv_exit: re.and_then(|e| e.code),
+            emulate_direction: resolved
+                .emulate
+                .as_ref()
+                .and_then(|e| emulate_direction(run.hosts, e, &f.spec.from, &f.spec.to)),
+            attribution: None,
             clock: clocks.flow(
                 &pdir,
                 &f.spec.from,
@@ -959,6 +1009,7 @@ fn run_point(
             )?,
         });
     }
+    attribute(&pdir, &mut file);
     run.started.clear();
     drop(run);
     file.ended_unix_ns = unix_ns();
@@ -966,6 +1017,150 @@ fn run_point(
     text.push('\n');
     bundle::write_atomic(&pdir.join("point.json"), text.as_bytes())?;
     Ok(file)
+}
+
+// Counters, samples and attribution (spec run.md "Counters, environment,
+// attribution"); the logic is in crate::counters, samples, attribution.
+
+/// How often each host of a running point is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// The counters of a point's hosts: snapshots before and after, samples
+/// in between.
+struct PointCounters {
+    /// Host → the interfaces asked for (its `test_if`; empty: all but lo).
+    hosts: BTreeMap<String, Vec<String>>,
+    sampler: Sampler,
+    began: Instant,
+}
+
+impl PointCounters {
+    /// Every host of the point (flows' ends, the emulator's, captures'):
+    /// `counters/<host>.before.json`, and the first of its samples.
+    fn before(
+        run: &mut PointRun<'_, '_>,
+        control: &Control,
+        resolved: &sweep::Resolved,
+        pdir: &Path,
+    ) -> Result<PointCounters, RunError> {
+        let mut names: Vec<&String> = resolved
+            .flows
+            .iter()
+            .flat_map(|f| [&f.from, &f.to])
+            .chain(resolved.emulate.as_ref().map(|e| &e.host))
+            .chain(resolved.capture.iter().flat_map(|c| &c.hosts))
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut pc = PointCounters {
+            hosts: BTreeMap::new(),
+            sampler: Sampler::new(SAMPLE_EVERY.as_nanos() as u64),
+            began: Instant::now(),
+        };
+        for h in names {
+            let ifaces: Vec<String> = control.hosts[h.as_str()]
+                .test_if
+                .iter()
+                .map(|t| run.hosts.ifname(h, t))
+                .collect();
+            let snap = run.agent(h)?.counters(&ifaces, false).map_err(agent(h))?;
+            write_json(&pdir.join(attribution::counters_file(h, "before")), &snap)?;
+            let at = pc.began.elapsed().as_nanos() as u64;
+            pc.sampler.start(h, snap, at);
+            pc.hosts.insert(h.clone(), ifaces);
+        }
+        Ok(pc)
+    }
+
+    /// Samples the hosts that are due (`samples/<host>.jsonl`).
+    fn sample(&mut self, run: &mut PointRun<'_, '_>, pdir: &Path) -> Result<(), RunError> {
+        for h in self.sampler.due(self.began.elapsed().as_nanos() as u64) {
+            let snap = run
+                .agent(&h)?
+                .counters(&self.hosts[&h], true)
+                .map_err(agent(&h))?;
+            self.add(pdir, &h, snap)?;
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, pdir: &Path, host: &str, snap: Snapshot) -> Result<(), RunError> {
+        let at = self.began.elapsed().as_nanos() as u64;
+        if let Some(s) = self.sampler.add(host, snap, at) {
+            use std::io::Write;
+            let path = pdir.join(format!("samples/{host}.jsonl"));
+            let mut line = serde_json::to_string(s).expect("a sample serializes");
+            line.push('\n');
+            std::fs::create_dir_all(pdir.join("samples")).map_err(|e| bundle_io(pdir, e))?;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(line.as_bytes()))
+                .map_err(|e| bundle_io(&path, e))?;
+        }
+        Ok(())
+    }
+
+    /// `counters/<host>.after.json` (also the last sample), and the
+    /// samples' summary in the point file.
+    fn after(
+        mut self,
+        run: &mut PointRun<'_, '_>,
+        pdir: &Path,
+        file: &mut PointFile,
+    ) -> Result<(), RunError> {
+        let hosts = std::mem::take(&mut self.hosts);
+        for (h, ifaces) in &hosts {
+            let snap = run.agent(h)?.counters(ifaces, false).map_err(agent(h))?;
+            write_json(&pdir.join(attribution::counters_file(h, "after")), &snap)?;
+            self.add(pdir, h, snap)?;
+        }
+        file.samples = self.sampler.summaries();
+        Ok(())
+    }
+}
+
+/// The emulator direction a flow from `from` to `to` crosses: `a2b` when
+/// the emulator's `--a` faces the sender (or `--b` the receiver), `b2a`
+/// the other way; None when neither end faces it (hosts not in the lab
+/// whose names are not the emulator's interfaces).
+fn emulate_direction(hosts: &Hosts<'_>, e: &EmulateSpec, from: &str, to: &str) -> Option<String> {
+    let dev = |i: usize| hosts.ifname(&e.host, &e.ifaces[i]);
+    let facing = |h: &str| {
+        let name = hosts.control.hosts[h]
+            .transport
+            .strip_prefix("lab:")
+            .unwrap_or(h);
+        hosts.ifname(&e.host, name)
+    };
+    let (a, b, f, t) = (dev(0), dev(1), facing(from), facing(to));
+    if f == a || t == b {
+        Some("a2b".into())
+    } else if f == b || t == a {
+        Some("b2a".into())
+    } else {
+        None
+    }
+}
+
+/// Each flow's attribution into the point file, from its stored files
+/// (as `wirelab analyze` derives it again).
+fn attribute(pdir: &Path, file: &mut PointFile) {
+    let lost: Vec<Option<u64>> = bundle::point_rows(pdir, file)
+        .iter()
+        .map(|r| r.lost)
+        .collect();
+    let a = attribution::point_attribution(pdir, file, &lost);
+    for (f, a) in file.flows.iter_mut().zip(a) {
+        f.attribution = a;
+    }
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<(), RunError> {
+    let mut text = serde_json::to_string_pretty(v).expect("counters serialize");
+    text.push('\n');
+    Ok(bundle::write_atomic(path, text.as_bytes())?)
 }
 
 fn agent(host: &str) -> impl Fn(TransportError) -> RunError + '_ {
@@ -1099,11 +1294,11 @@ fn send_args(f: &FlowRun, target: &str, t0: u64, seed: u64) -> Vec<String> {
     a
 }
 
-/// `--quick`: a tenth of the duration (at least 1 s) and of the count (at
-/// least 100 probes).
+/// `--quick`: a tenth of the duration (at least 1 s, at most
+/// [`QUICK_MAX`]) and of the count (at least 100 probes).
 fn quicken(f: &mut FlowSpec) {
     if let Some(d) = f.duration.as_mut() {
-        *d = (*d / 10).max(1_000_000_000).min(*d);
+        *d = (*d / 10).clamp(1_000_000_000, QUICK_MAX).min(*d);
     }
     if let Some(n) = f.count.as_mut() {
         *n = (*n / 10).max(100).min(*n);
@@ -1191,10 +1386,48 @@ mod tests {
         .remove(0);
         quicken(&mut f);
         assert_eq!((f.count, f.duration), (Some(5000), Some(6_000_000_000)));
+        // A 2-hour test becomes 10 s, not 12 minutes.
+        f.duration = Some(7_200_000_000_000);
+        quicken(&mut f);
+        assert_eq!(f.duration, Some(QUICK_MAX));
         f.count = Some(300);
         f.duration = Some(500_000_000);
         quicken(&mut f);
         // At least 100 probes and 1 s, but never more than asked.
         assert_eq!((f.count, f.duration), (Some(100), Some(500_000_000)));
+    }
+
+    #[test]
+    fn a_flow_crosses_the_emulator_direction_that_faces_its_sender() {
+        let c = crate::control::parse(
+            "c.toml",
+            "[campaign]\nname = \"d\"\n\
+             [lab]\nnamespaces = [\"tx\", \"emu\", \"rx\"]\n\
+             links = [{ a = \"tx\", b = \"emu\" }, { a = \"emu\", b = \"rx\" }]\n\
+             [hosts]\ntx = { transport = \"lab:tx\" }\n\
+             emu = { transport = \"lab:emu\" }\nrx = { transport = \"lab:rx\" }\n\
+             far = { transport = \"local\" }\n\
+             [[flow]]\nname = \"f\"\nfrom = \"tx\"\nto = \"rx\"\ncount = 1\n\
+             [emulate]\nhost = \"emu\"\nifaces = [\"tx\", \"rx\"]\nstages = \"pass\"\n",
+        )
+        .unwrap();
+        let cfg = RunConfig {
+            control_path: "c.toml".into(),
+            control_text: String::new(),
+            results: "/nonexistent".into(),
+            resume: None,
+            quick: false,
+            wirelab: "wirelab".into(),
+            ssh_options: vec![],
+        };
+        let hosts = Hosts::new(&c, None, &cfg);
+        let e = c.emulate.as_ref().unwrap();
+        let dir = |from, to| emulate_direction(&hosts, e, from, to);
+        assert_eq!(dir("tx", "rx").as_deref(), Some("a2b"));
+        assert_eq!(dir("rx", "tx").as_deref(), Some("b2a"));
+        // Only one end facing it is enough.
+        assert_eq!(dir("far", "rx").as_deref(), Some("a2b"));
+        assert_eq!(dir("far", "tx").as_deref(), Some("b2a"));
+        assert_eq!(dir("far", "emu"), None);
     }
 }

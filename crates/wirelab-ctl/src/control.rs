@@ -28,8 +28,8 @@
 //! - `[lab]` hosts (`transport = "lab:NS"`) name their interfaces by the
 //!   namespace at the other end of the link (`test_if = "rx"`, emulator
 //!   `ifaces = ["tx", "rx"]`): the lab makes the real names.
-//! - `[[stressor]]`, `[env]` and `[metrics]` are read and checked; running
-//!   them is for a later version of `run`.
+//! - `[env]` and `[metrics]` are read and checked; running them is for a
+//!   later version of `run`.
 //!
 //! Sections and keys (`*` required, defaults in parentheses):
 //! - `[campaign]`: `name`*, `description`, `order` (`sequential`) or
@@ -50,7 +50,8 @@
 //! - `[capture]`: `hosts`*, `ifaces`, `snaplen`, `filter`, `args`.
 //! - `[[stressor]]`: `host`*, `preset` (`realistic`) or `kind` (`cpu`,
 //!   `get`, `cpu-rt`, `bigheap`, `hdd`, `timer`, `network`), `workers`,
-//!   `load`, `rt_priority`, `rate`, `args`.
+//!   `load`, `rt_priority`, `rate`, `target`, `port`, `size`, `io_cap`,
+//!   `when`, `args`.
 //! - `[env]`: `apply.HOST = { SETTING = value }`.
 //! - `[metrics]`: `listen`* (`ADDRESS:PORT`).
 //!
@@ -388,6 +389,17 @@ pub struct StressorSpec {
     pub rt_priority: Option<u8>,
     /// A rate for `timer` (`"1MHz"` style, as given) or `network`.
     pub rate: Option<String>,
+    /// Network load: the host it is sent to (outside the flow under test).
+    pub target: Option<String>,
+    /// Network load: the UDP port and payload size.
+    pub port: Option<u16>,
+    pub size: Option<u32>,
+    /// A cap of `hdd`'s (and the preset's disk writer's) writes, a bit rate
+    /// as given (`"1Gbit"`), applied with cgroup v2 io.max.
+    pub io_cap: Option<String>,
+    /// An expression over the sweep's keys: the points the stressor runs
+    /// in (default: all).
+    pub when: Option<String>,
     pub args: Vec<String>,
 }
 
@@ -424,6 +436,9 @@ pub struct EnvSpec {
 #[serde(deny_unknown_fields)]
 pub struct MetricsSpec {
     pub listen: String,
+    /// How long the endpoint stays up after the campaign ends, so that a
+    /// scraper reads the final values. Default 0.
+    pub linger_ns: u64,
 }
 
 impl Control {

@@ -823,13 +823,15 @@ impl LabBuilder {
             plan.push(args(&[
                 "link", "add", &a.dev, "type", "veth", "peer", "name", &b.dev,
             ]));
-            plan.push(args(&["link", "set", &a.dev, "netns", &a.ns]));
-            plan.push(args(&["link", "set", &b.dev, "netns", &b.ns]));
+            plan.push(args(&["link", "set", "dev", &a.dev, "netns", &a.ns]));
+            plan.push(args(&["link", "set", "dev", &b.dev, "netns", &b.ns]));
             let (mut a, mut b) = (a, b);
             for (e, name) in [(&mut a, &spec.names[0]), (&mut b, &spec.names[1])] {
                 if let Some(name) = name {
                     check_ifname(name)?;
-                    plan.push(args(&["-n", &e.ns, "link", "set", &e.dev, "name", name]));
+                    plan.push(args(&[
+                        "-n", &e.ns, "link", "set", "dev", &e.dev, "name", name,
+                    ]));
                     e.dev = name.clone();
                 }
             }
@@ -850,6 +852,7 @@ impl LabBuilder {
                         &e.ns,
                         "link",
                         "set",
+                        "dev",
                         &e.dev,
                         "mtu",
                         &mtu.to_string(),
@@ -882,7 +885,7 @@ impl LabBuilder {
                         ),
                     ]));
                 }
-                plan.push(args(&["-n", &e.ns, "link", "set", &e.dev, "up"]));
+                plan.push(args(&["-n", &e.ns, "link", "set", "dev", &e.dev, "up"]));
             }
             links.push(Link { a, b });
         }
@@ -985,14 +988,14 @@ mod tests {
                 "netns add wl-7-0-s",
                 "netns add wl-7-0-r",
                 "link add wl00007000a type veth peer name wl00007000b",
-                "link set wl00007000a netns wl-7-0-s",
-                "link set wl00007000b netns wl-7-0-r",
+                "link set dev wl00007000a netns wl-7-0-s",
+                "link set dev wl00007000b netns wl-7-0-r",
                 "-n wl-7-0-s addr add 198.18.0.1/24 dev wl00007000a",
                 "-n wl-7-0-s addr add fd77::1/64 dev wl00007000a nodad",
-                "-n wl-7-0-s link set wl00007000a up",
+                "-n wl-7-0-s link set dev wl00007000a up",
                 "-n wl-7-0-r addr add 198.18.0.2/24 dev wl00007000b",
                 "-n wl-7-0-r addr add fd77::2/64 dev wl00007000b nodad",
-                "-n wl-7-0-r link set wl00007000b up",
+                "-n wl-7-0-r link set dev wl00007000b up",
                 "-n wl-7-0-s link set lo up",
                 "-n wl-7-0-r link set lo up",
             ]
@@ -1028,10 +1031,10 @@ mod tests {
             b_side,
             [
                 "netns exec wlr-9-3-c sysctl -qw net.ipv6.conf.wlr00009030b.disable_ipv6=1",
-                "-n wlr-9-3-c link set wlr00009030b mtu 9000",
+                "-n wlr-9-3-c link set dev wlr00009030b mtu 9000",
                 "netns exec wlr-9-3-c ethtool -K wlr00009030b gro off",
                 "netns exec wlr-9-3-c sh -c echo 2 > /sys/class/net/wlr00009030b/queues/rx-0/rps_cpus",
-                "-n wlr-9-3-c link set wlr00009030b up",
+                "-n wlr-9-3-c link set dev wlr00009030b up",
             ]
         );
         assert_eq!(
@@ -1042,29 +1045,31 @@ mod tests {
 
     #[test]
     fn named_interfaces_are_renamed_inside_their_namespaces() {
+        // "a" is also an abbreviation of ip's `address` keyword: every
+        // `link set` names the device after `dev`.
         let spec = LinkSpec::new()
             .ipv4("10.1.0.1/24", "10.1.0.2/24")
-            .names("e1", "eth1");
+            .names("a", "eth1");
         let lab = Lab::new("wl")
             .namespace("s")
             .namespace("e")
             .link("s", "e", spec)
             .resolve(7, 0)
             .unwrap();
-        assert_eq!(lab.end("s", "e").dev, "e1");
+        assert_eq!(lab.end("s", "e").dev, "a");
         assert_eq!(lab.end("e", "s").dev, "eth1");
         let got = forget(lab);
         assert_eq!(
             got[2..7],
             [
                 "link add wl00007000a type veth peer name wl00007000b",
-                "link set wl00007000a netns wl-7-0-s",
-                "link set wl00007000b netns wl-7-0-e",
-                "-n wl-7-0-s link set wl00007000a name e1",
-                "-n wl-7-0-e link set wl00007000b name eth1",
+                "link set dev wl00007000a netns wl-7-0-s",
+                "link set dev wl00007000b netns wl-7-0-e",
+                "-n wl-7-0-s link set dev wl00007000a name a",
+                "-n wl-7-0-e link set dev wl00007000b name eth1",
             ]
         );
-        assert_eq!(got[7], "-n wl-7-0-s addr add 10.1.0.1/24 dev e1");
+        assert_eq!(got[7], "-n wl-7-0-s addr add 10.1.0.1/24 dev a");
         let routed = forget(
             Lab::new("wl")
                 .namespace("s")

@@ -4,18 +4,25 @@
 //! ([`control`]), the expression language of exclusions and `--only`
 //! ([`expr`]), its points ([`sweep`]), the agent ([`agent`], speaking
 //! [`proto`]) and the controller's way to reach it ([`transport`]), the
-//! campaign runner ([`campaign`]), the clock offsets between its hosts
-//! ([`clocks`]) and its results bundle ([`bundle`]).
+//! campaign runner ([`campaign`]), its stressors ([`stress`]), the clock
+//! offsets between its hosts ([`clocks`]) and its results bundle
+//! ([`bundle`]), with each host's [`counters`], [`samples`] taken while a
+//! point runs and the [`attribution`] of loss.
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod attribution;
 pub mod bundle;
 pub mod campaign;
 pub mod clocks;
 pub mod control;
+pub mod counters;
 pub mod demo;
 pub mod expr;
 pub mod lab;
+pub mod metrics;
 pub mod proto;
+pub mod samples;
+pub mod stress;
 pub mod sweep;
 pub mod transport;

@@ -83,6 +83,16 @@ pub enum Request {
     Sockets,
     /// Removes a file of the workdir (done: `ok`, also if it was not there).
     Remove { path: String },
+    /// A snapshot of the network namespace's and host's counters
+    /// ([`crate::counters::Snapshot`]): the interfaces `ifaces` (all but
+    /// `lo` when empty); `sample`: only the /proc and /sys files (no `tc`,
+    /// no `ethtool`), for samples taken while a point runs.
+    Counters {
+        #[serde(default)]
+        ifaces: Vec<String>,
+        #[serde(default)]
+        sample: bool,
+    },
     /// Stop every child, clean up and exit (answered with `ok` first).
     Bye,
 }
@@ -100,6 +110,7 @@ impl Request {
             Request::Time => "time",
             Request::Sockets => "sockets",
             Request::Remove { .. } => "remove",
+            Request::Counters { .. } => "counters",
             Request::Bye => "bye",
         }
     }
@@ -228,6 +239,7 @@ pub enum Response {
     },
     Time(AgentTime),
     Sockets(Sockets),
+    Counters(Box<crate::counters::Snapshot>),
     /// `fetch` of a file that does not exist (yet).
     NotFound {
         path: String,
@@ -374,6 +386,17 @@ mod tests {
             "{\"id\":2,\"op\":\"spawn\",\"tag\":\"rx\",\"args\":[\"recv\",\"--json\"]}\n"
         );
         assert_eq!(line(3, Request::Time), "{\"id\":3,\"op\":\"time\"}\n");
+        // An older controller's `counters` (no fields) reads as all
+        // interfaces, in full.
+        assert_eq!(
+            decode_request(b"{\"id\":5,\"op\":\"counters\"}")
+                .unwrap()
+                .body,
+            Request::Counters {
+                ifaces: vec![],
+                sample: false
+            }
+        );
         let sig = Request::Signal {
             tag: "rx".into(),
             signal: Sig::Term,
@@ -394,6 +417,13 @@ mod tests {
                 Request::Wait {
                     tag: "a".into(),
                     timeout_ms: u64::MAX,
+                },
+            ),
+            (
+                8,
+                Request::Counters {
+                    ifaces: vec!["eth1".into()],
+                    sample: true,
                 },
             ),
             (
@@ -452,6 +482,14 @@ mod tests {
             (3, exit),
             (4, Response::Spawned { pid: 42 }),
             (5, Response::Ok),
+            (
+                9,
+                Response::Counters(Box::new(crate::counters::Snapshot {
+                    unix_ns: 3,
+                    snmp: [("Udp.RcvbufErrors".to_string(), 7)].into(),
+                    ..Default::default()
+                })),
+            ),
             (
                 6,
                 Response::Error {

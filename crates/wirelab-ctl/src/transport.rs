@@ -104,6 +104,13 @@ pub enum TransportError {
         op: &'static str,
         message: String,
     },
+    #[error("the wirelab {version} on {host} does not serve `{op}`: install wirelab {ours} or later there, or set `wirelab = \"/path/to/wirelab\"` for the host to one that does")]
+    Unsupported {
+        host: String,
+        op: &'static str,
+        version: String,
+        ours: &'static str,
+    },
     #[error("{path} is not in the workdir of the agent on {host}")]
     NotFound { host: String, path: String },
     #[error("the agent on {host} broke the protocol: {what}")]

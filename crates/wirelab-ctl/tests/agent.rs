@@ -117,7 +117,7 @@ fn hello_says_who_and_where() {
         .collect();
     assert_eq!(
         caps,
-        ["spawn", "wait", "signal", "status", "fetch", "time", "sockets", "remove"]
+        ["spawn", "wait", "signal", "status", "fetch", "time", "sockets", "remove", "counters"]
     );
     let dir = PathBuf::from(v["workdir"].as_str().unwrap());
     assert!(dir.is_dir());
@@ -544,4 +544,60 @@ fn missing_files_are_not_found_and_remove_is_idempotent() {
     let r = a.req(json!({"op": "sockets"}));
     assert_eq!(r["kind"], "sockets", "{r}");
     assert!(r["udp_ports"].is_array() && r["packet"].is_u64(), "{r}");
+}
+
+#[test]
+fn counters_snapshot_the_namespace_and_refuse_bad_names() {
+    let mut a = Harness::sh();
+    // All interfaces but lo, in full.
+    let r = a.req(json!({"op": "counters"}));
+    assert_eq!(r["kind"], "counters", "{r}");
+    assert!(r["snmp"]["Udp.InDatagrams"].is_u64(), "{r}");
+    assert!(r["snmp"]["Ip.ReasmFails"].is_u64(), "{r}");
+    assert!(!r["softnet"].as_array().unwrap().is_empty(), "{r}");
+    assert!(r["cpus"][0]["cpu"] == "cpu", "{r}");
+    assert!(r["meminfo"]["MemTotal"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["ifaces"].get("lo").is_none(), "{r}");
+    // One interface asked for, as a sample: no programs run (no qdiscs,
+    // no ethtool); a name that is no interface's is said, not read.
+    let r = a.req(json!({"op": "counters", "ifaces": ["lo", "../x"], "sample": true}));
+    assert_eq!(r["kind"], "counters", "{r}");
+    assert!(r["ifaces"]["lo"]["sysfs"]["rx_packets"].is_u64(), "{r}");
+    assert_eq!(r["ifaces"]["lo"]["ethtool"], json!({}), "{r}");
+    assert_eq!(r["qdiscs"], json!([]), "{r}");
+    assert_eq!(r["ifaces"].as_object().unwrap().len(), 1, "{r}");
+    let why = r["unavailable"].to_string();
+    assert!(
+        why.contains("../x") && why.contains("not an interface name"),
+        "{why}"
+    );
+}
+
+#[test]
+fn an_agent_without_counters_is_refused_naming_the_version_to_install() {
+    let d = fakes_dir("nocounters");
+    let fake = script(
+        &d,
+        "wirelab",
+        &format!(
+            r#"read line
+echo '{{"id":1,"kind":"hello","protocol":{PROTOCOL},"version":"0.0.9","capabilities":["spawn","sockets"],"host":"x","workdir":"/","pid":1}}'
+cat > /dev/null"#
+        ),
+    );
+    let mut a =
+        AgentConn::connect_with(&Transport::Local, &quiet(Duration::from_secs(30), &fake)).unwrap();
+    let e = a.counters(&[], false).unwrap_err();
+    let msg = e.to_string();
+    for want in [
+        "the wirelab 0.0.9 on local does not serve `counters`",
+        &format!(
+            "install wirelab {} or later there",
+            env!("CARGO_PKG_VERSION")
+        ),
+    ] {
+        assert!(msg.contains(want), "{want:?} not in {msg}");
+    }
+    drop(a);
+    std::fs::remove_dir_all(&d).unwrap();
 }

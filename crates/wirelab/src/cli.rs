@@ -59,6 +59,8 @@ pub enum Command {
     Run(crate::cmd::run::RunArgs),
     /// Serve `wirelab run`'s controller on stdin/stdout (started by it over ssh or ip netns)
     Agent(crate::cmd::agent::AgentArgs),
+    /// Run a stressor (stress-ng CPU, kernel, RT, memory, I/O, timer load; network load) until stopped
+    Stress(crate::cmd::stress::StressArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

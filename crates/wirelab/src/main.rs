@@ -55,6 +55,7 @@ fn main() {
         Command::Trace(a) => cmd::trace::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Agent(a) => cmd::agent::run(a),
+        Command::Stress(a) => cmd::stress::run(a),
     };
     if let Err(e) = res {
         eprintln!("wirelab: error: {}", error::message(&e));

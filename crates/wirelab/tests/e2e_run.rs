@@ -222,8 +222,8 @@ fn bad_control_files_name_the_place_and_exit_2() {
         "{err}"
     );
     // A section this version does not run: refused before anything starts.
-    let stress = format!("{TWO_WAY}\n[[stressor]]\nhost = \"rx\"\npreset = \"realistic\"\n");
-    std::fs::write(&f, stress).unwrap();
+    let env = format!("{TWO_WAY}\n[env]\napply.rx = {{ \"net.core.somaxconn\" = 1024 }}\n");
+    std::fs::write(&f, env).unwrap();
     let o = run(&[
         "run",
         f.to_str().unwrap(),

@@ -248,7 +248,7 @@ impl Control {
         }
         Err(format!(
             "changes nothing: not a flow key ({}), not flow.NAME.KEY, and no {{{key}}} placeholder \
-             or flow `when` uses it",
+             or flow or stressor `when` uses it",
             FlowKey::names(true).join(", ")
         ))
     }
@@ -292,12 +292,16 @@ impl Control {
         self.placeholder_strings()
             .iter()
             .any(|s| placeholders(s).any(|(p, _)| p == key))
-            || self.flows.iter().any(|f| {
-                f.when
-                    .as_deref()
-                    .and_then(|w| Expr::parse(w).ok())
-                    .is_some_and(|e| e.variables().iter().any(|(v, _)| *v == key))
-            })
+            || self
+                .flows
+                .iter()
+                .map(|f| &f.when)
+                .chain(self.stressors.iter().map(|s| &s.when))
+                .any(|w| {
+                    w.as_deref()
+                        .and_then(|w| Expr::parse(w).ok())
+                        .is_some_and(|e| e.variables().iter().any(|(v, _)| *v == key))
+                })
     }
 }
 

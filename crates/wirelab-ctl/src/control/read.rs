@@ -70,7 +70,30 @@ pub(super) fn document(src: &Src) -> Result<Control, ControlError> {
         c.sweep = read_sweep(t, &c)?;
     }
     check_params(&root, sweep.as_ref(), &c, &when)?;
+    check_stressor_whens(&root, &c)?;
     Ok(c)
+}
+
+/// A stressor's `when` names sweep keys only.
+fn check_stressor_whens(root: &Tbl, c: &Control) -> Result<(), ControlError> {
+    let axes: Vec<&str> = c.sweep.axes.iter().map(|a| a.key.as_str()).collect();
+    for t in root.tables("stressor")? {
+        let Some(w) = t.str("when")? else { continue };
+        let e = Expr::parse(&w.v).expect("checked in read_stressor");
+        for (v, pos) in e.variables() {
+            if !axes.contains(&v) {
+                return Err(t.err(
+                    t.src.offset_in_string(&w.span, &w.v, pos),
+                    "when",
+                    format!(
+                        "`{v}` is not a sweep key; the sweep's keys are: {}",
+                        axes.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn valid_name(s: &str, dot: bool) -> bool {
@@ -801,6 +824,11 @@ fn read_stressor(t: &Tbl, c: &Control) -> Result<StressorSpec, ControlError> {
         "load",
         "rt_priority",
         "rate",
+        "target",
+        "port",
+        "size",
+        "io_cap",
+        "when",
         "args",
     ])?;
     let host = t.req_str("host", "the host the load runs on")?;
@@ -848,16 +876,115 @@ fn read_stressor(t: &Tbl, c: &Control) -> Result<StressorSpec, ControlError> {
             "give either preset or kind (one load per [[stressor]])",
         ));
     }
-    Ok(StressorSpec {
+    let spec = StressorSpec {
         host: host.v,
         preset,
         kind,
         workers: t.int("workers", 1, 4096)?.map(|n| n.v as u32),
         load: t.int("load", 1, 100)?.map(|n| n.v as u8),
         rt_priority: t.int("rt_priority", 1, 99)?.map(|n| n.v as u8),
-        rate: t.word("rate")?.map(|r| r.v),
+        rate: None,
+        target: None,
+        port: t.int("port", 1, 65535)?.map(|n| n.v as u16),
+        size: t.int("size", 24, 65507)?.map(|n| n.v as u32),
+        io_cap: None,
+        when: None,
         args: t.strings("args")?.into_iter().map(|a| a.v).collect(),
-    })
+    };
+    check_stressor(t, c, spec)
+}
+
+/// The keys of a `[[stressor]]` that depend on its kind, checked the way
+/// `wirelab stress` will take them.
+fn check_stressor(
+    t: &Tbl,
+    c: &Control,
+    mut spec: StressorSpec,
+) -> Result<StressorSpec, ControlError> {
+    use crate::stress::{self, Load, Options};
+    let at = |key: &str| t.get(key).map_or(t.span.start, |v| v.span().start);
+    if let Some(r) = t.word("rate")? {
+        let ok = if spec.kind == Some(StressKind::Timer) {
+            stress::parse_hz(&r.v).map(|_| ())
+        } else {
+            wirelab_core::units::parse_bitrate_bps(&r.v)
+                .map(|_| ())
+                .map_err(|e| format!("{e} (network load's bit rate, e.g. 1Gbit)"))
+        };
+        ok.map_err(|m| t.err(r.span.start, "rate", m))?;
+        spec.rate = Some(r.v);
+    }
+    if let Some(r) = t.word("io_cap")? {
+        wirelab_core::units::parse_bitrate_bps(&r.v)
+            .map_err(|e| t.err(r.span.start, "io_cap", format!("{e} (e.g. 1Gbit)")))?;
+        spec.io_cap = Some(r.v);
+    }
+    if let Some(h) = t.str("target")? {
+        known_host(t, "target", &h, &c.hosts)?;
+        spec.target = Some(h.v);
+    }
+    if let Some(w) = t.str("when")? {
+        Expr::parse(&w.v).map_err(|e| {
+            t.err(
+                t.src.offset_in_string(&w.span, &w.v, e.pos),
+                "when",
+                e.message,
+            )
+        })?;
+        spec.when = Some(w.v);
+    }
+    // The kind's own checks, with placeholder values for what is only
+    // known per point (the target's address).
+    let load = match (spec.preset, spec.kind) {
+        (Some(_), _) => Load::Realistic,
+        (None, Some(k)) => Load::of_kind(k),
+        (None, None) => Load::Cpu,
+    };
+    let o = Options {
+        workers: spec.workers,
+        load: spec.load,
+        rt_priority: spec.rt_priority,
+        timer_hz: spec
+            .rate
+            .as_deref()
+            .filter(|_| load == Load::Timer)
+            .map(|_| 1),
+        to: spec.target.clone(),
+        port: spec.port,
+        bitrate: spec.rate.clone().filter(|_| load != Load::Timer),
+        size: spec.size,
+        io_cap_bytes_per_s: spec.io_cap.as_ref().map(|_| 1),
+        args: vec![],
+    };
+    if let Err(e) = stress::plan(load, &o, 1, None) {
+        let e = e
+            .to_string()
+            .replace("--workers", "workers")
+            .replace("--load", "load")
+            .replace("--rt-priority", "rt_priority")
+            .replace("--timer-freq", "rate")
+            .replace("--to ADDR", "target = HOST")
+            .replace("--to", "target")
+            .replace("--port", "port")
+            .replace("--bitrate", "rate")
+            .replace("--size", "size")
+            .replace("--io-cap", "io_cap");
+        let key = [
+            "workers",
+            "load",
+            "rt_priority",
+            "rate",
+            "target",
+            "port",
+            "size",
+            "io_cap",
+        ]
+        .into_iter()
+        .find(|k| t.get(k).is_some() && e.starts_with(k))
+        .unwrap_or("target");
+        return Err(t.err(at(key), key, e));
+    }
+    Ok(spec)
 }
 
 fn read_env(t: &Tbl, c: &Control) -> Result<EnvSpec, ControlError> {
@@ -888,7 +1015,7 @@ fn read_env(t: &Tbl, c: &Control) -> Result<EnvSpec, ControlError> {
 }
 
 fn read_metrics(t: &Tbl) -> Result<MetricsSpec, ControlError> {
-    t.only(&["listen"])?;
+    t.only(&["listen", "linger"])?;
     let l = t.req_str(
         "listen",
         "the address to serve /metrics on, e.g. \"127.0.0.1:9464\"",
@@ -900,7 +1027,10 @@ fn read_metrics(t: &Tbl) -> Result<MetricsSpec, ControlError> {
             format!("{:?}: write ADDRESS:PORT, e.g. \"127.0.0.1:9464\"", l.v),
         ));
     }
-    Ok(MetricsSpec { listen: l.v })
+    Ok(MetricsSpec {
+        listen: l.v,
+        linger_ns: t.duration("linger")?.map_or(0, |d| d.v),
+    })
 }
 
 /// Parses each flow's `when`; variables are checked once the sweep is read.

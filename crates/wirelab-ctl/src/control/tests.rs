@@ -441,6 +441,64 @@ fn emulate_and_capture_checks() {
     assert!(bad(&t).3.contains("cpu, get, cpu-rt"));
 }
 
+#[test]
+fn stressor_keys_are_checked_for_their_kind() {
+    let c = ok(&format!(
+        "{BASE}[[stressor]]\nhost = \"rx\"\nkind = \"network\"\ntarget = \"tx\"\nrate = \"100Mbit\"\nsize = 1000\n"
+    ));
+    assert_eq!(c.stressors[0].target.as_deref(), Some("tx"));
+    assert_eq!(c.stressors[0].rate.as_deref(), Some("100Mbit"));
+    let cases = [
+        (
+            "kind = \"timer\"\nrate = \"fast\"\n",
+            "stressor[1].rate",
+            "1Hz to 1GHz",
+        ),
+        (
+            "kind = \"network\"\nrate = \"1MHz\"\ntarget = \"tx\"\n",
+            "stressor[1].rate",
+            "bit rate",
+        ),
+        (
+            "kind = \"network\"\n",
+            "stressor[1].target",
+            "needs target = HOST",
+        ),
+        (
+            "kind = \"get\"\nload = 5\n",
+            "stressor[1].load",
+            "load is for cpu",
+        ),
+        (
+            "kind = \"cpu\"\nio_cap = \"1Gbit\"\n",
+            "stressor[1].io_cap",
+            "io_cap is for hdd",
+        ),
+        (
+            "kind = \"hdd\"\nio_cap = \"lots\"\n",
+            "stressor[1].io_cap",
+            "1Gbit",
+        ),
+        (
+            "kind = \"cpu\"\ntarget = \"nope\"\n",
+            "stressor[1].target",
+            "unknown host",
+        ),
+        (
+            "kind = \"cpu\"\nwhen = 'state == \"x\"'\n",
+            "stressor[1].when",
+            "`state` is not a sweep key",
+        ),
+        ("kind = \"cpu\"\nwhen = 'size =='\n", "stressor[1].when", ""),
+    ];
+    for (keys, key, msg) in cases {
+        let t = format!("{BASE}[[stressor]]\nhost = \"rx\"\n{keys}");
+        let (_, _, k, m) = bad(&t);
+        assert_eq!(k, key, "{keys}: {m}");
+        assert!(m.contains(msg), "{keys}: {m}");
+    }
+}
+
 const LAB: &str = r#"[campaign]
 name = "lab"
 

@@ -598,7 +598,11 @@ fn examples_parse_and_plan() {
     }
     seen.sort();
     let want: Vec<(String, u64, usize, usize)> = vec![
+        ("dtss-dscp".into(), 33, 27, 6),
+        ("dtss-isolated".into(), 24, 24, 0),
         ("dtss-latency".into(), 60, 56, 4),
+        ("dtss-realistic".into(), 33, 27, 6),
+        ("dtss-star".into(), 3, 3, 0),
         ("luna-concurrent".into(), 4, 4, 0),
         ("luna-sweep".into(), 27, 27, 0),
         ("quickstart".into(), 6, 6, 0),

@@ -304,6 +304,33 @@ impl AgentConn {
         }
     }
 
+    /// A snapshot of the counters of the agent's namespace and host: the
+    /// interfaces `ifaces` (all but `lo` when empty); `sample`: the cheap
+    /// part only (module [`crate::counters`]). An agent without the
+    /// `counters` request is an error naming the version to install.
+    pub fn counters(
+        &mut self,
+        ifaces: &[String],
+        sample: bool,
+    ) -> Result<crate::counters::Snapshot, TransportError> {
+        if !self.hello.capabilities.iter().any(|c| c == "counters") {
+            return Err(TransportError::Unsupported {
+                host: self.label.clone(),
+                op: "counters",
+                version: self.hello.version.clone(),
+                ours: env!("CARGO_PKG_VERSION"),
+            });
+        }
+        let req = Request::Counters {
+            ifaces: ifaces.to_vec(),
+            sample,
+        };
+        match self.call(req, self.timeout)? {
+            Response::Counters(s) => Ok(*s),
+            other => Err(self.unexpected("counters", &other)),
+        }
+    }
+
     fn fetch_into(
         &mut self,
         remote: &str,

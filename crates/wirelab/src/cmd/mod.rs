@@ -11,4 +11,5 @@ pub mod recv;
 pub mod replay;
 pub mod run;
 pub mod send;
+pub mod stress;
 pub mod trace;

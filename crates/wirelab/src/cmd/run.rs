@@ -7,12 +7,13 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use wirelab_ctl::bundle::PointStatus;
 use wirelab_ctl::campaign::{self, Event, RunConfig, RunError};
 use wirelab_ctl::control;
 use wirelab_ctl::expr::Expr;
+use wirelab_ctl::metrics::{self, Metrics};
 use wirelab_ctl::sweep;
 
 #[derive(Args, Debug)]
@@ -48,7 +49,8 @@ pub struct RunArgs {
     /// Directory the results bundle is made in (a new <name>-<UTC>-<hash> directory)
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub results: PathBuf,
-    /// A smoke run: every flow's duration and count divided by 10 (at least 1 s / 100 probes)
+    /// A smoke run: every flow's duration and count divided by 10 (durations 1 s to 10 s,
+    /// counts at least 100 probes)
     #[arg(long)]
     pub quick: bool,
     /// An option for every ssh connection, e.g. --ssh-option=-i --ssh-option=KEY
@@ -56,6 +58,15 @@ pub struct RunArgs {
     /// so `-o ControlPath=...` and the like override them)
     #[arg(long = "ssh-option", value_name = "OPT", allow_hyphen_values = true)]
     pub ssh_options: Vec<String>,
+    /// Serve Prometheus metrics on ADDRESS:PORT while the campaign runs
+    /// (GET /metrics; overrides [metrics] listen; port 0 picks a free one)
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Keep serving /metrics this long after the campaign ends, so that a scraper
+    /// reads the final values (overrides [metrics] linger; Ctrl-C ends it early)
+    #[arg(long, value_name = "DUR",
+          value_parser = crate::values::duration(0, 24 * 3_600_000_000_000, "between 0 and 24h"))]
+    pub metrics_linger: Option<u64>,
     /// No progress on stderr
     #[arg(short, long)]
     pub quiet: bool,
@@ -97,19 +108,63 @@ pub fn run(a: RunArgs) -> Result<()> {
         wirelab: std::env::current_exe().context("finding this wirelab binary")?,
         ssh_options: a.ssh_options.clone(),
     };
-    let mut view = View::new(a.quiet);
-    let outcome = campaign::run(&control, &plan, &cfg, &stop, &mut |e| view.event(e)).map_err(
-        |e| match e {
-            RunError::Unsupported(_) | RunError::Plan(_) | RunError::Setup(_) => {
-                usage(e.to_string())
+    let listen = match (a.metrics_listen, &control.metrics) {
+        (Some(addr), _) => Some(addr),
+        (None, Some(m)) => Some(m.listen.parse().map_err(|_| {
+            usage(format!(
+                "[metrics] listen = {:?}: write ADDRESS:PORT",
+                m.listen
+            ))
+        })?),
+        (None, None) => None,
+    };
+    let linger = a
+        .metrics_linger
+        .or(control.metrics.as_ref().map(|m| m.linger_ns))
+        .unwrap_or(0);
+    let metrics = Arc::new(Metrics::new());
+    let server = match listen {
+        Some(addr) => {
+            let s =
+                metrics::Server::start(addr, metrics.clone()).map_err(|e| usage(e.to_string()))?;
+            if !a.quiet {
+                eprintln!("wirelab run: metrics on http://{}/metrics", s.addr());
             }
-            // Not 3 (missing privilege elsewhere): for `run`, 3 is an abort.
-            RunError::Lab(_) => anyhow::Error::new(Infra(format!("[lab]: {e}"))),
-            RunError::Agent { .. } => anyhow::Error::new(Infra(e.to_string())),
-            RunError::Bundle(_) => e.into(),
-        },
-    )?;
+            Some(s)
+        }
+        None => None,
+    };
+    let mut view = View::new(a.quiet);
+    let outcome = campaign::run(&control, &plan, &cfg, &stop, &mut |e| {
+        if server.is_some() {
+            metrics.event(&e);
+        }
+        view.event(e)
+    })
+    .map_err(|e| match e {
+        RunError::Unsupported(_) | RunError::Plan(_) | RunError::Setup(_) => usage(e.to_string()),
+        // Not 3 (missing privilege elsewhere): for `run`, 3 is an abort.
+        RunError::Lab(_) => anyhow::Error::new(Infra(format!("[lab]: {e}"))),
+        RunError::Agent { .. } => anyhow::Error::new(Infra(e.to_string())),
+        RunError::Bundle(_) => e.into(),
+    })?;
     drop(view);
+    if let Some(s) = &server {
+        if linger > 0 && !stop.load(Ordering::Relaxed) {
+            if !a.quiet {
+                eprintln!(
+                    "wirelab run: serving the final metrics on http://{}/metrics for {} (Ctrl-C ends it)",
+                    s.addr(),
+                    humantime::format_duration(std::time::Duration::from_nanos(linger))
+                );
+            }
+            let end = std::time::Instant::now() + std::time::Duration::from_nanos(linger);
+            while std::time::Instant::now() < end && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+    }
+    drop(server);
     let summary = wirelab_ctl::bundle::summarize(&outcome.dir)?;
     if a.json {
         let j = serde_json::json!({
@@ -283,6 +338,7 @@ impl View {
                 point,
                 status,
                 reason,
+                ..
             } => {
                 let note = format!(
                     "{} {}{}",
@@ -300,6 +356,7 @@ impl View {
                     None => eprintln!("  {note}"),
                 }
             }
+            Event::Tick { .. } => {}
             Event::Note(n) => match &self.bar {
                 Some(_) => {
                     let _ = self.multi.println(n);

@@ -1,0 +1,227 @@
+//! `wirelab run --metrics-listen`: the real binary runs a two-point lab
+//! campaign (one point done, one aborted on its loss criterion) while the
+//! test scrapes /metrics; every scrape must pass the Prometheus project's
+//! own text parser (Python prometheus_client), counters must never
+//! decrease from one scrape to the next, and their final values must add
+//! up the bundle's results.
+
+mod common;
+
+use common::{exe, netns_available, tools_available};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CONTROL: &str = r#"
+[campaign]
+name = "metrics"
+pause = "200ms"
+
+[lab]
+namespaces = ["tx", "emu", "rx"]
+links = [
+  { a = "tx", b = "emu", a_addr = "198.18.37.1/24", ipv6 = false },
+  { a = "emu", b = "rx", b_addr = "198.18.37.2/24", ipv6 = false },
+]
+
+[hosts]
+tx = { transport = "lab:tx" }
+emu = { transport = "lab:emu" }
+rx = { transport = "lab:rx" }
+
+[[flow]]
+name = "sut"
+from = "tx"
+to = "rx"
+count = 3000
+interval = "1ms"
+query = { every_packets = 500 }
+abort = { lost_gt = 40 }
+
+[emulate]
+host = "emu"
+ifaces = ["tx", "rx"]
+stages = "delay 1ms loss {loss}"
+
+[sweep]
+loss = ["0%", "10%"]
+
+[metrics]
+listen = "127.0.0.1:0"
+linger = "3s"
+"#;
+
+/// One HTTP GET of /metrics: the body, if the server answered 200.
+fn scrape(addr: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).ok()?;
+    let (head, body) = resp.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| {
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("content-type: text/plain; version=0.0.4"),
+            "{head}"
+        );
+        body.to_string()
+    })
+}
+
+/// The samples of each scrape as the Prometheus parser read them: per
+/// scrape, "name{labels}" → value.
+fn parse(files: &[PathBuf]) -> Vec<BTreeMap<String, f64>> {
+    let script = r#"
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+out = []
+for path in sys.argv[1:]:
+    text = open(path).read()
+    samples = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+            samples[f"{s.name}{{{labels}}}"] = s.value
+    out.append(samples)
+print(json.dumps(out))
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the Prometheus parser refused a scrape: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn json_file(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+#[test]
+fn metrics_parse_never_decrease_and_end_equal_to_the_results() {
+    if !netns_available(&[]) || !tools_available(&["python3"]) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wl-e2e-metrics-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let control = dir.join("c.toml");
+    std::fs::write(&control, CONTROL).unwrap();
+    let results = dir.join("results");
+    let mut child = Command::new(exe())
+        .args(["run", control.to_str().unwrap(), "--results"])
+        .arg(&results)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The address (port 0 asked: the kernel picks one) is on stderr.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut addr = None;
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        if let Some(rest) = line.trim().strip_prefix("wirelab run: metrics on http://") {
+            addr = Some(rest.trim_end_matches("/metrics").to_string());
+            break;
+        }
+        line.clear();
+    }
+    let addr = addr.unwrap_or_else(|| panic!("no metrics address on stderr: {line}"));
+    // The rest of stderr, drained on a thread so the run never blocks on it.
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let mut files = vec![];
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(120) {
+        match scrape(&addr) {
+            Some(body) => {
+                let f = dir.join(format!("scrape-{:04}.txt", files.len()));
+                std::fs::write(&f, body).unwrap();
+                files.push(f);
+            }
+            // The linger is over: the run is ending.
+            None if child.try_wait().unwrap().is_some() || !files.is_empty() => break,
+            None => {}
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let status = child.wait().unwrap();
+    let stderr = rest.join().unwrap();
+    assert_eq!(status.code(), Some(3), "one point aborts: {stderr}");
+    assert!(files.len() >= 5, "{} scrapes", files.len());
+    let scrapes = parse(&files);
+
+    // Counters never decrease.
+    let mut last: BTreeMap<String, f64> = BTreeMap::new();
+    for s in &scrapes {
+        for (k, v) in s {
+            if k.contains("_total{") || k.contains("_bucket{") || k.contains("_count{") {
+                if let Some(before) = last.get(k) {
+                    assert!(v >= before, "{k} went from {before} to {v}");
+                }
+                last.insert(k.clone(), *v);
+            }
+        }
+    }
+
+    // The final scrape adds up the bundle's points.
+    let fin = scrapes.last().unwrap();
+    let bundle = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let rows = json_file(&bundle.join("summary.json"))["rows"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(rows.len(), 2);
+    let sum = |key: &str| -> f64 { rows.iter().map(|r| r[key].as_u64().unwrap() as f64).sum() };
+    for (metric, key) in [
+        ("wirelab_flow_sent_packets_total", "sent"),
+        ("wirelab_flow_received_packets_total", "received"),
+        ("wirelab_flow_lost_packets_total", "lost"),
+        ("wirelab_flow_timer_misses_total", "timer_misses"),
+    ] {
+        assert_eq!(fin[&format!("{metric}{{flow=sut}}")], sum(key), "{metric}");
+    }
+    assert_eq!(
+        fin["wirelab_flow_owd_seconds_count{flow=sut}"],
+        sum("received")
+    );
+    assert!(sum("lost") > 40.0);
+    let done = rows.iter().find(|r| r["status"] == "done").unwrap();
+    assert_eq!(done["lost"], 0, "{done}");
+    assert_eq!(fin["wirelab_points{state=done}"], 1.0);
+    assert_eq!(fin["wirelab_points{state=aborted}"], 1.0);
+    assert_eq!(fin["wirelab_points{state=pending}"], 0.0);
+    assert_eq!(fin["wirelab_points{state=running}"], 0.0);
+    assert_eq!(fin["wirelab_aborts_total{reason=lost_gt}"], 1.0);
+    // Some scrape saw a point running, with its parameters as labels.
+    assert!(
+        scrapes.iter().any(|s| s
+            .keys()
+            .any(|k| k.starts_with("wirelab_point_info{") && k.contains("loss="))),
+        "no scrape saw a running point"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
