@@ -16,7 +16,9 @@
 //! or when [`AgentConfig::stop`] is set (the binary sets it on SIGINT,
 //! SIGTERM and SIGHUP), the agent sends SIGTERM to every running child,
 //! SIGKILL to those still running [`TERM_GRACE`] later, reaps them, removes
-//! the workdir if it created it, and returns.
+//! the workdir if it created it, and returns. It then reverts every
+//! environment change it applied (`env_apply`) that was not asked to
+//! outlive the connection and that the controller has not reverted.
 
 use crate::proto::{
     self, AgentTime, ChildStatus, Envelope, Exit, HelloInfo, LineRead, Request, Response, Sockets,
@@ -44,7 +46,18 @@ const POLL: Duration = Duration::from_millis(5);
 const IDLE_POLL: Duration = Duration::from_millis(100);
 /// Requests served by this agent.
 pub const CAPABILITIES: &[&str] = &[
-    "spawn", "wait", "signal", "status", "fetch", "time", "sockets", "remove", "counters",
+    "spawn",
+    "wait",
+    "signal",
+    "status",
+    "fetch",
+    "time",
+    "sockets",
+    "remove",
+    "counters",
+    "env",
+    "env_apply",
+    "env_revert",
 ];
 
 /// How to run an agent.
@@ -58,6 +71,8 @@ pub struct AgentConfig {
     pub exe: PathBuf,
     /// Set to make the agent stop its children and return.
     pub stop: Arc<AtomicBool>,
+    /// Where `env_apply` keeps its revert files.
+    pub env_dir: PathBuf,
 }
 
 impl AgentConfig {
@@ -66,6 +81,7 @@ impl AgentConfig {
             workdir: None,
             exe: exe.into(),
             stop: Arc::new(AtomicBool::new(false)),
+            env_dir: PathBuf::from(crate::env::apply::STATE_DIR),
         }
     }
 }
@@ -106,6 +122,8 @@ where
         children: Vec::new(),
         stop: cfg.stop,
         eof,
+        env_dir: cfg.env_dir,
+        env_held: Vec::new(),
     };
     let mut out = BufWriter::new(output);
     let mut bye = 0;
@@ -205,6 +223,9 @@ struct Agent {
     children: Vec<Kid>,
     stop: Arc<AtomicBool>,
     eof: Arc<AtomicBool>,
+    env_dir: PathBuf,
+    /// Environment changes to revert when the agent stops.
+    env_held: Vec<String>,
 }
 
 impl Agent {
@@ -279,6 +300,13 @@ impl Agent {
                 ))))
             }
             Request::Bye => Ok(Response::Ok),
+            Request::Env { host } => Ok(Response::Env(crate::env::read::snapshot(&host))),
+            Request::EnvApply {
+                settings,
+                iface,
+                keep,
+            } => self.env_apply(&settings, iface.as_deref(), keep),
+            Request::EnvRevert { token } => self.env_revert(&token),
         };
         res.unwrap_or_else(|message| Response::Error { message })
     }
@@ -446,6 +474,34 @@ impl Agent {
         })
     }
 
+    fn env_apply(
+        &mut self,
+        settings: &[(String, String)],
+        iface: Option<&str>,
+        keep: bool,
+    ) -> Result<Response, String> {
+        use crate::env::apply;
+        let planned = apply::plan(settings, iface).map_err(|e| e.to_string())?;
+        let token = apply::new_token();
+        let f = apply::apply(&mut apply::Local, &self.env_dir, &token, &planned)
+            .map_err(|e| e.to_string())?;
+        if !keep {
+            self.env_held.push(token.clone());
+        }
+        Ok(Response::EnvApplied {
+            token,
+            changes: f.changes,
+        })
+    }
+
+    fn env_revert(&mut self, token: &str) -> Result<Response, String> {
+        use crate::env::apply;
+        let changes =
+            apply::revert(&mut apply::Local, &self.env_dir, token).map_err(|e| e.to_string())?;
+        self.env_held.retain(|t| t != token);
+        Ok(Response::EnvReverted { changes })
+    }
+
     fn remove(&self, path: &str) -> Result<Response, String> {
         plain(path)?;
         match fs::remove_file(self.workdir.join(path)) {
@@ -477,6 +533,13 @@ impl Agent {
             }
         }
         self.children.clear();
+        for token in std::mem::take(&mut self.env_held).into_iter().rev() {
+            let res =
+                crate::env::apply::revert(&mut crate::env::apply::Local, &self.env_dir, &token);
+            if let Err(e) = res {
+                eprintln!("wirelab agent: {e}");
+            }
+        }
         if self.created {
             if let Err(e) = fs::remove_dir_all(&self.workdir) {
                 eprintln!(

@@ -11,7 +11,9 @@
 //! the next point follows after the campaign's pause.
 //! Whatever a point started is stopped on every path out of it; the
 //! agents stop their children when their connection closes (dead-man
-//! rule), and a `[lab]` is torn down when the campaign ends.
+//! rule), and a `[lab]` is torn down when the campaign ends. Before the
+//! first point each host's environment goes into the bundle and `[env]
+//! apply` is set; it is reverted after the last ([`env`]).
 
 use crate::attribution;
 use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStatus};
@@ -30,6 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 use wirelab_analysis::status::RecvStatus;
 
+mod env;
 mod stressors;
 
 /// The longest flow of a `--quick` run (a smoke run of a campaign whose
@@ -109,6 +112,9 @@ pub enum Event<'a> {
         received: u64,
         lost: u64,
     },
+    /// The point's stressors now up: (host, kind) each; empty once they
+    /// are stopped.
+    Stressors(&'a [(String, String)]),
     /// Every 100 ms while a point's flows run: the time since its T0.
     Tick {
         elapsed: Duration,
@@ -123,6 +129,8 @@ pub enum Event<'a> {
         file: Option<&'a PointFile>,
     },
     Note(String),
+    /// Something the user should see even with progress off.
+    Warning(String),
 }
 
 /// The end of a campaign.
@@ -166,6 +174,7 @@ pub fn run(
     on: &mut dyn FnMut(Event<'_>),
 ) -> Result<Outcome, RunError> {
     refuse_unsupported(control)?;
+    env::check(control)?;
     let started = unix_ns();
     // The lab first: a campaign that cannot have its lab leaves no
     // results directory behind.
@@ -231,8 +240,24 @@ pub fn run(
             "[sweep] search runs its axis in order: leave campaign.order sequential".into(),
         ));
     }
+    // The hosts' environments into the bundle, `[env] apply` set; reverted
+    // after the loop (and by each agent when its connection ends). A host
+    // that cannot be reached or changed fails the campaign before its
+    // first point, with a bundle all the same.
+    let env_applied = match env::start(control, &mut hosts, &dir, on) {
+        Ok(a) => a,
+        Err(e) => {
+            out.failure = Some(e.to_string());
+            vec![]
+        }
+    };
+    let points: &[Point] = if out.failure.is_none() {
+        &plan.points
+    } else {
+        &[]
+    };
     let mut n = 0;
-    for point in &plan.points {
+    for point in points {
         if let Some((pdir, p)) = done_before.iter().find(|(_, p)| p.id == point.id) {
             search.record(point, lossfree(pdir, p));
             continue;
@@ -287,6 +312,10 @@ pub fn run(
             break;
         }
     }
+    if let Err(why) = env::finish(&mut hosts, &env_applied) {
+        on(Event::Warning(why.clone()));
+        out.failure.get_or_insert(why);
+    }
     let agents = hosts.close();
     drop(lab);
     let summary = bundle::summarize(&dir)?;
@@ -321,13 +350,9 @@ fn lossfree(pdir: &Path, p: &PointFile) -> bool {
             .all(|r| r.lost == Some(0) && r.received.unwrap_or(0) > 0)
 }
 
-/// Sections the control file may hold that this runner does not carry
-/// out yet: refused before anything starts rather than ignored.
+/// What the control file may say that this runner does not carry out:
+/// refused before anything starts rather than ignored.
 fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
-    let mut parts = vec![];
-    if c.env.is_some() {
-        parts.push("[env]");
-    }
     if let Some(f) = c.flows.iter().find(|f| f.query.mode == QueryMode::Inband) {
         return Err(RunError::Unsupported(format!(
             "flow {}: query.mode = \"inband\" is not run by this version of wirelab run: leave \
@@ -335,17 +360,7 @@ fn refuse_unsupported(c: &Control) -> Result<(), RunError> {
             f.name
         )));
     }
-    if parts.is_empty() {
-        return Ok(());
-    }
-    Err(RunError::Unsupported(format!(
-        "{} {} not run by this version of wirelab run (environment changes are not built \
-         yet): remove {} to run the campaign (--dry-run lists its points \
-         as they are)",
-        parts.join(", "),
-        if parts.len() == 1 { "is" } else { "are" },
-        if parts.len() == 1 { "it" } else { "them" }
-    )))
+    Ok(())
 }
 
 /// `<name>-<UTC>-<hash8>`: the campaign, when, and which control file.
@@ -775,6 +790,7 @@ fn run_point(
     // before the settle time.
     let mut counters = PointCounters::before(&mut run, control, &resolved, &pdir)?;
     let mut stressors = stressors::start(&mut run, control, point)?;
+    on(Event::Stressors(&stressors.up()));
 
     // The campaign's settle time: the path (an emulator's queues, a
     // stressor's load) reaches its steady state before the flows start.
@@ -941,6 +957,7 @@ fn run_point(
 
     // Stressors, after the flows have drained.
     let (st, failed) = stressors.stop(&mut run, &pdir)?;
+    on(Event::Stressors(&[]));
     file.stressors = st;
     if let (PointStatus::Done, Some(why)) = (file.status, failed) {
         file.status = PointStatus::Failed;

@@ -28,8 +28,8 @@
 //! - `[lab]` hosts (`transport = "lab:NS"`) name their interfaces by the
 //!   namespace at the other end of the link (`test_if = "rx"`, emulator
 //!   `ifaces = ["tx", "rx"]`): the lab makes the real names.
-//! - `[env]` and `[metrics]` are read and checked; running them is for a
-//!   later version of `run`.
+//! - `[[stressor]]`, `[env]` and `[metrics]` are carried out by `wirelab run`;
+//!   `[env]` settings are checked as `wirelab env --apply` checks them.
 //!
 //! Sections and keys (`*` required, defaults in parentheses):
 //! - `[campaign]`: `name`*, `description`, `order` (`sequential`) or

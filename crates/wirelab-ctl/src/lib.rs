@@ -7,7 +7,9 @@
 //! campaign runner ([`campaign`]), its stressors ([`stress`]), the clock
 //! offsets between its hosts ([`clocks`]) and its results bundle
 //! ([`bundle`]), with each host's [`counters`], [`samples`] taken while a
-//! point runs and the [`attribution`] of loss.
+//! point runs and the [`attribution`] of loss; `wirelab env`: a host's
+//! environment, its differences and its settings applied and reverted
+//! ([`env`]).
 #![forbid(unsafe_code)]
 
 pub mod agent;
@@ -18,6 +20,7 @@ pub mod clocks;
 pub mod control;
 pub mod counters;
 pub mod demo;
+pub mod env;
 pub mod expr;
 pub mod lab;
 pub mod metrics;

@@ -13,8 +13,10 @@
 //! duplicate counts as received, tail loss is not seen yet) that go back to
 //! 0 when the point ends; `wirelab_point_info` names the point running.
 
+use crate::attribution::counters_file;
 use crate::bundle::{self, PointFile, PointStatus};
 use crate::campaign::Event;
+use crate::counters::{Delta, Snapshot};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -53,6 +55,24 @@ struct PairLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CauseLabels {
+    flow: String,
+    cause: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HostLabels {
+    host: String,
+    counter: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StressorLabels {
+    host: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     state: String,
 }
@@ -81,6 +101,10 @@ pub struct Metrics {
     owd: Family<FlowLabels, Histogram>,
     live_received: Family<FlowLabels, Gauge>,
     live_lost: Family<FlowLabels, Gauge>,
+    lost_by_cause: Family<CauseLabels, Counter>,
+    host_counters: Family<HostLabels, Counter>,
+    stressors_up: Family<StressorLabels, Gauge>,
+    stressor_cpu: Family<StressorLabels, Counter<f64, AtomicU64>>,
     points: Family<StateLabels, Gauge>,
     aborts: Family<ReasonLabels, Counter>,
     point_info: Family<Vec<(String, String)>, Gauge>,
@@ -113,6 +137,10 @@ impl Metrics {
             }),
             live_received: Family::default(),
             live_lost: Family::default(),
+            lost_by_cause: Family::default(),
+            host_counters: Family::default(),
+            stressors_up: Family::default(),
+            stressor_cpu: Family::default(),
             points: Family::default(),
             aborts: Family::default(),
             point_info: Family::default(),
@@ -164,6 +192,29 @@ impl Metrics {
             "Probes lost so far in the running point against the highest sequence seen; 0 once \
              the point ends",
             m.live_lost.clone(),
+        );
+        r.register(
+            "flow_lost_attributed_packets",
+            "Lost probes of a flow in the finished points by cause (sender, path, rx_nic, \
+             rx_stack, unexplained), from the hosts' counters and the emulator's drops",
+            m.lost_by_cause.clone(),
+        );
+        r.register(
+            "host_counter_delta",
+            "A host's NIC and stack counters (interface statistics, /proc/net/snmp Udp and \
+             Ip, softnet, qdisc drops): the change over each finished point, added up",
+            m.host_counters.clone(),
+        );
+        r.register(
+            "stressors_up",
+            "Stressors of each kind running on a host",
+            m.stressors_up.clone(),
+        );
+        r.register_with_unit(
+            "stressor_cpu",
+            "CPU time (user + system) of everything a stressor ran, finished points added up",
+            Unit::Seconds,
+            m.stressor_cpu.clone(),
         );
         r.register(
             "points",
@@ -261,7 +312,18 @@ impl Metrics {
                     self.results(dir, f);
                 }
             }
-            Event::Note(_) => {}
+            Event::Stressors(up) => {
+                self.stressors_up.clear();
+                for (host, kind) in up.iter() {
+                    self.stressors_up
+                        .get_or_create(&StressorLabels {
+                            host: host.clone(),
+                            kind: kind.clone(),
+                        })
+                        .inc();
+                }
+            }
+            Event::Note(_) | Event::Warning(_) => {}
         }
     }
 
@@ -278,6 +340,41 @@ impl Metrics {
             add(&self.lost, r.lost);
             add(&self.duplicates, r.duplicates);
             add(&self.timer_misses, r.timer_misses);
+            for (cause, v) in [
+                ("sender", r.lost_sender),
+                ("path", r.lost_path),
+                ("rx_nic", r.lost_rx_nic),
+                ("rx_stack", r.lost_rx_stack),
+                ("unexplained", r.lost_unexplained),
+            ] {
+                if let Some(v) = v {
+                    self.lost_by_cause
+                        .get_or_create(&CauseLabels {
+                            flow: r.flow.clone(),
+                            cause: cause.into(),
+                        })
+                        .inc_by(v);
+                }
+            }
+        }
+        for s in &p.stressors {
+            let cpu = s.user_s.unwrap_or(0.0) + s.system_s.unwrap_or(0.0);
+            self.stressor_cpu
+                .get_or_create(&StressorLabels {
+                    host: s.host.clone(),
+                    kind: s.kind.clone(),
+                })
+                .inc_by(cpu);
+        }
+        for (host, delta) in host_deltas(dir) {
+            for (counter, v) in delta {
+                self.host_counters
+                    .get_or_create(&HostLabels {
+                        host: host.clone(),
+                        counter,
+                    })
+                    .inc_by(v);
+            }
         }
         for f in &p.flows {
             let clock = f.clock.as_ref().map(|c| c.correction());
@@ -313,6 +410,61 @@ impl Metrics {
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut s, &self.registry);
         s
     }
+}
+
+/// The counters of [`host_deltas`]: what explains a loss, and the traffic
+/// it is weighed against.
+fn exported(name: &str) -> bool {
+    const SNMP: [&str; 6] = [
+        "snmp/Udp.InErrors",
+        "snmp/Udp.RcvbufErrors",
+        "snmp/Udp.SndbufErrors",
+        "snmp/Udp.NoPorts",
+        "snmp/Ip.ReasmFails",
+        "snmp/Ip.FragCreates",
+    ];
+    const IF: [&str; 8] = [
+        "/rx_packets",
+        "/tx_packets",
+        "/rx_dropped",
+        "/tx_dropped",
+        "/rx_errors",
+        "/tx_errors",
+        "/rx_missed_errors",
+        "/rx_fifo_errors",
+    ];
+    SNMP.contains(&name)
+        || name == "softnet/dropped"
+        || (name.starts_with("if/") && IF.iter().any(|s| name.ends_with(s)))
+        || (name.starts_with("qdisc/") && name.ends_with("/drops"))
+}
+
+/// Per host of a finished point, the change of each exported counter
+/// between its `counters/<host>.before.json` and `.after.json` (hosts
+/// without both files are left out).
+fn host_deltas(dir: &Path) -> Vec<(String, Vec<(String, u64)>)> {
+    let read =
+        |p: &Path| -> Option<Snapshot> { serde_json::from_slice(&std::fs::read(p).ok()?).ok() };
+    let Ok(entries) = std::fs::read_dir(dir.join("counters")) else {
+        return vec![];
+    };
+    let mut hosts: Vec<String> = entries
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".before.json").map(str::to_string)
+        })
+        .collect();
+    hosts.sort();
+    hosts
+        .into_iter()
+        .filter_map(|h| {
+            let before = read(&dir.join(counters_file(&h, "before")))?;
+            let after = read(&dir.join(counters_file(&h, "after")))?;
+            let d = Delta::between(&before, &after);
+            let v = d.values.into_iter().filter(|(k, _)| exported(k)).collect();
+            Some((h, v))
+        })
+        .collect()
 }
 
 fn flow(name: &str) -> FlowLabels {

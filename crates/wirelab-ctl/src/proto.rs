@@ -95,6 +95,20 @@ pub enum Request {
     },
     /// Stop every child, clean up and exit (answered with `ok` first).
     Bye,
+    /// The environment snapshot of the agent's host, named `host`
+    /// (answered with `env`).
+    Env { host: String },
+    /// Applies `KEY`, `VALUE` settings (interface ones to `iface`), a
+    /// revert file first (answered with `env_applied` and its token).
+    /// Unless `keep`, the agent reverts them itself when it stops.
+    EnvApply {
+        settings: Vec<(String, String)>,
+        iface: Option<String>,
+        keep: bool,
+    },
+    /// Restores what the application `token` changed (answered with
+    /// `env_reverted`).
+    EnvRevert { token: String },
 }
 
 impl Request {
@@ -112,6 +126,9 @@ impl Request {
             Request::Remove { .. } => "remove",
             Request::Counters { .. } => "counters",
             Request::Bye => "bye",
+            Request::Env { .. } => "env",
+            Request::EnvApply { .. } => "env_apply",
+            Request::EnvRevert { .. } => "env_revert",
         }
     }
 }
@@ -247,6 +264,14 @@ pub enum Response {
     Ok,
     Error {
         message: String,
+    },
+    Env(crate::env::Snapshot),
+    EnvApplied {
+        token: String,
+        changes: Vec<crate::env::apply::Change>,
+    },
+    EnvReverted {
+        changes: Vec<crate::env::apply::Change>,
     },
 }
 
@@ -514,6 +539,66 @@ mod tests {
                         code: None,
                         signal: Some(9),
                     }],
+                },
+            ),
+        ] {
+            let env = Envelope { id, body: r };
+            assert_eq!(decode_response(&encode(&env)).unwrap(), env);
+        }
+    }
+
+    #[test]
+    fn env_requests_and_answers_are_byte_exact_and_round_trip() {
+        let apply = Request::EnvApply {
+            settings: vec![("mtu".into(), "9000".into())],
+            iface: Some("eth1".into()),
+            keep: false,
+        };
+        assert_eq!(
+            line(1, apply.clone()),
+            "{\"id\":1,\"op\":\"env_apply\",\"settings\":[[\"mtu\",\"9000\"]],\
+             \"iface\":\"eth1\",\"keep\":false}\n"
+        );
+        let change = crate::env::apply::Change {
+            setting: "mtu".into(),
+            target: crate::env::apply::Target::Mtu {
+                iface: "eth1".into(),
+            },
+            previous: "1500".into(),
+            value: "9000".into(),
+        };
+        let applied = Response::EnvApplied {
+            token: "t-1".into(),
+            changes: vec![change.clone()],
+        };
+        assert_eq!(
+            line(1, applied.clone()),
+            "{\"id\":1,\"kind\":\"env_applied\",\"token\":\"t-1\",\"changes\":[{\"setting\":\
+             \"mtu\",\"target\":{\"kind\":\"mtu\",\"iface\":\"eth1\"},\"previous\":\"1500\",\
+             \"value\":\"9000\"}]}\n"
+        );
+        let mut snap = crate::env::Snapshot::new("netns:a", 5);
+        snap.values.insert("nic.va.mtu".into(), "1500".into());
+        for (id, r) in [
+            (2, Request::Env { host: "h".into() }),
+            (3, apply),
+            (
+                4,
+                Request::EnvRevert {
+                    token: "t-1".into(),
+                },
+            ),
+        ] {
+            let env = Envelope { id, body: r };
+            assert_eq!(decode_request(&encode(&env)).unwrap(), env);
+        }
+        for (id, r) in [
+            (5, Response::Env(snap)),
+            (6, applied),
+            (
+                7,
+                Response::EnvReverted {
+                    changes: vec![change],
                 },
             ),
         ] {

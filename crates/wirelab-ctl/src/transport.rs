@@ -117,6 +117,13 @@ pub enum TransportError {
     Protocol { host: String, what: String },
     #[error("cannot write {}: {source}", .path.display())]
     Local { path: PathBuf, source: io::Error },
+    #[error("the agent on {host} (wirelab {theirs}) does not serve `{op}`: install wirelab {ours} on {host}, or set `wirelab = \"/path/to/wirelab\"` for the host to that version")]
+    Missing {
+        host: String,
+        op: &'static str,
+        theirs: String,
+        ours: String,
+    },
 }
 
 fn tail_suffix(s: &str) -> String {

@@ -61,6 +61,8 @@ pub enum Command {
     Agent(crate::cmd::agent::AgentArgs),
     /// Run a stressor (stress-ng CPU, kernel, RT, memory, I/O, timer load; network load) until stopped
     Stress(crate::cmd::stress::StressArgs),
+    /// A host's environment: snapshot, diff, apply settings and revert them (local, netns:, ssh://)
+    Env(crate::cmd::env::EnvArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

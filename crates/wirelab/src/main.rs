@@ -56,6 +56,7 @@ fn main() {
         Command::Run(a) => cmd::run::run(a),
         Command::Agent(a) => cmd::agent::run(a),
         Command::Stress(a) => cmd::stress::run(a),
+        Command::Env(a) => cmd::env::run(a),
     };
     if let Err(e) = res {
         eprintln!("wirelab: error: {}", error::message(&e));

@@ -209,6 +209,23 @@ fn metrics_parse_never_decrease_and_end_equal_to_the_results() {
         sum("received")
     );
     assert!(sum("lost") > 40.0);
+    // The loss by cause adds up to the loss, and it is the emulator's.
+    let cause =
+        |c: &str| fin[&format!("wirelab_flow_lost_attributed_packets_total{{cause={c},flow=sut}}")];
+    let causes = ["sender", "path", "rx_nic", "rx_stack", "unexplained"];
+    assert_eq!(causes.iter().map(|c| cause(c)).sum::<f64>(), sum("lost"));
+    assert_eq!(cause("path"), sum("lost_path"));
+    assert!(cause("path") > 0.0);
+    // The receiver's interface counters: every probe it took crossed one.
+    let rx_ifs: f64 = fin
+        .iter()
+        .filter(|(k, _)| {
+            k.starts_with("wirelab_host_counter_delta_total{counter=if/")
+                && k.ends_with("/rx_packets,host=rx}")
+        })
+        .map(|(_, v)| v)
+        .sum();
+    assert!(rx_ifs >= sum("received"), "{rx_ifs}");
     let done = rows.iter().find(|r| r["status"] == "done").unwrap();
     assert_eq!(done["lost"], 0, "{done}");
     assert_eq!(fin["wirelab_points{state=done}"], 1.0);

@@ -221,9 +221,11 @@ fn bad_control_files_name_the_place_and_exit_2() {
         err.contains("bad.toml:3:1: campaign.bogus: unknown key"),
         "{err}"
     );
-    // A section this version does not run: refused before anything starts.
-    let env = format!("{TWO_WAY}\n[env]\napply.rx = {{ \"net.core.somaxconn\" = 1024 }}\n");
-    std::fs::write(&f, env).unwrap();
+    // What this version does not run: refused before anything starts.
+    let inband = format!(
+        "{TWO_WAY}\n[[flow]]\nname = \"ib\"\nfrom = \"tx\"\nto = \"rx\"\nquery = {{ mode = \"inband\" }}\n"
+    );
+    std::fs::write(&f, inband).unwrap();
     let o = run(&[
         "run",
         f.to_str().unwrap(),
@@ -232,7 +234,7 @@ fn bad_control_files_name_the_place_and_exit_2() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("remove it to run the campaign"),
+        String::from_utf8_lossy(&o.stderr).contains("query.mode = \"inband\" is not run"),
         "{}",
         text(&o)
     );

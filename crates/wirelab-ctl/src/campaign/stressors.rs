@@ -37,6 +37,16 @@ impl Running {
 /// The point's stressors.
 pub(super) struct Stressors(Vec<Running>);
 
+impl Stressors {
+    /// Host and kind of each stressor started.
+    pub(super) fn up(&self) -> Vec<(String, String)> {
+        self.0
+            .iter()
+            .map(|r| (r.spec.host.clone(), kind_name(&r.spec)))
+            .collect()
+    }
+}
+
 fn kind_name(s: &StressorSpec) -> String {
     match (s.preset, s.kind) {
         (Some(_), _) => "realistic".into(),

@@ -1004,8 +1004,12 @@ fn read_env(t: &Tbl, c: &Control) -> Result<EnvSpec, ControlError> {
             }
             let s = a.sub(host, v, "a table of settings, e.g. { rings = 4096 }")?;
             let mut settings = BTreeMap::new();
-            for (k, _, _) in s.entries() {
+            for (k, span, _) in s.entries() {
                 let v = s.value(k)?.expect("key present");
+                // The setting and its value checked as `wirelab env` would;
+                // whether the host has a test_if is checked at run time.
+                crate::env::apply::plan(&[(k.to_string(), v.v.to_string())], Some("test_if"))
+                    .map_err(|e| s.err(span.start, k, e.to_string()))?;
                 settings.insert(k.to_string(), v.v);
             }
             apply.insert(host.to_string(), settings);

@@ -700,3 +700,29 @@ fn search_names_a_swept_axis_and_needs_sequential_order() {
     .to_string();
     assert!(e.contains("lossfree"), "{e}");
 }
+
+#[test]
+fn env_settings_are_checked_as_wirelab_env_checks_them() {
+    let c = ok(&format!(
+        "{BASE}[env]\napply.rx = {{ mtu = 9000, eee = false, \"net.core.rmem_max\" = 26214400 }}\n"
+    ));
+    let rx = &c.env.unwrap().apply["rx"];
+    assert_eq!(rx.len(), 3);
+    for (setting, says) in [
+        (
+            "speed = 1000",
+            "unknown setting \"speed\"; known: mtu, rings",
+        ),
+        ("mtu = 20", "from 68 to 65535"),
+        ("eee = \"maybe\"", "give on or off"),
+    ] {
+        let t = format!("{BASE}[env]\napply.rx = {{ {setting} }}\n");
+        let (l, c, k, m) = bad(&t);
+        let key = setting.split(' ').next().unwrap();
+        assert_eq!(
+            (l, c, k.as_str()),
+            (line_of(&t, "apply.rx"), 14, &*format!("env.apply.rx.{key}"))
+        );
+        assert!(m.contains(says), "{m}");
+    }
+}

@@ -410,6 +410,65 @@ impl AgentConn {
         }
     }
 
+    /// An error naming the version to install if the agent does not
+    /// serve `op` (its hello lists what it serves).
+    pub fn require(&self, op: &'static str) -> Result<(), TransportError> {
+        if self.hello.capabilities.iter().any(|c| c == op) {
+            return Ok(());
+        }
+        Err(TransportError::Missing {
+            host: self.label.clone(),
+            op,
+            theirs: self.hello.version.clone(),
+            ours: env!("CARGO_PKG_VERSION").into(),
+        })
+    }
+
+    /// The environment snapshot of the agent's host, named `host`.
+    pub fn env_snapshot(&mut self, host: &str) -> Result<crate::env::Snapshot, TransportError> {
+        self.require("env")?;
+        let req = Request::Env { host: host.into() };
+        match self.call(req, self.timeout)? {
+            Response::Env(s) => Ok(s),
+            other => Err(self.unexpected("env", &other)),
+        }
+    }
+
+    /// Applies settings on the agent's host: the token and the changes.
+    /// Unless `keep`, the agent reverts them when its connection ends.
+    pub fn env_apply(
+        &mut self,
+        settings: &[(String, String)],
+        iface: Option<&str>,
+        keep: bool,
+    ) -> Result<(String, Vec<crate::env::apply::Change>), TransportError> {
+        self.require("env_apply")?;
+        let req = Request::EnvApply {
+            settings: settings.to_vec(),
+            iface: iface.map(str::to_string),
+            keep,
+        };
+        match self.call(req, self.timeout)? {
+            Response::EnvApplied { token, changes } => Ok((token, changes)),
+            other => Err(self.unexpected("env_apply", &other)),
+        }
+    }
+
+    /// Restores what the application `token` changed on the agent's host.
+    pub fn env_revert(
+        &mut self,
+        token: &str,
+    ) -> Result<Vec<crate::env::apply::Change>, TransportError> {
+        self.require("env_revert")?;
+        let req = Request::EnvRevert {
+            token: token.into(),
+        };
+        match self.call(req, self.timeout)? {
+            Response::EnvReverted { changes } => Ok(changes),
+            other => Err(self.unexpected("env_revert", &other)),
+        }
+    }
+
     /// Says bye (the agent stops its children and cleans up before it
     /// answers), then waits for the agent process to exit.
     pub fn close(mut self) -> Result<(), TransportError> {

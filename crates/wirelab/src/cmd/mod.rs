@@ -6,6 +6,7 @@ pub mod capture;
 pub mod demo;
 pub mod emulate;
 pub mod emulate_verify;
+pub mod env;
 pub mod export;
 pub mod recv;
 pub mod replay;

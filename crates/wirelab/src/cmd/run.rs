@@ -277,6 +277,15 @@ impl View {
     }
 
     fn event(&mut self, e: Event<'_>) {
+        if let Event::Warning(w) = &e {
+            match &self.bar {
+                Some(_) => {
+                    let _ = self.multi.println(format!("warning: {w}"));
+                }
+                None => eprintln!("warning: {w}"),
+            }
+            return;
+        }
         if self.quiet {
             return;
         }
@@ -356,13 +365,14 @@ impl View {
                     None => eprintln!("  {note}"),
                 }
             }
-            Event::Tick { .. } => {}
+            Event::Tick { .. } | Event::Stressors(_) => {}
             Event::Note(n) => match &self.bar {
                 Some(_) => {
                     let _ = self.multi.println(n);
                 }
                 None => eprintln!("{n}"),
             },
+            Event::Warning(_) => {}
         }
     }
 }

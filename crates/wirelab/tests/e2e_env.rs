@@ -1,0 +1,460 @@
+//! `wirelab env` end to end, in namespaces this test builds: a snapshot
+//! through `netns:` and `ssh://`, `--apply mtu=9000` and a per-namespace
+//! sysctl then `--revert` restoring both exactly (acceptance 14), bad
+//! settings refused without a change, and a campaign's `[env] apply` in
+//! effect during its point and reverted after it, also when the controller
+//! is killed mid-point (acceptance 10: `env --diff` empty).
+
+mod common;
+
+use common::sshd::{have_sshd, Sshd};
+use common::{exe, netns_available};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("wl-e2e-env-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn env(args: &[&str], extra: &[String]) -> Output {
+    Command::new(exe())
+        .arg("env")
+        .args(args)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn ok_json(o: &Output) -> Value {
+    assert!(o.status.success(), "{}", text(o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
+}
+
+/// A file of namespace `ns`, read directly.
+fn read_in(ns: &str, path: &str) -> String {
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns, "cat", path])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+fn differences(before: &Path, host: &str, extra: &[String]) -> Vec<Value> {
+    let d = ok_json(&env(
+        &["--diff", before.to_str().unwrap(), host, "--json"],
+        extra,
+    ));
+    assert_eq!(d["schema"], "wirelab.env.diff/1");
+    d["differences"].as_array().unwrap().clone()
+}
+
+/// Snapshot, apply, diff, revert, diff on `host` (namespace `ns`, whose
+/// interface is `dev`).
+fn round_trip(host: &str, ns: &str, dev: &str, dir: &Path, extra: &[String]) {
+    let before = dir.join("before.json");
+    let snap = ok_json(&env(&[host, "--json"], extra));
+    assert_eq!(snap["schema"], "wirelab.env/1");
+    assert_eq!(snap["host"], host);
+    let mtu_key = format!("nic.{dev}.mtu");
+    assert_eq!(snap["values"][&mtu_key], "1500", "{snap}");
+    assert_eq!(snap["values"]["sysctl.net.ipv4.ip_forward"], "0");
+    std::fs::write(&before, serde_json::to_vec(&snap).unwrap()).unwrap();
+
+    let a = ok_json(&env(
+        &[
+            host,
+            "--apply",
+            "mtu=9000",
+            "net.ipv4.ip_forward=1",
+            "--if",
+            dev,
+            "--json",
+        ],
+        extra,
+    ));
+    let h = &a["hosts"][0];
+    let token = h["token"].as_str().unwrap().to_string();
+    let changes = h["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 2, "{a}");
+    assert_eq!(
+        (&changes[0]["previous"], &changes[0]["value"]),
+        (&Value::from("1500"), &Value::from("9000"))
+    );
+    assert_eq!(read_in(ns, &format!("/sys/class/net/{dev}/mtu")), "9000");
+    assert_eq!(read_in(ns, "/proc/sys/net/ipv4/ip_forward"), "1");
+    assert!(Path::new(&format!("/run/wirelab/env/{token}.json")).exists());
+    let diff = differences(&before, host, extra);
+    let keys: Vec<&str> = diff.iter().map(|d| d["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, [mtu_key.as_str(), "sysctl.net.ipv4.ip_forward"]);
+    assert_eq!(diff[0]["a"], "1500");
+    assert_eq!(diff[0]["b"], "9000");
+
+    let r = env(&[host, "--revert", &token], extra);
+    assert!(r.status.success(), "{}", text(&r));
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        out.contains(&format!("the MTU of {dev}: 9000 -> 1500")),
+        "{out}"
+    );
+    assert_eq!(read_in(ns, &format!("/sys/class/net/{dev}/mtu")), "1500");
+    assert_eq!(read_in(ns, "/proc/sys/net/ipv4/ip_forward"), "0");
+    assert!(!Path::new(&format!("/run/wirelab/env/{token}.json")).exists());
+    assert_eq!(differences(&before, host, extra), Vec::<Value>::new());
+    // A token reverts once.
+    let again = env(&[host, "--revert", &token], extra);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+}
+
+#[test]
+fn apply_then_revert_restores_mtu_and_sysctl_exactly() {
+    if !netns_available(&["ethtool"]) {
+        return;
+    }
+    let dir = scratch("rt");
+    let lab = common::Lab::new();
+    let host = format!("netns:{}", lab.s);
+    round_trip(&host, &lab.s, lab.tx_if(), &dir, &[]);
+
+    // Refused settings change nothing and leave no revert file.
+    let o = env(&[&host, "--apply", "speed=10", "--if", lab.tx_if()], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("known: mtu, rings"));
+    let o = env(&[&host, "--apply", "mtu=9000"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--if IF"));
+    // A veth has no rings: the MTU read before is left alone.
+    let o = env(
+        &[
+            &host,
+            "--apply",
+            "mtu=9000",
+            "rings=4096",
+            "--if",
+            lab.tx_if(),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("nothing was changed"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        read_in(&lab.s, &format!("/sys/class/net/{}/mtu", lab.tx_if())),
+        "1500"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn apply_then_revert_over_ssh() {
+    if !have_sshd() || !netns_available(&["ssh", "ssh-keygen", "ethtool"]) {
+        return;
+    }
+    let dir = scratch("ssh");
+    let sshd = Sshd::start(&dir);
+    let lab = common::Lab::new();
+    let mut extra: Vec<String> = sshd
+        .opts("user")
+        .into_iter()
+        .map(|o| format!("--ssh-option={o}"))
+        .collect();
+    extra.extend(["--wirelab".to_string(), exe().to_string()]);
+    let host = sshd.transport(Some(&lab.r)).to_string();
+    round_trip(&host, &lab.r, lab.rx_if(), &dir, &extra);
+    drop(sshd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A campaign between the lab's namespaces whose `[env] apply` sets the
+/// MTU to 9000 on both ends: a raw socket cannot fragment, so its 8000-byte
+/// probes arrive only while the setting is in effect.
+fn control(lab: &common::Lab, count: u64, port: u16) -> String {
+    control_via(
+        lab,
+        &format!("netns:{}", lab.s),
+        &format!("netns:{}", lab.r),
+        count,
+        port,
+    )
+}
+
+/// [`control`] with the hosts reached through `ts` and `tr`.
+fn control_via(lab: &common::Lab, ts: &str, tr: &str, count: u64, port: u16) -> String {
+    format!(
+        r#"
+[campaign]
+name = "envapply"
+
+[hosts]
+s = {{ transport = "{ts}", test_if = "{sif}", control_if = "{sif}", wirelab = "{exe}" }}
+r = {{ transport = "{tr}", test_if = "{rif}", addr = "198.18.0.2", wirelab = "{exe}" }}
+
+[[flow]]
+name = "big"
+from = "s"
+to = "r"
+port = {port}
+count = {count}
+interval = "1ms"
+size = 8000
+socket = "raw"
+
+[env]
+apply.s = {{ mtu = 9000 }}
+apply.r = {{ mtu = 9000, "net.ipv4.ip_forward" = 1 }}
+"#,
+        sif = lab.tx_if(),
+        rif = lab.rx_if(),
+        exe = exe(),
+    )
+}
+
+fn json_file(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .unwrap()
+}
+
+fn bundle(results: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+#[test]
+fn a_campaign_applies_env_for_its_points_and_reverts_it() {
+    if !netns_available(&["ethtool"]) {
+        return;
+    }
+    let dir = scratch("run");
+    let lab = common::Lab::new();
+    let (hs, hr) = (format!("netns:{}", lab.s), format!("netns:{}", lab.r));
+    let before_s = dir.join("s.json");
+    let before_r = dir.join("r.json");
+    std::fs::write(&before_s, env(&[&hs, "--json"], &[]).stdout).unwrap();
+    std::fs::write(&before_r, env(&[&hr, "--json"], &[]).stdout).unwrap();
+    let file = dir.join("c.toml");
+    std::fs::write(&file, control(&lab, 50, 6901)).unwrap();
+    let results = dir.join("results");
+    let o = Command::new(exe())
+        .args(["run", file.to_str().unwrap(), "--results"])
+        .arg(&results)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("host s: control_if and test_if are both"),
+        "{err}"
+    );
+    let b = bundle(&results);
+    let s = json_file(&b.join("summary.json"));
+    let row = &s["rows"][0];
+    assert_eq!(
+        (row["sent"].as_u64(), row["received"].as_u64()),
+        (Some(50), Some(50)),
+        "{row}"
+    );
+    // The bundle: each host's snapshot (before the settings), the
+    // difference between them, the warning and what was applied.
+    let es = json_file(&b.join("env/s.json"));
+    assert_eq!(es["host"], "s");
+    assert_eq!(es["values"][format!("nic.{}.mtu", lab.tx_if())], "1500");
+    let e = json_file(&b.join("env/diff.json"));
+    assert_eq!(e["schema"], "wirelab.run.env/1");
+    assert_eq!(e["pairs"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        (&e["pairs"][0]["a"], &e["pairs"][0]["b"]),
+        (&"r".into(), &"s".into())
+    );
+    assert_eq!(e["warnings"].as_array().unwrap().len(), 1);
+    let applied = e["applied"].as_array().unwrap();
+    assert_eq!(applied.len(), 2, "{e}");
+    assert_eq!(applied[0]["host"], "r");
+    assert_eq!(
+        applied[0]["changes"][1]["target"]["name"],
+        "net.ipv4.ip_forward"
+    );
+    let m = json_file(&b.join("manifest.json"));
+    let files: Vec<&str> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    for f in ["env/diff.json", "env/r.json", "env/s.json"] {
+        assert!(files.contains(&f), "{files:?}");
+    }
+    // Reverted after the last point.
+    assert_eq!(differences(&before_s, &hs, &[]), Vec::<Value>::new());
+    assert_eq!(differences(&before_r, &hr, &[]), Vec::<Value>::new());
+
+    // Without the settings the same flow cannot send: the campaign's
+    // success above was the settings' doing.
+    let bare = control(&lab, 50, 6902);
+    let bare = &bare[..bare.find("[env]").unwrap()];
+    std::fs::write(&file, bare).unwrap();
+    let o = Command::new(exe())
+        .args(["run", file.to_str().unwrap(), "--results"])
+        .arg(dir.join("bare"))
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_killed_controller_leaves_the_environment_as_it_was() {
+    if !netns_available(&["ethtool"]) {
+        return;
+    }
+    let dir = scratch("kill");
+    let lab = common::Lab::new();
+    let (hs, hr) = (format!("netns:{}", lab.s), format!("netns:{}", lab.r));
+    let before_s = dir.join("s.json");
+    let before_r = dir.join("r.json");
+    std::fs::write(&before_s, env(&[&hs, "--json"], &[]).stdout).unwrap();
+    std::fs::write(&before_r, env(&[&hr, "--json"], &[]).stdout).unwrap();
+    let file = dir.join("c.toml");
+    std::fs::write(&file, control(&lab, 60_000, 6903)).unwrap();
+    let mut child = Command::new(exe())
+        .args(["run", file.to_str().unwrap(), "--results"])
+        .arg(dir.join("results"))
+        .arg("-q")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the point to be under way with the settings in effect.
+    let t0 = Instant::now();
+    let rx_mtu = format!("/sys/class/net/{}/mtu", lab.rx_if());
+    while !(read_in(&lab.r, &rx_mtu) == "9000" && sender_running("6903")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the point never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The agents see their input end, stop their children and revert.
+    let t0 = Instant::now();
+    loop {
+        let ds = differences(&before_s, &hs, &[]);
+        let dr = differences(&before_r, &hr, &[]);
+        if ds.is_empty() && dr.is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "still changed: {ds:?} {dr:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether a `wirelab send` to `port` runs.
+fn sender_running(port: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            c.contains("wirelab") && c.contains(" send ") && c.contains(port)
+        })
+    })
+}
+
+#[test]
+fn a_lost_ssh_connection_leaves_the_environment_as_it_was() {
+    if !have_sshd() || !netns_available(&["ssh", "ssh-keygen", "ethtool"]) {
+        return;
+    }
+    let dir = scratch("sshkill");
+    let sshd = Sshd::start(&dir);
+    let lab = common::Lab::new();
+    let (hs, hr) = (format!("netns:{}", lab.s), format!("netns:{}", lab.r));
+    let before_s = dir.join("s.json");
+    let before_r = dir.join("r.json");
+    std::fs::write(&before_s, env(&[&hs, "--json"], &[]).stdout).unwrap();
+    std::fs::write(&before_r, env(&[&hr, "--json"], &[]).stdout).unwrap();
+    let file = dir.join("c.toml");
+    let (ts, tr) = (
+        sshd.transport(Some(&lab.s)).to_string(),
+        sshd.transport(Some(&lab.r)).to_string(),
+    );
+    std::fs::write(&file, control_via(&lab, &ts, &tr, 60_000, 6905)).unwrap();
+    let child = Command::new(exe())
+        .args(["run", file.to_str().unwrap(), "--results"])
+        .arg(dir.join("results"))
+        .arg("-q")
+        .args(
+            sshd.opts("user")
+                .iter()
+                .map(|o| format!("--ssh-option={o}")),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let rx_mtu = format!("/sys/class/net/{}/mtu", lab.rx_if());
+    while !(read_in(&lab.r, &rx_mtu) == "9000" && sender_running("6905")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the point never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The ssh clients of this test's server, killed by their pids.
+    let port = format!("-p {} ", sshd.port);
+    let mut killed = 0;
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(c) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let c = String::from_utf8_lossy(&c).replace('\0', " ");
+        if c.starts_with("ssh ") && c.contains(&port) {
+            let pid = e.file_name().to_string_lossy().into_owned();
+            let st = Command::new("kill").args(["-KILL", &pid]).status().unwrap();
+            killed += usize::from(st.success());
+        }
+    }
+    assert!(killed > 0, "no ssh client to kill");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let t0 = Instant::now();
+    loop {
+        let ds = differences(&before_s, &hs, &[]);
+        let dr = differences(&before_r, &hr, &[]);
+        if ds.is_empty() && dr.is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "still changed: {ds:?} {dr:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(sshd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
