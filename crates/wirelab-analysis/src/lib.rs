@@ -22,6 +22,8 @@
 //! * [`emuverify`] — an emulator judged from captures of its input and
 //!   output: per-copy applied delay and its error, Table B.1, KS
 //!   (`wirelab.emulate.verify/1`).
+//! * [`ClockCorrection`] — receive stamps moved onto the sender's clock
+//!   (the offset between hosts, `wirelab run`).
 //! * [`DeliveryLatency`] — capture's kernel-stamp-to-handled latency.
 //! * [`emulog`] — the link emulator's per-copy log (`emulate --log`).
 //! * [`DelayStats`] — the one summary of a ns distribution (signed, with
@@ -36,6 +38,7 @@
 #![forbid(unsafe_code)]
 
 pub mod buckets;
+pub mod clockfix;
 pub mod delivery;
 pub mod emulog;
 pub mod emuverify;
@@ -60,6 +63,7 @@ pub mod status;
 pub mod text;
 pub mod window;
 
+pub use clockfix::ClockCorrection;
 pub use delivery::DeliveryLatency;
 pub use error::AnalysisError;
 pub use export::{export_csv, export_jsonl};

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod clocksync;
 pub mod forecast;
 pub mod gen;
 pub mod link;

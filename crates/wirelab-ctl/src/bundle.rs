@@ -113,6 +113,9 @@ pub struct PointFlow {
     /// counters.
     #[serde(default)]
     pub attribution: Option<Attribution>,
+    /// The receiver's clock against the sender's (probes before and after
+    /// the flows), which the summary's OWD figures are corrected by.
+    pub clock: Option<crate::clocks::FlowClock>,
 }
 
 /// `points/<id>/point.json`.
@@ -195,6 +198,15 @@ pub struct SummaryRow {
     pub owd_p99_ns: Option<i64>,
     pub owd_p999_ns: Option<i64>,
     pub owd_max_ns: Option<i64>,
+    /// The smallest one-way delay (a path's floor, robust to load).
+    pub owd_min_ns: Option<i64>,
+    /// The clock offset (receiver's minus sender's, at T0) the OWD figures
+    /// are corrected by, and their uncertainty ± (U_AB).
+    pub owd_offset_ns: Option<i64>,
+    pub owd_uncertainty_ns: Option<u64>,
+    /// U exceeded `campaign.owd_uncertainty_max`: the OWD figures are
+    /// relative (OWD − min), not absolute.
+    pub owd_relative: bool,
     pub ipdv_p99_abs_ns: Option<i64>,
     pub jitter_ns: Option<f64>,
     pub reordered: Option<u64>,
@@ -318,6 +330,10 @@ fn row(pdir: &Path, p: &PointFile, f: &PointFlow) -> SummaryRow {
         owd_p99_ns: None,
         owd_p999_ns: None,
         owd_max_ns: None,
+        owd_min_ns: None,
+        owd_offset_ns: None,
+        owd_uncertainty_ns: None,
+        owd_relative: false,
         ipdv_p99_abs_ns: None,
         jitter_ns: None,
         reordered: None,
@@ -337,7 +353,10 @@ fn row(pdir: &Path, p: &PointFile, f: &PointFlow) -> SummaryRow {
         error: None,
     };
     match flow_report(pdir, f) {
-        Ok(Some(fr)) => fill(&mut r, &fr),
+        Ok(Some(fr)) => {
+            fill(&mut r, &fr);
+            fill_clock(&mut r, &fr, f.clock.as_ref());
+        }
         Ok(None) => {}
         Err(e) => r.error = Some(e),
     }
@@ -355,7 +374,11 @@ fn flow_report(pdir: &Path, f: &PointFlow) -> Result<Option<FlowReport>, String>
     if files.is_empty() {
         return Ok(None);
     }
-    let run = read_run(&files).map_err(|e| e.to_string())?;
+    let mut run = read_run(&files).map_err(|e| e.to_string())?;
+    // Receive stamps onto the sender's clock: every delay figure corrected.
+    if let Some(c) = &f.clock {
+        c.correction().apply(&mut run.records.rx);
+    }
     let summary =
         analyze_run(&run.records, &run.requested, WINDOW_NS, 16).map_err(|e| e.to_string())?;
     Ok(summary.flows.into_iter().find(|r| r.flow == f.flow_id))
@@ -377,6 +400,7 @@ fn fill(r: &mut SummaryRow, f: &FlowReport) {
         r.owd_p99_ns = Some(l.p99_ns);
         r.owd_p999_ns = Some(l.p999_ns);
         r.owd_max_ns = Some(l.max_ns);
+        r.owd_min_ns = Some(l.min_ns);
     }
     if let Some(rx) = &f.receiver {
         r.lost_by_sequence = Some(rx.loss.lost_vs_highest);
@@ -397,6 +421,24 @@ fn fill(r: &mut SummaryRow, f: &FlowReport) {
         r.rtt_stdev_ns = Some(rtt.stdev_ns);
         r.rtt_p99_ns = Some(rtt.p99_ns);
         r.rtt_max_ns = Some(rtt.max_ns);
+    }
+}
+
+/// The clock columns; relative OWD (OWD − min) when U is over the limit.
+fn fill_clock(r: &mut SummaryRow, f: &FlowReport, c: Option<&crate::clocks::FlowClock>) {
+    let Some(c) = c else { return };
+    r.owd_offset_ns = Some(c.offset_ns);
+    r.owd_uncertainty_ns = Some(c.uncertainty_ns);
+    if !c.relative {
+        return;
+    }
+    r.owd_relative = true;
+    if let Some(l) = &f.latency {
+        r.owd_mean_ns = Some(l.mean_ns - l.min_ns as f64);
+        r.owd_p99_ns = Some(l.p99_ns - l.min_ns);
+        r.owd_p999_ns = Some(l.p999_ns - l.min_ns);
+        r.owd_max_ns = Some(l.max_ns - l.min_ns);
+        r.owd_min_ns = Some(0);
     }
 }
 
@@ -422,7 +464,8 @@ impl Summary {
         out.push_str(
             ",status,reason,flow,flow_id,sent,received,lost,lost_by_sequence,planned,\
              lost_by_plan,loss_ratio,throughput_bps,rate_pps,owd_mean_ns,owd_p99_ns,\
-             owd_p999_ns,owd_max_ns,ipdv_p99_abs_ns,jitter_ns,reordered,duplicates,\
+             owd_p999_ns,owd_max_ns,owd_min_ns,owd_offset_ns,owd_uncertainty_ns,owd_relative,\
+             ipdv_p99_abs_ns,jitter_ns,reordered,duplicates,\
              loss_bursts,max_loss_burst,lost_sender,lost_path,lost_rx_nic,lost_rx_stack,\
              lost_unexplained,timer_misses,rtt_mean_ns,rtt_stdev_ns,rtt_p99_ns,\
              rtt_max_ns,error\n",
@@ -457,6 +500,10 @@ impl Summary {
                 i(r.owd_p99_ns),
                 i(r.owd_p999_ns),
                 i(r.owd_max_ns),
+                i(r.owd_min_ns),
+                i(r.owd_offset_ns),
+                n(r.owd_uncertainty_ns),
+                r.owd_relative.to_string(),
                 i(r.ipdv_p99_abs_ns),
                 f(r.jitter_ns),
                 n(r.reordered),
@@ -670,6 +717,7 @@ mod tests {
                 recv_exit: None,
                 emulate_direction: None,
                 attribution: None,
+                clock: None,
             },
         );
         fill(&mut r, &fr);

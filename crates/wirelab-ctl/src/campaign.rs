@@ -17,6 +17,7 @@
 
 use crate::attribution;
 use crate::bundle::{self, BundleError, Manifest, PointFile, PointFlow, PointStatus};
+use crate::clocks::PointClocks;
 use crate::control::{Control, EmulateSpec, FlowSpec, QueryMode, SocketKind};
 use crate::counters::Snapshot;
 use crate::lab::{Lab, LabError, LinkSpec, Side};
@@ -490,8 +491,13 @@ impl<'a> Hosts<'a> {
                     (t, w)
                 }
             };
-            let conn = AgentConn::connect(&transport, &wirelab, &self.cfg.ssh_options)
-                .map_err(agent_err)?;
+            let opts = crate::transport::ConnectOptions {
+                wirelab,
+                ssh_opts: self.cfg.ssh_options.clone(),
+                agent_args: crate::clocks::agent_args(spec),
+                ..Default::default()
+            };
+            let conn = AgentConn::connect_with(&transport, &opts).map_err(agent_err)?;
             self.conns.insert(host.to_string(), conn);
         }
         Ok(self.conns.get_mut(host).expect("inserted above"))
@@ -793,6 +799,12 @@ fn run_point(
         file.reason = Some("interrupted (Ctrl-C)".into());
     }
 
+    // The hosts' clocks, before the receivers start.
+    let hosts_of = flows
+        .iter()
+        .flat_map(|f| [f.spec.from.as_str(), f.spec.to.as_str()]);
+    let mut clocks = PointClocks::before(hosts_of, |h| run.agent(h)?.time().map_err(agent(h)))?;
+
     // Receivers, bound.
     for f in &flows {
         let mut args = vec![
@@ -823,7 +835,8 @@ fn run_point(
     let t0 = unix_ns() + START_LEAD.as_nanos() as u64;
     file.t0_unix_ns = Some(t0);
     for (f, target) in flows.iter().zip(&targets) {
-        let args = send_args(f, target, t0, plan.campaign.seed);
+        let t0_there = clocks.local_t0(&f.spec.from, t0);
+        let args = send_args(f, target, t0_there, plan.campaign.seed);
         run.spawn(&f.spec.from, &format!("{}-send", f.tag), args)?;
     }
 
@@ -921,6 +934,7 @@ fn run_point(
         let e = run.stop(&f.spec.to, &format!("{}-recv", f.tag))?;
         recv_exit.insert(f.spec.name.clone(), e);
     }
+    clocks.after(|h| run.agent(h)?.time().map_err(agent(h)))?;
     counters.after(&mut run, &pdir, &mut file)?;
     if let Some(e) = &resolved.emulate {
         let x = run.stop(&e.host, &emu_tag)?;
@@ -1003,6 +1017,13 @@ fn run_point(
                 .as_ref()
                 .and_then(|e| emulate_direction(run.hosts, e, &f.spec.from, &f.spec.to)),
             attribution: None,
+            clock: clocks.flow(
+                &pdir,
+                &f.spec.from,
+                &f.spec.to,
+                file.t0_unix_ns,
+                plan.campaign.owd_uncertainty_max_ns,
+            )?,
         });
     }
     attribute(&pdir, &mut file);

@@ -135,7 +135,16 @@ pub struct Campaign {
     pub settle_ns: u64,
     /// Wait between two points (key `pause`). Default 0.
     pub pause_ns: u64,
+    /// Above this clock-offset uncertainty a cross-host flow's OWD is
+    /// published only relative to its minimum (key `owd_uncertainty_max`).
+    /// Default [`OWD_UNCERTAINTY_MAX_NS`].
+    pub owd_uncertainty_max_ns: u64,
 }
+
+/// Default of `campaign.owd_uncertainty_max`: 1 ms, well above what probes
+/// over a LAN or between namespaces give (tens of µs), below what a
+/// congested control path gives.
+pub const OWD_UNCERTAINTY_MAX_NS: u64 = 1_000_000;
 
 /// The run order of the points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,6 +194,11 @@ pub struct HostSpec {
     pub mtu: Option<u32>,
     /// The address flows to this host are sent to.
     pub addr: Option<String>,
+    /// Test hook (key `test_clock_offset`): the agent adds this to every
+    /// realtime stamp it and its children report (`agent
+    /// --test-clock-offset`), so clock-offset correction can be checked on
+    /// one machine.
+    pub test_clock_offset_ns: Option<i64>,
 }
 
 /// `[lab]`: namespaces and veth links built on this machine for the run.

@@ -4,17 +4,19 @@
 //! ([`control`]), the expression language of exclusions and `--only`
 //! ([`expr`]), its points ([`sweep`]), the agent ([`agent`], speaking
 //! [`proto`]) and the controller's way to reach it ([`transport`]), the
-//! campaign runner ([`campaign`]), its stressors ([`stress`]) and its
-//! results bundle ([`bundle`]), with each host's [`counters`], [`samples`]
-//! taken while a point runs and the [`attribution`] of loss; `wirelab env`:
-//! a host's environment, its differences and its settings applied and
-//! reverted ([`env`]).
+//! campaign runner ([`campaign`]), its stressors ([`stress`]), the clock
+//! offsets between its hosts ([`clocks`]) and its results bundle
+//! ([`bundle`]), with each host's [`counters`], [`samples`] taken while a
+//! point runs and the [`attribution`] of loss; `wirelab env`: a host's
+//! environment, its differences and its settings applied and reverted
+//! ([`env`]).
 #![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod attribution;
 pub mod bundle;
 pub mod campaign;
+pub mod clocks;
 pub mod control;
 pub mod counters;
 pub mod demo;

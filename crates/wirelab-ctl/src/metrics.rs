@@ -47,6 +47,13 @@ struct FlowLabels {
     flow: String,
 }
 
+/// A host pair of a flow: sender's host, receiver's host.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PairLabels {
+    from: String,
+    to: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CauseLabels {
     flow: String,
@@ -102,6 +109,8 @@ pub struct Metrics {
     aborts: Family<ReasonLabels, Counter>,
     point_info: Family<Vec<(String, String)>, Gauge>,
     point_seconds: FloatGauge,
+    clock_offset: Family<PairLabels, FloatGauge>,
+    clock_uncertainty: Family<PairLabels, FloatGauge>,
     /// The labels of `wirelab_point_info` of the point running, and the
     /// points whose results are in the counters (each is added once).
     state: Mutex<State>,
@@ -136,6 +145,8 @@ impl Metrics {
             aborts: Family::default(),
             point_info: Family::default(),
             point_seconds: FloatGauge::default(),
+            clock_offset: Family::default(),
+            clock_uncertainty: Family::default(),
             state: Mutex::default(),
         };
         let mut r = Registry::with_prefix("wirelab");
@@ -225,6 +236,19 @@ impl Metrics {
             "Time since the running point's T0 (0 between points)",
             Unit::Seconds,
             m.point_seconds.clone(),
+        );
+        r.register_with_unit(
+            "clock_offset",
+            "Receiver's clock minus sender's of a host pair at the last finished point's T0 \
+             (crate::clocks: probes before and after the point)",
+            Unit::Seconds,
+            m.clock_offset.clone(),
+        );
+        r.register_with_unit(
+            "clock_uncertainty",
+            "Uncertainty U of wirelab_clock_offset_seconds: the true offset is within ± this",
+            Unit::Seconds,
+            m.clock_uncertainty.clone(),
         );
         for s in STATES {
             m.points.get_or_create(&state(s)).set(0);
@@ -353,11 +377,24 @@ impl Metrics {
             }
         }
         for f in &p.flows {
+            let clock = f.clock.as_ref().map(|c| c.correction());
             if let Some(rx) = &f.rx {
                 // An unreadable record file adds nothing; the summary row
                 // carries the error.
                 let h = self.owd.get_or_create(&flow(&f.name));
-                let _ = observe_owd(&dir.join(rx), f.flow_id, &h);
+                let _ = observe_owd(&dir.join(rx), f.flow_id, clock.as_ref(), &h);
+            }
+            if let Some(c) = &f.clock {
+                let l = PairLabels {
+                    from: f.from.clone(),
+                    to: f.to.clone(),
+                };
+                self.clock_offset
+                    .get_or_create(&l)
+                    .set(c.offset_ns as f64 / 1e9);
+                self.clock_uncertainty
+                    .get_or_create(&l)
+                    .set(c.uncertainty_ns as f64 / 1e9);
             }
         }
     }
@@ -455,9 +492,15 @@ fn label_name(k: &str) -> String {
 }
 
 /// Each received probe's one-way delay of `flow` in a receiver's record
-/// file, in seconds, into `h`; end markers and warm-up probes are left out.
-/// Streamed: memory does not grow with the file.
-fn observe_owd(path: &Path, flow: u32, h: &Histogram) -> Result<(), String> {
+/// file, in seconds, into `h` (receive stamps corrected by `clock`, as the
+/// summary's); end markers and warm-up probes are left out. Streamed:
+/// memory does not grow with the file.
+fn observe_owd(
+    path: &Path,
+    flow: u32,
+    clock: Option<&wirelab_analysis::ClockCorrection>,
+    h: &Histogram,
+) -> Result<(), String> {
     let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut r =
         RecordReader::new(io::BufReader::new(f)).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -474,7 +517,8 @@ fn observe_owd(path: &Path, flow: u32, h: &Histogram) -> Result<(), String> {
             && rec.tx_ns > 0
             && rec.rx_ns > 0
         {
-            h.observe((rec.rx_ns as i128 - rec.tx_ns as i128) as f64 / 1e9);
+            let rx = clock.map_or(rec.rx_ns, |c| c.to_sender_clock(rec.rx_ns));
+            h.observe((rx as i128 - rec.tx_ns as i128) as f64 / 1e9);
         }
     }
     Ok(())

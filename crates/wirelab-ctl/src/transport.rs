@@ -147,6 +147,9 @@ pub struct ConnectOptions {
     pub ssh_opts: Vec<String>,
     /// The agent's `--workdir` (default: one it creates and removes).
     pub workdir: Option<String>,
+    /// More agent arguments, after the others (`--test-clock-offset 3ms`).
+    /// Over ssh they join the remote command unquoted: plain words only.
+    pub agent_args: Vec<String>,
     /// Time the agent has for hello and for each answer.
     pub timeout: Duration,
     /// Where the agent's stderr lines go (default: the controller's stderr,
@@ -160,6 +163,7 @@ impl Default for ConnectOptions {
             wirelab: "wirelab".into(),
             ssh_opts: Vec::new(),
             workdir: None,
+            agent_args: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             log: None,
         }

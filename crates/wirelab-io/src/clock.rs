@@ -26,9 +26,48 @@ pub fn thread_cpu_ns() -> u64 {
     now(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
-/// CLOCK_REALTIME in ns since the Unix epoch.
+/// CLOCK_REALTIME in ns since the Unix epoch (plus the test offset, see
+/// [`TEST_OFFSET_ENV`]).
 pub fn real_ns() -> u64 {
-    now(libc::CLOCK_REALTIME)
+    shift_real(now(libc::CLOCK_REALTIME))
+}
+
+/// The resolution of CLOCK_REALTIME in ns (clock_getres; 1 ns on
+/// high-resolution timers).
+pub fn real_resolution_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec and CLOCK_REALTIME always
+    // exists; on the impossible failure `ts` stays zero and 1 ns is used.
+    unsafe { libc::clock_getres(libc::CLOCK_REALTIME, &mut ts) };
+    (ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64).max(1)
+}
+
+/// Test hook (`wirelab agent --test-clock-offset`): this environment
+/// variable, a signed number of ns, is added to every realtime stamp this
+/// process reports — [`real_ns`], and through it the monotonic-to-realtime
+/// offset, and the kernel's receive stamps — so that a process on one
+/// machine behaves as if its clock were that far off. Read once; unset,
+/// stamps are the clock's own.
+pub const TEST_OFFSET_ENV: &str = "WIRELAB_TEST_CLOCK_OFFSET_NS";
+
+/// The test offset of [`TEST_OFFSET_ENV`] (0 when unset or unreadable).
+pub fn test_offset_ns() -> i64 {
+    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        std::env::var(TEST_OFFSET_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    })
+}
+
+/// A realtime stamp read from the system (a clock read, a kernel receive
+/// stamp) as this process reports it: shifted by the test offset.
+pub fn shift_real(ns: u64) -> u64 {
+    ns.saturating_add_signed(test_offset_ns())
 }
 
 /// Offset to turn a monotonic reading into wall-clock time, sampled once

@@ -720,7 +720,9 @@ impl<'a> Iterator for Packets<'a> {
             return Some(RxPacket {
                 data,
                 orig_len: len,
-                ts_ns: u64::from(sec) * 1_000_000_000 + u64::from(nsec),
+                // The ring's stamps are realtime: reported with the test offset
+                // (crate::clock::TEST_OFFSET_ENV) like every other.
+                ts_ns: crate::clock::shift_real(u64::from(sec) * 1_000_000_000 + u64::from(nsec)),
                 pkttype,
             });
         }

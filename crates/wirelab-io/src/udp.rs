@@ -470,7 +470,7 @@ impl RecvBatch {
                         let t: [libc::timespec; 3] =
                             std::ptr::read_unaligned(data as *const [libc::timespec; 3]);
                         if t[2].tv_sec != 0 || t[2].tv_nsec != 0 {
-                            ts = RxTimestamp::Hardware(ts_ns(&t[2]));
+                            ts = RxTimestamp::Hardware(raw_ns(&t[2]));
                         } else if t[0].tv_sec != 0 || t[0].tv_nsec != 0 {
                             ts = RxTimestamp::Software(ts_ns(&t[0]));
                         }
@@ -493,7 +493,14 @@ impl RecvBatch {
     }
 }
 
+/// A kernel software (realtime) stamp in ns, with the test offset (see
+/// [`crate::clock::TEST_OFFSET_ENV`]).
 fn ts_ns(t: &libc::timespec) -> u64 {
+    crate::clock::shift_real(raw_ns(t))
+}
+
+/// A stamp in ns as the kernel gave it (a NIC's raw hardware clock).
+fn raw_ns(t: &libc::timespec) -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 

@@ -233,6 +233,20 @@ fn metrics_parse_never_decrease_and_end_equal_to_the_results() {
     assert_eq!(fin["wirelab_points{state=pending}"], 0.0);
     assert_eq!(fin["wirelab_points{state=running}"], 0.0);
     assert_eq!(fin["wirelab_aborts_total{reason=lost_gt}"], 1.0);
+    // The clock offset of the flow's host pair, within its uncertainty of
+    // 0 (one machine).
+    let series = |name: &str| -> f64 {
+        let k = fin
+            .keys()
+            .find(|k| k.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name}"));
+        fin[k]
+    };
+    let u = series("wirelab_clock_uncertainty_seconds{");
+    assert!(
+        u > 0.0 && series("wirelab_clock_offset_seconds{").abs() <= u,
+        "U {u}"
+    );
     // Some scrape saw a point running, with its parameters as labels.
     assert!(
         scrapes.iter().any(|s| s

@@ -293,13 +293,16 @@ fn lab_campaign_counts_exactly_starts_together_and_derives_again() {
         assert_eq!(o.stdout, stored);
         assert!(o.stderr.is_empty(), "{}", text(&o));
     }
-    // One start: every flow's first deadline is T0 itself, and no probe
+    // One start: every flow's first deadline is T0 on its sender's clock
+    // (the controller's T0 plus that host's estimated offset), and no probe
     // leaves before it (how close to T0 they leave is bench/run.sh's
     // figure: a wall-clock matter on this machine).
     for (_, p) in wirelab_ctl::bundle::read_points(&b).unwrap() {
-        let t0 = p.t0_unix_ns.unwrap();
         let pdir = b.join("points").join(&p.id);
         for f in &p.flows {
+            let clock = f.clock.as_ref().unwrap();
+            assert_eq!(clock.at_unix_ns, p.t0_unix_ns.unwrap());
+            let t0 = clock.sender_t0_unix_ns;
             let report = f.send_report.as_ref().unwrap();
             assert_eq!(
                 report["flows"][0]["engine"]["first_deadline_unix_ns"].as_u64(),

@@ -118,6 +118,7 @@ fn read_campaign(root: &Tbl) -> Result<Campaign, ControlError> {
         "repetitions",
         "settle",
         "pause",
+        "owd_uncertainty_max",
     ])?;
     let name = t.req_str(
         "name",
@@ -150,6 +151,9 @@ fn read_campaign(root: &Tbl) -> Result<Campaign, ControlError> {
             .map_or(1, |a| a.v as u32),
         settle_ns: t.duration("settle")?.map_or(0, |a| a.v),
         pause_ns: t.duration("pause")?.map_or(0, |a| a.v),
+        owd_uncertainty_max_ns: t
+            .duration("owd_uncertainty_max")?
+            .map_or(super::OWD_UNCERTAINTY_MAX_NS, |a| a.v),
     })
 }
 
@@ -370,6 +374,7 @@ fn read_hosts(
             "wirelab",
             "mtu",
             "addr",
+            "test_clock_offset",
         ])?;
         let tr = h.req_str(
             "transport",
@@ -409,6 +414,13 @@ fn read_hosts(
                 ));
             }
         }
+        let test_clock_offset_ns = match h.str("test_clock_offset")? {
+            None => None,
+            Some(o) => Some(
+                wirelab_core::clocksync::parse_offset_ns(&o.v)
+                    .map_err(|e| h.err(o.span.start, "test_clock_offset", e.to_string()))?,
+            ),
+        };
         hosts.insert(
             name.to_string(),
             HostSpec {
@@ -418,6 +430,7 @@ fn read_hosts(
                 wirelab: h.word("wirelab")?.map_or_else(|| "wirelab".into(), |a| a.v),
                 mtu: h.int("mtu", 68, 65535)?.map(|m| m.v as u32),
                 addr: addr.map(|a| a.v),
+                test_clock_offset_ns,
             },
         );
     }

@@ -121,6 +121,7 @@ impl AgentConn {
         ignore_sigpipe();
         let label = t.to_string();
         let mut cmd = t.command(&o.wirelab, o.workdir.as_deref(), &o.ssh_opts);
+        cmd.args(&o.agent_args);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

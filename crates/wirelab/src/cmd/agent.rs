@@ -32,9 +32,20 @@ pub struct AgentArgs {
     /// default: a new directory under $TMPDIR, removed at exit)
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
+    /// Test hook: add OFFSET (e.g. 3ms, -250us) to every realtime stamp this agent and its
+    /// children report (`time` answers, send and receive stamps), as if this host's clock were
+    /// that far off; `test_clock_offset` in a control file's [hosts] sets it
+    #[arg(long, value_name = "OFFSET", hide = true, allow_hyphen_values = true)]
+    pub test_clock_offset: Option<String>,
 }
 
 pub fn run(a: AgentArgs) -> Result<()> {
+    if let Some(o) = &a.test_clock_offset {
+        let ns = wirelab_core::clocksync::parse_offset_ns(o).context("--test-clock-offset")?;
+        // Before any thread starts: this process and its children (which
+        // inherit the environment) read it once, at their first stamp.
+        std::env::set_var(wirelab_io::clock::TEST_OFFSET_ENV, ns.to_string());
+    }
     let mut cfg =
         AgentConfig::new(std::env::current_exe().context("cannot find the wirelab executable")?);
     cfg.workdir = a.workdir;

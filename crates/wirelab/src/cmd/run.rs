@@ -225,8 +225,15 @@ pub fn summary_text(s: &wirelab_ctl::bundle::Summary) -> String {
             (Some(m), p99) => format!(" rtt mean {:.1}us p99 {}", m / 1e3, us(p99)),
             _ => String::new(),
         };
+        // A cross-host flow's OWD: corrected by the clock offset, ± U; or
+        // only relative (OWD − min) when U is over the campaign's limit.
+        let clock = match (r.owd_uncertainty_ns, r.owd_relative) {
+            (Some(u), false) if u > 0 => format!(" ±{:.1}us", u as f64 / 1e3),
+            (Some(u), true) => format!(" relative (±{:.1}us over the limit)", u as f64 / 1e3),
+            _ => String::new(),
+        };
         t.push_str(&format!(
-            "{:>4} {} {:<11} {:<10} sent {:>8} recv {:>8} lost {:>6} (by seq {}) owd p99 {} max {}{rtt}  {}{}\n",
+            "{:>4} {} {:<11} {:<10} sent {:>8} recv {:>8} lost {:>6} (by seq {}) owd p99 {} max {}{clock}{rtt}  {}{}\n",
             r.index + 1,
             r.point,
             r.status.as_str(),
