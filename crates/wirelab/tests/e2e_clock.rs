@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::files::{json_file, scratch, text};
 use common::{exe, netns_available};
 use serde_json::Value;
 use std::io::BufReader;
@@ -16,22 +17,6 @@ use std::process::{Command, Output};
 use wirelab_wire::record::{RecordKind, RecordReader};
 
 const MS: f64 = 1e6;
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wl-e2e-clock-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Runs `control`; its output and the results directory.
 fn campaign(dir: &Path, control: &str) -> (Output, PathBuf) {
@@ -48,10 +33,6 @@ fn campaign(dir: &Path, control: &str) -> (Output, PathBuf) {
         .unwrap_or_default();
     assert_eq!(dirs.len(), 1, "{dirs:?}\n{}", text(&out));
     (out, dirs[0].clone())
-}
-
-fn json_file(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
 
 /// The summary rows by flow name.
@@ -195,7 +176,7 @@ fn owd_through_a_5ms_emulator_is_absolute_with_its_uncertainty() {
     if !netns_available(&[]) {
         return;
     }
-    let dir = scratch("plain");
+    let dir = scratch("clock", "plain");
     let (o, b) = campaign(&dir, &control("clockplain", "", ""));
     assert!(o.status.success(), "{}", text(&o));
     let rows = rows(&b);
@@ -212,7 +193,7 @@ fn an_injected_3ms_offset_is_recovered_and_corrected_both_ways() {
     if !netns_available(&[]) {
         return;
     }
-    let dir = scratch("offset");
+    let dir = scratch("clock", "offset");
     let extra = r#", test_clock_offset = "3ms""#;
     let (o, b) = campaign(&dir, &control("clockoffset", extra, ""));
     assert!(o.status.success(), "{}", text(&o));
@@ -238,7 +219,7 @@ fn over_the_uncertainty_limit_only_relative_owd_is_published() {
     if !netns_available(&[]) {
         return;
     }
-    let dir = scratch("relative");
+    let dir = scratch("clock", "relative");
     let (o, b) = campaign(
         &dir,
         &control("clockrel", "", r#"owd_uncertainty_max = "1ns""#),

@@ -8,27 +8,12 @@
 
 mod common;
 
+use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wl-e2e-counters-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Runs the campaign `control` with results under `dir`: its output and
 /// the one results directory it made.
@@ -48,10 +33,6 @@ fn campaign(dir: &Path, control: &str, extra: &[String]) -> (Output, PathBuf) {
         .unwrap_or_default();
     assert_eq!(dirs.len(), 1, "{dirs:?}\n{}", text(&out));
     (out, dirs[0].clone())
-}
-
-fn json_file(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
 
 /// The only point's directory and its point.json.
@@ -151,7 +132,7 @@ fn emulator_loss_is_attributed_to_the_path() {
     if !netns_available(&[]) {
         return;
     }
-    let dir = scratch("emuloss");
+    let dir = scratch("counters", "emuloss");
     let (o, b) = campaign(&dir, EMULATED_LOSS, &[]);
     assert!(o.status.success(), "{}", text(&o));
     let (pdir, p) = only_point(&b);
@@ -227,7 +208,7 @@ fn a_full_receive_buffer_is_attributed_to_the_receiver_stack() {
     if !netns_available(&[]) {
         return;
     }
-    let dir = scratch("rcvbuf");
+    let dir = scratch("counters", "rcvbuf");
     let (o, b) = campaign(&dir, SMALL_RCVBUF, &[]);
     assert!(o.status.success(), "{}", text(&o));
     rcvbuf_loss_is_the_stacks(&b);
@@ -241,7 +222,7 @@ fn a_full_receive_buffer_over_ssh_is_attributed_to_the_receiver_stack() {
     if !have_sshd() || !netns_available(&["ssh", "ssh-keygen"]) {
         return;
     }
-    let dir = scratch("rcvbuf-ssh");
+    let dir = scratch("counters", "rcvbuf-ssh");
     let sshd = Sshd::start(&dir);
     let lab = common::Lab::new();
     let opts: Vec<String> = sshd

@@ -7,28 +7,13 @@
 
 mod common;
 
+use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wl-e2e-env-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn env(args: &[&str], extra: &[String]) -> Output {
     Command::new(exe())
@@ -124,7 +109,7 @@ fn apply_then_revert_restores_mtu_and_sysctl_exactly() {
     if !netns_available(&["ethtool"]) {
         return;
     }
-    let dir = scratch("rt");
+    let dir = scratch("env", "rt");
     let lab = common::Lab::new();
     let host = format!("netns:{}", lab.s);
     round_trip(&host, &lab.s, lab.tx_if(), &dir, &[]);
@@ -166,7 +151,7 @@ fn apply_then_revert_over_ssh() {
     if !have_sshd() || !netns_available(&["ssh", "ssh-keygen", "ethtool"]) {
         return;
     }
-    let dir = scratch("ssh");
+    let dir = scratch("env", "ssh");
     let sshd = Sshd::start(&dir);
     let lab = common::Lab::new();
     let mut extra: Vec<String> = sshd
@@ -225,11 +210,6 @@ apply.r = {{ mtu = 9000, "net.ipv4.ip_forward" = 1 }}
     )
 }
 
-fn json_file(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
-}
-
 fn bundle(results: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(results)
         .unwrap()
@@ -244,7 +224,7 @@ fn a_campaign_applies_env_for_its_points_and_reverts_it() {
     if !netns_available(&["ethtool"]) {
         return;
     }
-    let dir = scratch("run");
+    let dir = scratch("env", "run");
     let lab = common::Lab::new();
     let (hs, hr) = (format!("netns:{}", lab.s), format!("netns:{}", lab.r));
     let before_s = dir.join("s.json");
@@ -328,7 +308,7 @@ fn a_killed_controller_leaves_the_environment_as_it_was() {
     if !netns_available(&["ethtool"]) {
         return;
     }
-    let dir = scratch("kill");
+    let dir = scratch("env", "kill");
     let lab = common::Lab::new();
     let (hs, hr) = (format!("netns:{}", lab.s), format!("netns:{}", lab.r));
     let before_s = dir.join("s.json");
@@ -389,7 +369,7 @@ fn a_lost_ssh_connection_leaves_the_environment_as_it_was() {
     if !have_sshd() || !netns_available(&["ssh", "ssh-keygen", "ethtool"]) {
         return;
     }
-    let dir = scratch("sshkill");
+    let dir = scratch("env", "sshkill");
     let sshd = Sshd::start(&dir);
     let lab = common::Lab::new();
     let (hs, hr) = (format!("netns:{}", lab.s), format!("netns:{}", lab.r));

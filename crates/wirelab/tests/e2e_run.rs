@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
 use serde_json::Value;
@@ -17,25 +18,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use wirelab_wire::record::{RecordKind, RecordReader};
 
-/// A scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wl-e2e-run-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn run(args: &[&str]) -> Output {
     Command::new(exe()).args(args).output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Runs the campaign in `control` (written to `dir`), results under `dir`;
@@ -61,10 +45,6 @@ fn bundle(results: &Path) -> PathBuf {
         .unwrap_or_default();
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     dirs[0].clone()
-}
-
-fn json_file(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
 
 fn rows(dir: &Path) -> Vec<Value> {
@@ -211,7 +191,7 @@ fn dry_run_lists_points_and_exclusions_without_hosts() {
 
 #[test]
 fn bad_control_files_name_the_place_and_exit_2() {
-    let dir = scratch("bad");
+    let dir = scratch("run", "bad");
     let f = dir.join("bad.toml");
     std::fs::write(&f, "[campaign]\nname = \"x\"\nbogus = 1\n").unwrap();
     let o = run(&["run", f.to_str().unwrap(), "--dry-run"]);
@@ -247,7 +227,7 @@ fn lab_campaign_counts_exactly_starts_together_and_derives_again() {
     if !netns_available(&[]) {
         return;
     }
-    let dir = scratch("twoway");
+    let dir = scratch("run", "twoway");
     let (o, b) = campaign(&dir, TWO_WAY, &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     no_lab_left();
@@ -361,7 +341,7 @@ fn all_three_socket_types_cross_an_emulator_whole_with_their_dscp() {
     if !netns_available(&["tcpdump"]) {
         return;
     }
-    let dir = scratch("sockets");
+    let dir = scratch("run", "sockets");
     let (o, b) = campaign(&dir, THROUGH_EMULATOR, &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     no_lab_left();
@@ -448,7 +428,7 @@ host = "emu"
 ifaces = ["tx", "rx"]
 stages = "loss 5%"
 "#;
-    let dir = scratch("abort");
+    let dir = scratch("run", "abort");
     let (o, b) = campaign(&dir, control, &["-q"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     no_lab_left();
@@ -468,7 +448,7 @@ fn ctrl_c_keeps_what_is_done_and_resume_runs_the_rest() {
     if !netns_available(&[]) {
         return;
     }
-    let dir = scratch("resume");
+    let dir = scratch("run", "resume");
     let control = TWO_WAY
         .replace("size = [64, 200]", "size = [64, 200, 300]")
         .replace("count = 200", "count = 3000");
@@ -554,7 +534,7 @@ fn ssh_hosts_run_a_campaign_and_a_lost_connection_leaves_nothing_behind() {
     if !have_sshd() || !netns_available(&["ssh", "ssh-keygen"]) {
         return;
     }
-    let dir = scratch("ssh");
+    let dir = scratch("run", "ssh");
     let sshd = Sshd::start(&dir);
     let lab = common::Lab::new();
     let opts: Vec<String> = sshd
@@ -674,7 +654,7 @@ fn a_sixteen_flow_star_runs_concurrently_on_one_machine() {
     c.push_str(&hosts);
     c.push('\n');
     c.push_str(&flows);
-    let dir = scratch("star");
+    let dir = scratch("run", "star");
     let (o, b) = campaign(&dir, &c, &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     no_lab_left();

@@ -9,32 +9,13 @@
 
 mod common;
 
+use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available, tools_available};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wl-e2e-stress-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn json_file(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-}
 
 /// Live (not zombie) processes whose name starts with `stress-ng`.
 fn live_stress_ng() -> Vec<String> {
@@ -115,7 +96,7 @@ fn stress_runs_stress_ng_reports_its_cpu_and_leaves_nothing() {
     assert!(no_stress_ng_left().is_empty());
 
     // Stopped by SIGTERM once up.
-    let dir = scratch("term");
+    let dir = scratch("stress", "term");
     let ready = dir.join("ready");
     let child = Command::new(exe())
         .args([
@@ -243,7 +224,7 @@ fn a_point_runs_its_stressor_and_nothing_of_it_survives() {
         return;
     }
     assert!(no_stress_ng_left().is_empty(), "stress-ng running before");
-    let dir = scratch("point");
+    let dir = scratch("stress", "point");
     // 1500 probes at 1 ms: the stressor runs ≥ 1 s settle + 1.5 s.
     let o = campaign(&dir, &LAB.replace("COUNT", "1500"))
         .output()
@@ -276,7 +257,7 @@ fn a_stressor_that_dies_fails_the_point_with_exit_4() {
     if !netns_available(&["stress-ng"]) {
         return;
     }
-    let dir = scratch("dies");
+    let dir = scratch("stress", "dies");
     // stress-ng ends by itself after 2 s, during a 20 s flow.
     let control = LAB.replace("COUNT", "20000") + "args = [\"--timeout\", \"2\"]\n";
     let o = campaign(&dir, &control).output().unwrap();
@@ -301,7 +282,7 @@ fn a_killed_controller_leaves_no_stressor_behind() {
     if !netns_available(&["stress-ng"]) {
         return;
     }
-    let dir = scratch("killed");
+    let dir = scratch("stress", "killed");
     let mut child = campaign(&dir, &LAB.replace("COUNT", "60000"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -351,7 +332,7 @@ fn over_ssh_a_stressor_runs_and_a_lost_connection_stops_it() {
     if !have_sshd() || !netns_available(&["ssh", "ssh-keygen", "stress-ng"]) {
         return;
     }
-    let dir = scratch("ssh");
+    let dir = scratch("stress", "ssh");
     let sshd = Sshd::start(&dir);
     let lab = common::Lab::new();
     let control = |count: u64| {

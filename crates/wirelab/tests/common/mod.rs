@@ -2,6 +2,7 @@
 //! the real binary run inside them, everything torn down on drop.
 #![allow(dead_code)]
 
+pub mod files;
 pub mod sshd;
 
 use std::path::PathBuf;
