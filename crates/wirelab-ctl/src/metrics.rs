@@ -239,8 +239,8 @@ impl Metrics {
         );
         r.register_with_unit(
             "clock_offset",
-            "Receiver's clock minus sender's of a host pair at the last finished point's T0 \
-             (crate::clocks: probes before and after the point)",
+            "Receiver's clock minus sender's of a host pair at the last finished point's T0, \
+             from probes before and after the point",
             Unit::Seconds,
             m.clock_offset.clone(),
         );
