@@ -1,0 +1,237 @@
+//! A campaign whose three hosts (sender, emulator, receiver) are reached
+//! over `ssh://` to an sshd this test starts on loopback, each agent in a
+//! namespace of an A – E – B lab: the spec's acceptance checks 4 (1 %
+//! emulated loss over 200,000 probes, within 5σ and attributed to the
+//! path), 7 (a 5 ms emulated delay with a 3 ms offset injected on the
+//! receiver: θ = 3 ms ± U, the corrected OWD unchanged) and 12 (/metrics
+//! read by the Prometheus parser, final values equal to the results) over
+//! ssh. Counts and bounds from the run's own uncertainty; no durations.
+
+mod common;
+
+use common::files::{json_file, scratch, text};
+use common::sshd::{have_sshd, Sshd};
+use common::{exe, netns_available, tools_available, EmuLab};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Renames E's two interfaces to `tx` and `rx`, the hosts they face, so
+/// the campaign knows which way the emulator's drops went.
+fn rename_emulator_ends(lab: &EmuLab) {
+    let ns = lab.lab.ns("e").to_string();
+    for (peer, name) in [("a", "tx"), ("b", "rx")] {
+        let dev = lab.lab.end("e", peer).dev.clone();
+        for args in [
+            vec!["link", "set", "dev", &dev, "down"],
+            vec!["link", "set", "dev", &dev, "name", name],
+            vec!["link", "set", "dev", name, "up"],
+        ] {
+            let o = Command::new("ip")
+                .args(["-n", &ns])
+                .args(&args)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "ip {args:?}: {}", text(&o));
+        }
+    }
+}
+
+/// One GET of /metrics.
+fn scrape(addr: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    body.to_string()
+}
+
+/// The samples of an exposition as the Prometheus project's parser reads
+/// them: "name{labels}" → value.
+fn parse(text: &str) -> BTreeMap<String, f64> {
+    let script = r#"
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+samples = {}
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    for s in fam.samples:
+        labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+        samples[f"{s.name}{{{labels}}}"] = s.value
+print(json.dumps(samples))
+"#;
+    let mut c = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the parser refused it: {}",
+        text_of(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn text_of(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn over_ssh_loss_is_the_paths_the_offset_is_corrected_and_metrics_match() {
+    if !have_sshd() || !netns_available(&["ssh", "ssh-keygen"]) || !tools_available(&["python3"]) {
+        return;
+    }
+    let dir = scratch("run-ssh", "emu");
+    let sshd = Sshd::start(&dir);
+    let lab = EmuLab::new("wlsh", 43);
+    rename_emulator_ends(&lab);
+    let host = |role: &str| {
+        format!(
+            "ssh://root@127.0.0.1:{}?netns={}",
+            sshd.port,
+            lab.lab.ns(role)
+        )
+    };
+    let control = format!(
+        r#"
+[campaign]
+name = "over-ssh"
+
+[hosts]
+tx = {{ transport = "{tx}", wirelab = "{exe}", addr = "198.18.43.1" }}
+emu = {{ transport = "{emu}", wirelab = "{exe}" }}
+rx = {{ transport = "{rx}", wirelab = "{exe}", addr = "198.18.43.2", test_clock_offset = "3ms" }}
+
+[[flow]]
+name = "f"
+from = "tx"
+to = "rx"
+count = 200000
+rate = "10kpps"
+size = 64
+
+# A ring of 1.6 s at 10 kpps, so that an emulator starved of the CPU on a
+# loaded machine drops nothing in front of it.
+[emulate]
+host = "emu"
+ifaces = ["tx", "rx"]
+stages = "delay 5ms loss random 1% seed 7"
+args = ["--ring-frames", "16384"]
+
+[metrics]
+listen = "127.0.0.1:0"
+linger = "600s"
+"#,
+        tx = host("a"),
+        emu = host("e"),
+        rx = host("b"),
+        exe = exe()
+    );
+    let file = dir.join("c.toml");
+    std::fs::write(&file, control).unwrap();
+    let results = dir.join("results");
+    let mut child = Command::new(exe())
+        .args(["run", file.to_str().unwrap(), "--results"])
+        .arg(&results)
+        .args(
+            sshd.opts("user")
+                .iter()
+                .map(|o| format!("--ssh-option={o}")),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The metrics address, then the line that says the campaign is over
+    // and its final values are served.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let (mut addr, mut all, mut line) = (None, String::new(), String::new());
+    while err.read_line(&mut line).unwrap() > 0 {
+        all.push_str(&line);
+        if let Some(rest) = line.trim().strip_prefix("wirelab run: metrics on http://") {
+            addr = Some(rest.trim_end_matches("/metrics").to_string());
+        }
+        if line.contains("serving the final metrics") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(
+        line.contains("serving the final metrics"),
+        "the run ended early: {all}"
+    );
+    let fin = parse(&scrape(&addr.unwrap()));
+    // Ctrl-C ends the linger; the campaign itself is done.
+    wirelab_io::process::kill(child.id(), signal_hook::consts::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{all}");
+
+    let bundle = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let rows = json_file(&bundle.join("summary.json"))["rows"].clone();
+    let r = &rows[0];
+    assert_eq!(r["sent"], 200_000, "{r}");
+
+    // Acceptance 4: Binomial(200,000, 1 %) is 2,000 ± 5σ (σ = 44.5), and
+    // the loss is the emulator's.
+    let lost = r["lost"].as_u64().unwrap();
+    assert!((1778..=2222).contains(&lost), "lost {lost}: {r}");
+    let path = r["lost_path"].as_u64().unwrap();
+    assert!(path * 100 >= lost * 99, "path {path} of {lost}: {r}");
+
+    // Acceptance 7: the receiver's clock reads 3 ms ahead; the estimate
+    // finds it within its own uncertainty, and the corrected fastest probe
+    // crossed the 5 ms delay in at most 0.5 ms more.
+    assert_eq!(r["owd_relative"], false, "{r}");
+    let u = r["owd_uncertainty_ns"].as_u64().unwrap();
+    let theta = r["owd_offset_ns"].as_i64().unwrap();
+    assert!(
+        (theta - 3_000_000).unsigned_abs() <= u,
+        "θ {theta} ns, want 3 ms ± {u} ns: {r}"
+    );
+    let min = r["owd_min_ns"].as_i64().unwrap();
+    let (lo, hi) = (5_000_000 - u as i64, 5_500_000 + u as i64);
+    assert!((lo..=hi).contains(&min), "min OWD {min} ns: {r}");
+
+    // Acceptance 12: the final values as served are the results.
+    for (metric, key) in [
+        ("wirelab_flow_sent_packets_total", "sent"),
+        ("wirelab_flow_received_packets_total", "received"),
+        ("wirelab_flow_lost_packets_total", "lost"),
+    ] {
+        assert_eq!(
+            fin[&format!("{metric}{{flow=f}}")],
+            r[key].as_u64().unwrap() as f64,
+            "{metric}"
+        );
+    }
+    assert_eq!(
+        fin["wirelab_flow_lost_attributed_packets_total{cause=path,flow=f}"],
+        path as f64
+    );
+    let gauge = fin["wirelab_clock_offset_seconds{from=tx,to=rx}"];
+    assert!(
+        (gauge * 1e9 - 3e6).abs() <= u as f64,
+        "offset gauge {gauge} s"
+    );
+    assert_eq!(fin["wirelab_points{state=done}"], 1.0);
+    drop(sshd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
