@@ -12,6 +12,9 @@
 #                 flow at 1 kpps, as % of one CPU
 #   star          16 concurrent flows, 4 endpoints x 2 links x 2 directions:
 #                 all probes received
+#   stressor      a CPU stressor in the point's CPU samples (DTSS isolated
+#                 states none and cpu-user at 1 kpps): busy CPUs, and no
+#                 stress-ng left after the point
 #   scrape        `/metrics` of that campaign fetched every 100 ms with curl:
 #                 request sent to first byte back (the server's work) and
 #                 the whole round trip, p50 and max
@@ -38,7 +41,7 @@ while [ $# -gt 0 ]; do
 done
 
 need_root
-install_tools python3:python3 curl:curl
+install_tools python3:python3 curl:curl stress-ng:stress-ng
 build_wirelab
 WORK="$(mktemp -d /tmp/wlbench-run.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
@@ -269,4 +272,20 @@ print(f"| 3 ms injected: recovered offset error max (within U) | {us(max(err))} 
 m = [r["owd_mean_ns"] / 1e6 for r in off]
 hi = max(5.0 + r["owd_uncertainty_ns"] / 1e6 + 0.5 for r in off)
 print(f"| corrected mean OWD of a 5 ms emulated delay, offset injected: min / max | {min(m):.3f} / {max(m):.3f} ms | [5.0, {hi:.3f}] ms |")
+EOF
+
+log "a CPU stressor in the point's samples (dtss-isolated, none vs cpu-user, 1 kpps probes)"
+"$WIRELAB" run "$REPO_DIR/examples/run/dtss-isolated.toml" --quick -q --results "$WORK/iso" \
+  --only 'size == 80 && (state == "none" || state == "cpu-user")' --set flow.sut.interval=1ms > /dev/null
+python3 - "$WORK"/iso/*/points <<'EOF'
+import glob, json, os, subprocess, sys
+busy = {}
+for f in glob.glob(sys.argv[1] + '/*/point.json'):
+    p = json.load(open(f))
+    s = p['samples']['server']
+    cpu = sum((x['user_s'] or 0) + (x['system_s'] or 0) for x in p.get('stressors', []))
+    busy[p['params']['state']] = (s['busy_cpus_mean'], s['busy_cpus_max'], cpu)
+stray = subprocess.run(['pgrep', '-c', 'stress-ng'], capture_output=True, text=True).stdout.strip() or '0'
+n, c = busy['none'], busy['cpu-user']
+print(f'| CPU stressor (cpu-user, a worker per CPU) in a 10 s point: busy CPUs in the samples, mean / max (without it) | {c[0]:.2f} / {c[1]:.2f} of {os.cpu_count()} ({n[0]:.2f} / {n[1]:.2f}); stressor CPU {c[2]:.1f} s; stress-ng left after: {stray} | ≥ 1.5 of 2, none left |')
 EOF
