@@ -3,9 +3,9 @@
 //! namespace of an A – E – B lab: the spec's acceptance checks 4 (1 %
 //! emulated loss over 200,000 probes, within 5σ and attributed to the
 //! path), 7 (a 5 ms emulated delay with a 3 ms offset injected on the
-//! receiver: θ = 3 ms ± U, the corrected OWD unchanged) and 12 (/metrics
-//! read by the Prometheus parser, final values equal to the results) over
-//! ssh. Counts and bounds from the run's own uncertainty; no durations.
+//! receiver: θ = 3 ms ± U, the corrected OWD unchanged), 11 (two opposite
+//! flows start within 1 ms after offset correction) and 12 (/metrics read
+//! by the Prometheus parser, final values equal to the results) over ssh. Counts and bounds from the run's own uncertainty; no durations.
 
 mod common;
 
@@ -85,6 +85,24 @@ print(json.dumps(samples))
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// When a sender's schedule of one probe per `interval` ns started, on its
+/// clock, from its first 100 probes: min(tx − seq · interval). A probe
+/// never leaves early, so this is the start plus the smallest lateness
+/// among them; one late first probe on a loaded machine does not move it.
+fn schedule_start(p: &std::path::Path, interval: u64) -> u64 {
+    use wirelab_wire::record::{RecordKind, RecordReader};
+    let f = std::fs::File::open(p).unwrap();
+    let mut r = RecordReader::new(BufReader::new(f)).unwrap();
+    let mut start = u64::MAX;
+    while let Some(rec) = r.next_record().unwrap() {
+        if rec.kind == RecordKind::Tx && rec.seq < 100 {
+            start = start.min(rec.tx_ns - rec.seq * interval);
+        }
+    }
+    assert!(start < u64::MAX, "no Tx record in {}", p.display());
+    start
+}
+
 fn text_of(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -122,6 +140,13 @@ to = "rx"
 count = 200000
 rate = "10kpps"
 size = 64
+
+[[flow]]
+name = "back"
+from = "rx"
+to = "tx"
+count = 2000
+interval = "1ms"
 
 # A ring of 1.6 s at 10 kpps, so that an emulator starved of the CPU on a
 # loaded machine drops nothing in front of it.
@@ -186,7 +211,12 @@ linger = "600s"
         .unwrap()
         .path();
     let rows = json_file(&bundle.join("summary.json"))["rows"].clone();
-    let r = &rows[0];
+    let r = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["flow"] == "f")
+        .unwrap();
     assert_eq!(r["sent"], 200_000, "{r}");
 
     // Acceptance 4: Binomial(200,000, 1 %) is 2,000 ± 5σ (σ = 44.5), and
@@ -232,6 +262,24 @@ linger = "600s"
         "offset gauge {gauge} s"
     );
     assert_eq!(fin["wirelab_points{state=done}"], 1.0);
+
+    // Acceptance 11: the two opposite flows' senders started from one T0,
+    // each converted to its own clock; moved back onto the controller's
+    // clock by their hosts' offsets, their schedules start within 1 ms
+    // (with T0 given unconverted, the 3 ms offset would show).
+    let points = wirelab_ctl::bundle::read_points(&bundle).unwrap();
+    let (pdir, p) = &points[0];
+    let mut starts = vec![];
+    for f in &p.flows {
+        let c = f.clock.as_ref().unwrap();
+        let file = json_file(&pdir.join(c.file.as_ref().unwrap()));
+        let theta = file["a"]["line"]["offset_ns"].as_i64().unwrap();
+        let interval = if f.name == "f" { 100_000 } else { 1_000_000 };
+        let first = schedule_start(&pdir.join(f.tx.as_ref().unwrap()), interval);
+        starts.push(first as i64 - theta);
+    }
+    let gap = (starts[0] - starts[1]).unsigned_abs();
+    assert!(gap <= 1_000_000, "starts {starts:?}: {gap} ns apart");
     drop(sshd);
     let _ = std::fs::remove_dir_all(&dir);
 }
