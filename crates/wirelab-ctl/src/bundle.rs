@@ -267,6 +267,55 @@ pub fn summarize(dir: &Path) -> Result<Summary, BundleError> {
 }
 
 /// Every `points/*/point.json` under `dir`, in run order.
+/// The schema of the campaign's `clock/<from>-<to>.json`.
+pub const CLOCK_PAIR_SCHEMA: &str = "wirelab.run.clock-pair/1";
+
+/// The campaign's clock offsets per host pair: for each pair of hosts a
+/// cross-host flow ran between, `clock/<from>-<to>.json` with the offset,
+/// drift and uncertainty of every point (its estimates are in the point's
+/// own `clock/` directory). Derived from the points alone; written again
+/// whole, so a resumed campaign's file covers all its points.
+pub fn write_clock_pairs(dir: &Path) -> Result<usize, BundleError> {
+    let mut pairs: BTreeMap<(String, String), Vec<serde_json::Value>> = BTreeMap::new();
+    for (_, p) in read_points(dir)? {
+        for f in &p.flows {
+            let Some(c) = f.clock.as_ref().filter(|c| c.file.is_some()) else {
+                continue;
+            };
+            let list = pairs.entry((f.from.clone(), f.to.clone())).or_default();
+            // Two flows of one pair in a point share their estimates.
+            if list.iter().any(|e| e["point"] == p.id.as_str()) {
+                continue;
+            }
+            list.push(serde_json::json!({
+                "point": p.id,
+                "at_unix_ns": c.at_unix_ns,
+                "offset_ns": c.offset_ns,
+                "drift_ppb": c.drift_ppb,
+                "uncertainty_ns": c.uncertainty_ns,
+                "relative": c.relative,
+                "estimates": format!("points/{}/{}", p.id, c.file.as_deref().unwrap_or_default()),
+            }));
+        }
+    }
+    for ((from, to), mut points) in pairs.iter_mut().map(|(k, v)| (k, std::mem::take(v))) {
+        points.sort_by_key(|e| e["at_unix_ns"].as_u64());
+        let doc = serde_json::json!({
+            "schema": CLOCK_PAIR_SCHEMA,
+            "from": from,
+            "to": to,
+            "points": points,
+        });
+        let mut text = serde_json::to_string_pretty(&doc).expect("JSON values serialize");
+        text.push('\n');
+        write_atomic(
+            &dir.join(format!("clock/{from}-{to}.json")),
+            text.as_bytes(),
+        )?;
+    }
+    Ok(pairs.len())
+}
+
 pub fn read_points(dir: &Path) -> Result<Vec<(PathBuf, PointFile)>, BundleError> {
     let root = dir.join("points");
     if !root.is_dir() {

@@ -321,6 +321,7 @@ pub fn run(
     let summary = bundle::summarize(&dir)?;
     bundle::write_atomic(&dir.join("summary.json"), summary.to_json().as_bytes())?;
     bundle::write_atomic(&dir.join("summary.csv"), summary.to_csv().as_bytes())?;
+    bundle::write_clock_pairs(&dir)?;
     let manifest = Manifest {
         schema: bundle::MANIFEST_SCHEMA.into(),
         campaign: control.campaign.name.clone(),

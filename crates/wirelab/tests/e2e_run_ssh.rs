@@ -280,6 +280,21 @@ linger = "600s"
     }
     let gap = (starts[0] - starts[1]).unsigned_abs();
     assert!(gap <= 1_000_000, "starts {starts:?}: {gap} ns apart");
+
+    // The campaign's clock file per host pair: the point's offset.
+    let pair = json_file(&bundle.join("clock/tx-rx.json"));
+    assert_eq!(pair["schema"], "wirelab.run.clock-pair/1");
+    assert_eq!(pair["points"][0]["point"], p.id.as_str());
+    let f = p.flows.iter().find(|f| f.name == "f").unwrap();
+    assert_eq!(
+        pair["points"][0]["offset_ns"],
+        f.clock.as_ref().unwrap().offset_ns
+    );
+    let manifest = json_file(&bundle.join("manifest.json"));
+    assert!(
+        manifest["files"].to_string().contains("clock/rx-tx.json"),
+        "{manifest}"
+    );
     drop(sshd);
     let _ = std::fs::remove_dir_all(&dir);
 }
