@@ -1,14 +1,18 @@
 //! `wirelab run`: a campaign's points, one after another, on agents.
 //!
 //! Per point: the emulator (if any) and the captures start and are seen
-//! to hold their sockets; the stressors start and are seen up
-//! ([`stressors`]); the receivers start and are seen bound; every
-//! sender starts at one absolute time T0 (`send --start-at`); the run is
-//! watched (each receiver's `--status` file, abort criteria, Ctrl-C)
-//! until the senders end (or a stressor ends, failing the point); the
-//! receivers drain and stop, the emulator, captures and stressors stop;
-//! the files are fetched into the bundle, `point.json` is written, and
-//! the next point follows after the campaign's pause.
+//! to hold their sockets; each host's counters are read; the stressors
+//! start and are seen up ([`stressors`]); after the settle time each
+//! host's clock is probed ([`crate::clocks`]); the receivers start and
+//! are seen bound; every sender starts at one absolute time T0, converted
+//! to its host's clock (`send --start-at`); the run is watched (each
+//! receiver's `--status` file, abort criteria, the hosts' samples,
+//! Ctrl-C) until the senders end (or a stressor ends, failing the point);
+//! the receivers drain and stop, the clocks are probed and the counters
+//! read again, the emulator, captures and stressors stop; the files are
+//! fetched into the bundle, `point.json` is written (with each
+//! flow's loss attribution and clock), and the next point follows after
+//! the campaign's pause.
 //! Whatever a point started is stopped on every path out of it; the
 //! agents stop their children when their connection closes (dead-man
 //! rule), and a `[lab]` is torn down when the campaign ends. Before the
