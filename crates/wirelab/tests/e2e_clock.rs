@@ -8,13 +8,12 @@
 
 mod common;
 
-use common::files::{json_file, scratch, text};
+use common::files::{json_file, schedule_start, scratch, text};
 use common::{exe, netns_available};
 use serde_json::Value;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use wirelab_wire::record::{RecordKind, RecordReader};
 
 const MS: f64 = 1e6;
 
@@ -43,23 +42,6 @@ fn rows(b: &Path) -> std::collections::BTreeMap<String, Value> {
         .iter()
         .map(|r| (r["flow"].as_str().unwrap().to_string(), r.clone()))
         .collect()
-}
-
-/// When a sender's 1 ms schedule started, on its clock, from its first
-/// 100 probes: min(tx − seq · 1 ms). A probe never leaves early, so this is
-/// the start plus the smallest lateness among them — one late first probe
-/// on a loaded machine does not move it.
-fn schedule_start(p: &Path) -> u64 {
-    let f = std::fs::File::open(p).unwrap();
-    let mut r = RecordReader::new(BufReader::new(f)).unwrap();
-    let mut start = u64::MAX;
-    while let Some(rec) = r.next_record().unwrap() {
-        if rec.kind == RecordKind::Tx && rec.seq < 100 {
-            start = start.min(rec.tx_ns - rec.seq * 1_000_000);
-        }
-    }
-    assert!(start < u64::MAX, "no Tx record in {}", p.display());
-    start
 }
 
 /// Two hosts across an emulator that delays 5 ms each way; a flow each
@@ -153,7 +135,7 @@ fn check_common_start(b: &Path) {
         assert_eq!(file["a"]["host"], f.from.as_str());
         // θ of the sender's host at T0 (its clock minus the controller's).
         let theta_a = file["a"]["line"]["offset_ns"].as_i64().unwrap();
-        let first = schedule_start(&pdir.join(f.tx.as_ref().unwrap()));
+        let first = schedule_start(&pdir.join(f.tx.as_ref().unwrap()), 1_000_000);
         starts.push(first as i64 - theta_a);
     }
     let gap = (starts[0] - starts[1]).unsigned_abs();

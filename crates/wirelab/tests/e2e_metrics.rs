@@ -8,12 +8,11 @@
 mod common;
 
 use common::files::json_file;
+use common::prom::{parse, scrape};
 use common::{exe, netns_available, tools_available};
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -55,59 +54,6 @@ loss = ["0%", "10%"]
 listen = "127.0.0.1:0"
 linger = "3s"
 "#;
-
-/// One HTTP GET of /metrics: the body, if the server answered 200.
-fn scrape(addr: &str) -> Option<String> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).ok()?;
-    let (head, body) = resp.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200").then(|| {
-        assert!(
-            head.to_ascii_lowercase()
-                .contains("content-type: text/plain; version=0.0.4"),
-            "{head}"
-        );
-        body.to_string()
-    })
-}
-
-/// The samples of each scrape as the Prometheus parser read them: per
-/// scrape, "name{labels}" → value.
-fn parse(files: &[PathBuf]) -> Vec<BTreeMap<String, f64>> {
-    let script = r#"
-import json, sys
-from prometheus_client.parser import text_string_to_metric_families
-out = []
-for path in sys.argv[1:]:
-    text = open(path).read()
-    samples = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
-            samples[f"{s.name}{{{labels}}}"] = s.value
-    out.append(samples)
-print(json.dumps(out))
-"#;
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .args(files)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the Prometheus parser refused a scrape: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 #[test]
 fn metrics_parse_never_decrease_and_end_equal_to_the_results() {

@@ -9,14 +9,12 @@
 
 mod common;
 
-use common::files::{json_file, scratch, text};
+use common::files::{json_file, schedule_start, scratch, text};
+use common::prom::{parse, scrape};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available, tools_available, EmuLab};
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 /// Renames E's two interfaces to `tx` and `rx`, the hosts they face, so
 /// the campaign knows which way the emulator's drops went.
@@ -37,74 +35,6 @@ fn rename_emulator_ends(lab: &EmuLab) {
             assert!(o.status.success(), "ip {args:?}: {}", text(&o));
         }
     }
-}
-
-/// One GET of /metrics.
-fn scrape(addr: &str) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    body.to_string()
-}
-
-/// The samples of an exposition as the Prometheus project's parser reads
-/// them: "name{labels}" → value.
-fn parse(text: &str) -> BTreeMap<String, f64> {
-    let script = r#"
-import json, sys
-from prometheus_client.parser import text_string_to_metric_families
-samples = {}
-for fam in text_string_to_metric_families(sys.stdin.read()):
-    for s in fam.samples:
-        labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
-        samples[f"{s.name}{{{labels}}}"] = s.value
-print(json.dumps(samples))
-"#;
-    let mut c = Command::new("python3")
-        .args(["-c", script])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = c.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "the parser refused it: {}",
-        text_of(&out)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// When a sender's schedule of one probe per `interval` ns started, on its
-/// clock, from its first 100 probes: min(tx − seq · interval). A probe
-/// never leaves early, so this is the start plus the smallest lateness
-/// among them; one late first probe on a loaded machine does not move it.
-fn schedule_start(p: &std::path::Path, interval: u64) -> u64 {
-    use wirelab_wire::record::{RecordKind, RecordReader};
-    let f = std::fs::File::open(p).unwrap();
-    let mut r = RecordReader::new(BufReader::new(f)).unwrap();
-    let mut start = u64::MAX;
-    while let Some(rec) = r.next_record().unwrap() {
-        if rec.kind == RecordKind::Tx && rec.seq < 100 {
-            start = start.min(rec.tx_ns - rec.seq * interval);
-        }
-    }
-    assert!(start < u64::MAX, "no Tx record in {}", p.display());
-    start
-}
-
-fn text_of(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -198,7 +128,10 @@ linger = "600s"
         line.contains("serving the final metrics"),
         "the run ended early: {all}"
     );
-    let fin = parse(&scrape(&addr.unwrap()));
+    let body = scrape(&addr.unwrap()).expect("/metrics answers 200");
+    let scraped = dir.join("final-scrape.txt");
+    std::fs::write(&scraped, body).unwrap();
+    let fin = parse(&[scraped]).remove(0);
     // Ctrl-C ends the linger; the campaign itself is done.
     wirelab_io::process::kill(child.id(), signal_hook::consts::SIGINT).unwrap();
     let status = child.wait().unwrap();

@@ -1,4 +1,5 @@
-//! Scratch directories, command output in failure messages, JSON files.
+//! Scratch directories, command output in failure messages, JSON files,
+//! a sender's schedule from its record file.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -26,4 +27,23 @@ pub fn text(o: &Output) -> String {
 /// A JSON file, read whole.
 pub fn json_file(p: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+/// When a sender's schedule of one probe per `interval` ns started, on its
+/// clock, from its first 100 probes in its record file: min(tx − seq ·
+/// interval). A probe never leaves early, so this is the start plus the
+/// smallest lateness among them — one late first probe on a loaded
+/// machine does not move it.
+pub fn schedule_start(p: &Path, interval: u64) -> u64 {
+    use wirelab_wire::record::{RecordKind, RecordReader};
+    let f = std::fs::File::open(p).unwrap();
+    let mut r = RecordReader::new(std::io::BufReader::new(f)).unwrap();
+    let mut start = u64::MAX;
+    while let Some(rec) = r.next_record().unwrap() {
+        if rec.kind == RecordKind::Tx && rec.seq < 100 {
+            start = start.min(rec.tx_ns - rec.seq * interval);
+        }
+    }
+    assert!(start < u64::MAX, "no Tx record in {}", p.display());
+    start
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod files;
+pub mod prom;
 pub mod sshd;
 
 use std::path::PathBuf;
