@@ -319,7 +319,19 @@ fn the_tap_holds_exactly_what_the_far_side_received() {
     let (tap, far) = (emu.dir.join("t.pcapng"), emu.dir.join("b.pcap"));
     let b_dev = emu.dev("b", "e");
     let dump = exec_in(emu.lab.ns("b"), "tcpdump")
-        .args(["-Q", "in", "-U", "--immediate-mode", "-i", &b_dev, "-w"])
+        // A 64 MiB buffer: immediate mode gives each frame a slot of the
+        // snap length, and 2 MiB of them drop frames under load.
+        .args([
+            "-Q",
+            "in",
+            "-U",
+            "-B",
+            "65536",
+            "--immediate-mode",
+            "-i",
+            &b_dev,
+            "-w",
+        ])
         .arg(&far)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

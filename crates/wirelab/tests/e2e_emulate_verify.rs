@@ -108,7 +108,15 @@ fn tcpdump(lab: &Lab, role: &str, dev: &str, cap: &Path) -> Child {
         .args([
             "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "0",
         ])
-        .args(["--immediate-mode", "--time-stamp-precision=nano", "-w"])
+        // A 64 MiB buffer: in immediate mode each frame takes a slot of
+        // the snap length, and 2 MiB of them drop frames under load.
+        .args([
+            "-B",
+            "65536",
+            "--immediate-mode",
+            "--time-stamp-precision=nano",
+            "-w",
+        ])
         .arg(cap)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

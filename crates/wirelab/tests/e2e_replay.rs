@@ -261,7 +261,9 @@ fn tcpdump(lab: &Lab, role: &str, dev: &str, cap: &Path) -> std::process::Child 
     let child = lab
         .exec(role, "timeout")
         .args(["60", "tcpdump", "-i", dev, "-U", "-nn", "-s", "0"])
-        .args(["--time-stamp-precision=nano", "-w"])
+        // A 64 MiB buffer so a tcpdump starved on a loaded machine
+        // does not drop frames the test counts.
+        .args(["-B", "65536", "--time-stamp-precision=nano", "-w"])
         .arg(cap)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

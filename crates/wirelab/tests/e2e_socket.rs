@@ -16,9 +16,12 @@ const PROBES: usize = 200;
 fn tcpdump(ns: &str, dev: &str, port: u16, cap: &Path) -> Child {
     let child = wirelab_ctl::lab::exec_in(ns, "timeout")
         .args([
-            "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "0",
+            "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "512",
         ])
-        .args(["--immediate-mode", "-w"])
+        // Immediate mode gives every frame a ring slot of the snap length:
+        // a small snap length and a 64 MiB buffer keep a starved tcpdump
+        // from dropping (2 MiB of 64 KiB slots held 32 frames).
+        .args(["-B", "65536", "--immediate-mode", "-w"])
         .arg(cap)
         .arg(format!("udp port {port}"))
         .stdout(Stdio::null())
