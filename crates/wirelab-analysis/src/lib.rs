@@ -34,11 +34,15 @@
 //!   per-flow state built as a flow's packets need it ([`staged`]).
 //! * [`status`] — a running receiver's loss so far (`recv --status`).
 //! * [`schema`] — the typed JSON reports `wirelab.send/1`, `wirelab.recv/1`.
+//! * [`PacketJoin`] — the streaming per-packet join of a sender's and a
+//!   receiver's records (`wirelab export TX RX`), tables defined once in
+//!   [`columns`] for every export format.
 //! * [`render_text`], [`export_csv`], [`export_jsonl`] — output.
 #![forbid(unsafe_code)]
 
 pub mod buckets;
 pub mod clockfix;
+pub mod columns;
 pub mod delivery;
 pub mod emulog;
 pub mod emuverify;
@@ -50,6 +54,7 @@ pub mod join;
 pub mod ks;
 pub mod latency;
 pub mod live;
+pub mod packets;
 pub mod percentiles;
 pub mod reorder;
 pub mod report;
@@ -73,6 +78,7 @@ pub use join::{analyze, departure_interval_samples, size_samples, AnalysisConfig
 pub use ks::{ks_distance, ks_two_sample};
 pub use latency::{DelayStats, SignedHistogram};
 pub use live::{LiveFlows, Reservoir, SendAccum, DEFAULT_MAX_LIVE_FLOWS};
+pub use packets::{JoinConfig, JoinStats, PacketJoin, PacketRow};
 pub use report::{FlowReport, SentSource, Summary, Totals, Warning, OWD_CLOCK_NOTE, SCHEMA};
 pub use requested::{analyze_run, fill_ks, Cdf, Requested, RunRecords};
 pub use rtt::RttStats;
