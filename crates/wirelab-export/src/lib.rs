@@ -16,10 +16,11 @@
 #![forbid(unsafe_code)]
 
 mod batch;
-mod points;
+pub mod files;
+pub mod points;
 
 pub use batch::{PacketSink, RecordSink};
-pub use points::{json_rows_to_parquet, JsonRowsError};
+pub use points::json_rows_to_parquet;
 
 use arrow_schema::{DataType, Field, Schema};
 use std::io::Write;

@@ -10,9 +10,6 @@ use serde_json::Value;
 use std::io::Write;
 use std::sync::Arc;
 
-/// Errors of [`json_rows_to_parquet`].
-pub type JsonRowsError = ExportError;
-
 /// The Arrow type that holds every one of `values` (nulls fit any type;
 /// only nulls: UTF-8).
 pub fn column_type<'a>(values: impl IntoIterator<Item = &'a Value>) -> DataType {
