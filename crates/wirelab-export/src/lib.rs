@@ -19,6 +19,7 @@ mod batch;
 pub mod files;
 pub mod points;
 
+pub use arrow_schema;
 pub use batch::{PacketSink, RecordSink};
 pub use points::json_rows_to_parquet;
 
