@@ -32,3 +32,7 @@ fi
 # The Prometheus project's own exposition parser checks `wirelab run`'s
 # /metrics in the tests.
 python3 -c 'import prometheus_client' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore 'prometheus_client>=0.20'
+# Independent Parquet readers check `wirelab export`'s files in the tests
+# and bench/report.sh: pyarrow and DuckDB's Python package.
+python3 -c 'import pyarrow' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore 'pyarrow>=14'
+python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore 'duckdb>=1.0'

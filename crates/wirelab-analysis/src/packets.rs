@@ -100,6 +100,10 @@ pub struct JoinStats {
     /// Records of a kind the side does not write (e.g. an echo reply in
     /// the sender's records), skipped.
     pub ignored: u64,
+    /// Rows whose first arrival carries another send time than the
+    /// sender's record (an end-marker repeat of a lost probe, or mostly:
+    /// files of different runs with the same flows and sequence numbers).
+    pub tx_ns_mismatch: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -282,6 +286,9 @@ impl<T: Iterator<Item = Record>, R: Iterator<Item = Record>> PacketJoin<T, R> {
             None => self.stats.lost += 1,
             Some(_) if warmup => {}
             Some(_) => self.stats.received += 1,
+        }
+        if arrival.is_some_and(|a| a.probe_tx_ns != t.tx_ns) {
+            self.stats.tx_ns_mismatch += 1;
         }
         Some(PacketRow {
             flow: t.flow,
@@ -544,6 +551,26 @@ mod tests {
         let outside = join(&t, &r, narrow);
         assert_eq!((outside.1.lost, outside.1.unmatched), (1, 2));
         assert!(outside.0[10].lost());
+    }
+
+    #[test]
+    fn arrivals_of_another_run_show_as_send_time_mismatches() {
+        let t: Vec<Record> = (0..20).map(|s| tx(1, s)).collect();
+        let r: Vec<Record> = (0..20)
+            .map(|s| Record {
+                tx_ns: T0 + s * MS + 300 * MS,
+                rx_ns: T0 + s * MS + 301 * MS,
+                ..rx(1, s, 0)
+            })
+            .collect();
+        let (_, st) = join(&t, &r, JoinConfig::default());
+        assert_eq!((st.received, st.tx_ns_mismatch), (20, 20));
+        let (_, st) = join(
+            &t,
+            &(0..20).map(|s| rx(1, s, 1)).collect::<Vec<_>>(),
+            JoinConfig::default(),
+        );
+        assert_eq!(st.tx_ns_mismatch, 0);
     }
 
     #[test]

@@ -225,6 +225,16 @@ fn finish_pair(
             ),
         });
     }
+    if stats.received > 0 && stats.tx_ns_mismatch * 2 > stats.received {
+        return Err(FileError::DifferentRuns {
+            tx: tp,
+            rx: rp,
+            why: format!(
+                "{} of its {} matching arrivals carry another send time than the sender recorded",
+                stats.tx_ns_mismatch, stats.received
+            ),
+        });
+    }
     Ok((stats, notes))
 }
 
@@ -374,6 +384,17 @@ mod tests {
             .err()
             .unwrap();
         assert!(matches!(e, FileError::DifferentRuns { .. }), "{e}");
+        // The same flow and sequence numbers, sent 300 µs later: another run.
+        let later: Vec<Record> = (0..50)
+            .map(|s| rec(RecordKind::Rx, s, base + 300_000))
+            .collect();
+        write(&other, Role::Receiver, &later, &[]);
+        let p = Pair::open(&t, &other, 1_000_000_000).unwrap();
+        let e = p
+            .join_text(JoinConfig::default(), true, &mut Vec::new())
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("another send time"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
