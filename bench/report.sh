@@ -61,9 +61,14 @@ nstx taskset -c "$TX_CPU" "$WIRELAB" send "$IP_RX" --port 7400 --count "$RECORDS
     --rate "$RATE" --size 24 --quiet --record "$WORK/tx.wlr" >"$WORK/send.out"
 for _ in $(seq 1 100); do kill -0 "$RECV_PID" 2>/dev/null || break; sleep 0.1; done
 stop_pid "$RECV_PID" INT
-TX_RECORDS=$(( ($(stat -c %s "$WORK/tx.wlr") - 20) / 64 ))
+# Whole records of a record file: (size - 20 - metadata length) / 64.
+records_in() {
+    python3 -c 'import os, struct, sys; f = sys.argv[1]; m = struct.unpack("<I", open(f, "rb").read(20)[16:20])[0]; print((os.path.getsize(f) - 20 - m) // 64)' "$1"
+}
+TX_RECORDS=$(records_in "$WORK/tx.wlr")
 log "tx.wlr $(du -h "$WORK/tx.wlr" | cut -f1), rx.wlr $(du -h "$WORK/rx.wlr" | cut -f1)"
 : >"$WORK/times"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ## export ------------------------------------------------------------------
 # wirelab export of the sender's file (N records) to Parquet and to CSV, and
@@ -90,8 +95,9 @@ for f in ["wl", "duckdb", "pyarrow"]:
     assert rows == n, f"{f}.parquet has {rows} rows, not {n}"
 EOF
 
-machine_info 2>/dev/null | head -3
-echo "records: $TX_RECORDS tx records ($RATE, 24-byte probes); rx.wlr $(( ($(stat -c %s "$WORK/rx.wlr") - 20) / 64 )) records"
+echo "machine: $(nproc) CPUs, kernel $(uname -r), load before the exports: $LOAD_BEFORE"
+echo "wirelab binary: built ${WIRELAB_BUILT:-?}; duckdb $(python3 -c 'import duckdb; print(duckdb.__version__)'), pyarrow $(python3 -c 'import pyarrow; print(pyarrow.__version__)')"
+echo "records: $TX_RECORDS tx records ($RATE, 24-byte probes); rx.wlr $(records_in "$WORK/rx.wlr") records"
 echo
 echo "| job | s | M records/s | peak RSS MiB | output MiB |"
 echo "|---|---|---|---|---|"

@@ -374,8 +374,8 @@ mod tests {
         assert_eq!((owd.value(0), owd.is_null(1)), (-3, true));
         let lost_col = b.column(7).as_any().downcast_ref::<BooleanArray>().unwrap();
         assert_eq!((lost_col.value(0), lost_col.value(1)), (false, true));
-        assert_eq!(b.schema().field(5).is_nullable(), true);
-        assert_eq!(b.schema().field(4).is_nullable(), false);
+        assert!(b.schema().field(5).is_nullable());
+        assert!(!b.schema().field(4).is_nullable());
 
         let mut s = PacketSink::new(Vec::new(), &[]).unwrap();
         let huge = PacketRow {

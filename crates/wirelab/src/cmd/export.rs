@@ -45,6 +45,9 @@ fn output(path: Option<&Path>, format: ExportFormat) -> Result<Box<dyn Write + S
 }
 
 fn one_file(file: &Path, a: &ExportArgs) -> Result<()> {
+    if a.output.as_deref().is_some_and(|o| same_file(file, o)) {
+        bail!("-o is the input file: give another output file");
+    }
     let notes = if a.format == ExportFormat::Parquet && !a.header {
         wirelab_export::files::records_to_parquet(file, output(a.output.as_deref(), a.format)?)?
     } else {
@@ -110,19 +113,40 @@ fn print_join(what: &str, s: &JoinStats, cfg: &JoinConfig) {
 fn pair(x: &Path, y: &Path, a: &ExportArgs, cfg: JoinConfig) -> Result<()> {
     let p = Pair::open(x, y, cfg.window_ns)?;
     let what = format!("{} + {}", p.tx.path().display(), p.rx.path().display());
-    let mut out = output(a.output.as_deref(), a.format)?;
-    let (stats, notes) = match a.format {
-        ExportFormat::Parquet => {
-            let mut sink = PacketSink::new(out, &[])?;
-            let r = p.join_parquet(cfg, &mut sink)?;
-            sink.finish()?.1.flush()?;
-            r
+    if let Some(o) = &a.output {
+        if [x, y].iter().any(|i| same_file(i, o)) {
+            bail!(
+                "-o {} is one of the inputs: give another output file",
+                o.display()
+            );
         }
-        f => p.join_text(cfg, f == ExportFormat::Jsonl, &mut out)?,
+    }
+    let mut out = output(a.output.as_deref(), a.format)?;
+    let joined = match a.format {
+        ExportFormat::Parquet => PacketSink::new(out, &[])
+            .map_err(anyhow::Error::from)
+            .and_then(|mut sink| {
+                let r = p.join_parquet(cfg, &mut sink)?;
+                sink.finish()?.1.flush()?;
+                Ok(r)
+            }),
+        f => p
+            .join_text(cfg, f == ExportFormat::Jsonl, &mut out)
+            .map_err(anyhow::Error::from),
     };
+    let (stats, notes) = joined.inspect_err(|_| {
+        // No half-written table left under the name asked for.
+        if let Some(o) = &a.output {
+            let _ = std::fs::remove_file(o);
+        }
+    })?;
     notes.iter().for_each(print_notes);
     print_join(&what, &stats, &cfg);
     Ok(())
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
 /// A point id safe as one path component (`point=<id>`).
