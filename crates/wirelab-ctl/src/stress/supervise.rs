@@ -223,9 +223,9 @@ pub fn run(s: Supervise<'_>) -> Result<Outcome, SuperviseError> {
             .map(|r| {
                 // stop_all reaps every part; one it could not reap
                 // reports no exit status and no CPU time.
-                let (code, signal, cpu) = r
-                    .end
-                    .map_or((None, None, Default::default()), |e| (e.code, e.signal, e.cpu));
+                let (code, signal, cpu) = r.end.map_or((None, None, Default::default()), |e| {
+                    (e.code, e.signal, e.cpu)
+                });
                 PartReport {
                     name: r.part.name.clone(),
                     command: r.command.clone(),
