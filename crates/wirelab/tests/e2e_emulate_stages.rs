@@ -216,3 +216,65 @@ fn ecn_capable_probes_are_marked_ce_instead_of_lost() {
     );
     assert!(!text.contains("bad cksum"), "{text}");
 }
+
+/// `--mm-log`: 1500-byte probes at 1 kpps (12 Mbit/s) into a Mahimahi
+/// trace with an opportunity every 2 ms (6 Mbit/s) and a droptail queue
+/// of 20, so about half is dropped. Each direction's log reads as
+/// Mahimahi's graph scripts read it (timestamps at or after the base, no
+/// negative delay, no departure before the base, known event types), its
+/// `+` and `-` lines add up to the emulator's own frame and byte counters
+/// (drops included in the arrivals), and a2b's `#` lines are the trace's
+/// opportunities, used or wasted: every 2 ms, each once, 1500 bytes.
+#[test]
+fn mm_logs_parse_as_mahimahi_scripts_read_them_and_match_the_counters() {
+    use wirelab_core::link::mmlog;
+    if !netns_available(&[]) {
+        return;
+    }
+    let emu = Emu::new();
+    let trace = emu.dir.join("6mbit.up");
+    std::fs::write(&trace, "2\n").unwrap();
+    let stages = format!("link {} queue droptail packets=20", trace.display());
+    let dir = emu.dir.join("mm");
+    let em = emu.emulate(&["--a2b", &stages, "--mm-log", dir.to_str().unwrap()]);
+    let (a_tx, b_rx) = emu.probes_with(500, Duration::from_millis(300), &["--size", "1458"]);
+    let r = stop(em);
+    let dropped = books(&r, a_tx, b_rx);
+    assert!(n(&dropped["limit"]) > 100, "{r}");
+    for (d, name) in [("a2b", "a2b.log"), ("b2a", "b2a.log")] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let s = mmlog::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+        let x = &r[d];
+        assert_eq!(s.base_ms, 0);
+        assert!(s.init_ms.is_some(), "{name}");
+        assert_eq!(s.arrivals, n(&x["received"]), "{name} {r}");
+        assert_eq!(s.arrival_bytes, n(&x["received_bytes"]), "{name} {r}");
+        assert_eq!(s.departures, n(&x["sent"]), "{name} {r}");
+        assert_eq!(s.departure_bytes, n(&x["sent_bytes"]), "{name} {r}");
+        let logged = r["mm_log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["direction"] == d)
+            .unwrap();
+        assert_eq!(
+            n(&logged["lines"]),
+            s.arrivals + s.departures + s.opportunities,
+            "{r}"
+        );
+    }
+    let a2b = std::fs::read_to_string(dir.join("a2b.log")).unwrap();
+    let opps: Vec<u64> = a2b
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| match l.split(' ').collect::<Vec<_>>()[..] {
+            [t, "#", "1500"] => Some(t.parse().unwrap()),
+            [_, "#", other] => panic!("opportunity of {other} bytes"),
+            _ => None,
+        })
+        .collect();
+    assert!(opps.len() as u64 >= b_rx, "{} opportunities", opps.len());
+    assert!(opps.windows(2).all(|w| w[1] == w[0] + 2), "{opps:?}");
+    let b2a = mmlog::parse(&std::fs::read_to_string(dir.join("b2a.log")).unwrap()).unwrap();
+    assert_eq!(b2a.opportunities, 0);
+}

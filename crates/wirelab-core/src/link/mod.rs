@@ -55,6 +55,7 @@
 mod bottleneck;
 mod codel;
 mod mmlink;
+pub mod mmlog;
 mod model;
 mod onoff;
 mod pie;
@@ -71,7 +72,7 @@ mod tests;
 #[cfg(test)]
 mod tests_stages;
 
-pub use mmlink::{OpportunitySource, OPPORTUNITY_BYTES};
+pub use mmlink::{OpportunityLog, OpportunitySource, OPPORTUNITY_BYTES};
 pub use model::{
     Arrival, Corrupt, Direction, DropCounts, DropReason, Fate, Link, LinkCounters, LinkError,
     LinkKey, Queued, Release, Sources, Waiting, DEFAULT_LIMIT_PACKETS, HORIZON_NS, MAX_COPIES,

@@ -587,6 +587,26 @@ impl Link {
         self.trace_ended
     }
 
+    /// Tells `log` the time of every delivery opportunity of the `link`
+    /// stage as it is used or wasted, in time order (mm-link's `T # 1500`
+    /// lines). Returns false (and drops `log`) without a `link` stage:
+    /// other stages have no delivery opportunities.
+    pub fn log_opportunities(&mut self, log: super::OpportunityLog) -> bool {
+        self.bottleneck
+            .as_mut()
+            .is_some_and(|b| b.log_opportunities(log))
+    }
+
+    /// Ends the opportunity log when the run stops at `now_ns` (after the
+    /// last `pop_due`): an idle link's opportunities up to then are
+    /// wasted and logged, as mm-link logs them until it exits; later ones
+    /// (draining what is still queued) are not logged.
+    pub fn end_opportunity_log(&mut self, now_ns: u64) {
+        if let Some(b) = &mut self.bottleneck {
+            b.end_opportunity_log(now_ns);
+        }
+    }
+
     /// Copies in the bottleneck's queue and server.
     pub fn bottleneck_held(&self) -> usize {
         self.bottleneck.as_ref().map_or(0, Bottleneck::held)
