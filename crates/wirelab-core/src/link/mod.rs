@@ -60,6 +60,7 @@ mod model;
 mod onoff;
 mod pie;
 mod process;
+pub mod profile;
 mod rate;
 mod rng;
 mod slot;
@@ -79,9 +80,9 @@ pub use model::{
 };
 pub use spec::{
     Chance, DelayDist, DelaySpec, DrdSpec, Limit, LinkConfig, LossModel, MmLinkSpec, OnOffKind,
-    OnOffSpec, Order, QueueKind, QueueSpec, RateSpec, Reorder, SlotSpec, SpecError, SpecErrorKind,
-    TimelineSpec, TraceEnd, TraceSpec, CODEL_INTERVAL_NS, CODEL_TARGET_NS, DRD_TOP, MIN_ONOFF_NS,
-    MIN_SLOT_NS, PIE_INTERVAL_NS, PIE_TARGET_NS,
+    OnOffSpec, Order, ProfileSpec, QueueKind, QueueSpec, RateSpec, Reorder, SlotSpec, SpecError,
+    SpecErrorKind, TimelineSpec, TraceEnd, TraceSpec, CODEL_INTERVAL_NS, CODEL_TARGET_NS, DRD_TOP,
+    MIN_ONOFF_NS, MIN_SLOT_NS, PIE_INTERVAL_NS, PIE_TARGET_NS,
 };
 pub use timecsv::{RowAt, RowSource};
 pub use trace_stage::Looping;

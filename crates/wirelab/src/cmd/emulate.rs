@@ -25,7 +25,8 @@ limit 1000 | limit bytes 1m   order fifo|free   seed 7   drd MIN MAX\n  \
 trace FILE [scale X] [offset T] [at-end loop|hold|stop|pass|drop]\n  \
 timeline NET.csv [period T] [at-end loop|hold|stop|pass|drop]   (time-indexed CSV)\n  \
 link FILE [once]   (Mahimahi delivery opportunities)   onoff exp|periodic ON OFF [drop]\n  \
-queue droptail|drophead|codel|pie [packets=N] [bytes=B] [target=T] [interval=T]\n\n\
+queue droptail|drophead|codel|pie [packets=N] [bytes=B] [target=T] [interval=T]\n  \
+profile FILE   (Dummynet pipe profile: airtime and loss curve; needs rate or its bw line)\n\n\
 Example: wirelab emulate --a veth1 --b veth2 --both 'delay 20ms 2ms loss 1%' -d 60s")]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EmulateArgs {
