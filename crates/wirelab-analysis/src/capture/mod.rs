@@ -278,6 +278,14 @@ impl<R: Read> Iterator for CaptureRecords<R> {
     }
 }
 
+/// `ip:port`, IPv6 in brackets; the address alone when it does not parse.
+pub fn source_name(ip: &str, port: u16) -> String {
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(a) => SocketAddr::new(a, port).to_string(),
+        Err(_) => ip.to_string(),
+    }
+}
+
 /// One capture file in `wirelab.analysis/1`'s `captures` section.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaptureInput {

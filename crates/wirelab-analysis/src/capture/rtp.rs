@@ -205,7 +205,7 @@ impl RtpStream {
             self.duplicates += 1;
         }
         let ahead = h.timestamp.wrapping_sub(self.first_ts);
-        let in_time = h.timestamp >= self.first_ts && ahead < 0x8000_0000;
+        let in_time = ahead < 0x8000_0000;
         if !in_time {
             self.wrong_timestamp += 1;
         }
@@ -422,6 +422,64 @@ impl RtpStreams {
     pub fn reports(&self) -> Vec<RtpStreamReport> {
         self.streams.iter().map(|(k, s)| s.report(k)).collect()
     }
+}
+
+/// The RTP table: one row per stream, times in ms as Wireshark prints them.
+pub fn render_text(inputs: &[super::RtpInput], w: &mut impl std::io::Write) -> std::io::Result<()> {
+    for input in inputs.iter().filter(|i| !i.streams.is_empty()) {
+        writeln!(w, "\nRTP streams in {}:", input.file)?;
+        writeln!(
+            w,
+            "{:<22} {:<22} {:>10} {:>3} {:>7} {:>7} {:>7} {:>5} {:>4} {:>4} {:>10} {:>10} {:>10}",
+            "source",
+            "destination",
+            "ssrc",
+            "pt",
+            "packets",
+            "lost",
+            "seq_err",
+            "dups",
+            "wrap",
+            "late",
+            "max_delta",
+            "mean_jit",
+            "max_jit"
+        )?;
+        for s in &input.streams {
+            let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}ms"));
+            writeln!(
+                w,
+                "{:<22} {:<22} 0x{:08x} {:>3} {:>7} {:>7} {:>7} {:>5} {:>4} {:>4} {:>10} {:>10} {:>10}",
+                super::source_name(&s.src, s.src_port),
+                super::source_name(&s.dst, s.dst_port),
+                s.ssrc,
+                s.payload_type,
+                s.packets,
+                s.lost,
+                s.sequence_errors,
+                s.duplicates,
+                s.wraps,
+                s.late,
+                ms(Some(s.max_delta_ms)),
+                ms(s.mean_jitter_ms),
+                ms(s.max_jitter_ms)
+            )?;
+        }
+        if input.streams.iter().any(|s| s.clock_rate_hz.is_none()) {
+            writeln!(
+                w,
+                "  jitter '-': a dynamic payload type without a clock rate; give it with --rtp-clock PT=HZ"
+            )?;
+        }
+        if input.packets_over_cap > 0 {
+            writeln!(
+                w,
+                "  {} packets of streams beyond --max-flows were not analysed",
+                input.packets_over_cap
+            )?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
