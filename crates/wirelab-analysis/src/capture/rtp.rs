@@ -149,6 +149,8 @@ pub struct RtpStream {
     mean_delta_ms: f64,
     max_jitter_ms: f64,
     mean_jitter_ms: f64,
+    /// A regular packet had a clock rate: max and mean jitter are known.
+    jitter_counted: bool,
     /// Sequence numbers seen within half a cycle (duplicate detection).
     seen: Box<[u64; 1024]>,
 }
@@ -182,6 +184,7 @@ impl RtpStream {
             mean_delta_ms: 0.0,
             max_jitter_ms: 0.0,
             mean_jitter_ms: 0.0,
+            jitter_counted: false,
             seen,
         }
     }
@@ -235,14 +238,13 @@ impl RtpStream {
         let follows_cn = self.pt == PT_CN || self.pt == PT_CN_OLD;
         self.pt = h.pt;
         let rate = rate.filter(|&r| r / 1000 > 0);
-        let mut diff = 0.0;
         let mut jitter = 0.0;
         if in_time {
             if let Some(r) = rate {
                 self.clock_rate = Some(r);
                 let nominal = f64::from(ahead) / f64::from(r / 1000);
                 let expected = self.time_ms + (nominal - self.last_nominal_ms);
-                diff = (at_ms - expected).abs();
+                let diff = (at_ms - expected).abs();
                 jitter = (15.0 * self.jitter_ms + diff) / 16.0;
                 self.delta_ms = at_ms - self.time_ms;
                 self.jitter_ms = jitter;
@@ -258,11 +260,11 @@ impl RtpStream {
             self.max_delta_ms = self.max_delta_ms.max(self.delta_ms);
             self.mean_delta_ms = (self.mean_delta_ms * (n - 1.0) + self.delta_ms) / n;
             if rate.is_some() {
+                self.jitter_counted = true;
                 self.max_jitter_ms = self.max_jitter_ms.max(self.jitter_ms);
                 self.mean_jitter_ms = (self.mean_jitter_ms * (n - 1.0) + jitter) / n;
             }
         }
-        let _ = diff;
         if in_time {
             self.time_ms = at_ms;
         }
@@ -302,8 +304,8 @@ impl RtpStream {
             max_delta_ms: self.max_delta_ms,
             mean_delta_ms: self.mean_delta_ms,
             jitter_ms: rate.map(|_| self.jitter_ms),
-            mean_jitter_ms: rate.map(|_| self.mean_jitter_ms),
-            max_jitter_ms: rate.map(|_| self.max_jitter_ms),
+            mean_jitter_ms: self.jitter_counted.then_some(self.mean_jitter_ms),
+            max_jitter_ms: self.jitter_counted.then_some(self.max_jitter_ms),
         }
     }
 }
@@ -345,8 +347,10 @@ pub struct RtpStreamReport {
     pub wrong_timestamps: u64,
     pub max_delta_ms: f64,
     pub mean_delta_ms: f64,
-    /// The RFC 3550 interarrival jitter at the end of the stream.
+    /// The RFC 3550 interarrival jitter at the end of the stream (null
+    /// without a clock rate).
     pub jitter_ms: Option<f64>,
+    /// Over regular packets (null when none had a clock rate).
     pub mean_jitter_ms: Option<f64>,
     pub max_jitter_ms: Option<f64>,
 }
@@ -465,7 +469,7 @@ pub fn render_text(inputs: &[super::RtpInput], w: &mut impl std::io::Write) -> s
                 ms(s.max_jitter_ms)
             )?;
         }
-        if input.streams.iter().any(|s| s.clock_rate_hz.is_none()) {
+        if input.streams.iter().any(|s| s.max_jitter_ms.is_none()) {
             writeln!(
                 w,
                 "  jitter '-': a dynamic payload type without a clock rate; give it with --rtp-clock PT=HZ"
