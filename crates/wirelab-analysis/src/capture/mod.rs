@@ -456,4 +456,50 @@ mod tests {
         assert!(c.next().is_none());
         assert!(is_capture(&bytes) && !is_capture(b"WLRECORD"));
     }
+
+    proptest::proptest! {
+        /// Any bytes as a capture, and any frames inside a valid one, of
+        /// any link type: no panic, every record an Rx record, never more
+        /// records than frames.
+        #[test]
+        fn hostile_captures_and_frames_never_panic(
+            raw in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+            frames in proptest::collection::vec(
+                proptest::collection::vec(proptest::num::u8::ANY, 0..120), 0..12),
+            lt in proptest::sample::select(vec![0u16, 1, 101, 113, 228, 229, 276, 147]),
+        ) {
+            let opts = || CaptureOptions {
+                luna_ports: vec![7777],
+                rtp: true,
+                max_rtp_streams: 8,
+                ..Default::default()
+            };
+            if let Ok(c) = CaptureRecords::new(&raw[..], opts()) {
+                for r in c {
+                    if let Ok(r) = r {
+                        proptest::prop_assert_eq!(r.kind, RecordKind::Rx);
+                    }
+                }
+            }
+            let mut w = PcapngWriter::new(Vec::new()).unwrap();
+            let i = w.add_interface("x", lt, 65535).unwrap();
+            for (n, f) in frames.iter().enumerate() {
+                // Half the frames get a plausible IPv4/UDP start.
+                let mut f = f.clone();
+                if n % 2 == 0 {
+                    let mut ip = ipv4_udp([10, 0, 0, 1], [10, 0, 0, 2], 5004, 7777, &f);
+                    if lt == 1 {
+                        ip = ethernet(&ip);
+                    }
+                    f = ip;
+                }
+                w.write_packet(i, 1_700_000_000_000_000_000 + n as u64, f.len() as u32, &f).unwrap();
+            }
+            let bytes = w.into_inner().unwrap();
+            let mut c = CaptureRecords::new(&bytes[..], opts()).unwrap();
+            let n = c.by_ref().filter(Result::is_ok).count() as u64;
+            proptest::prop_assert!(n <= c.counts().frames);
+            proptest::prop_assert_eq!(c.counts().frames, frames.len() as u64);
+        }
+    }
 }
