@@ -61,8 +61,11 @@ fn analyze(files: &[&Path]) -> serde_json::Value {
     json(&out)
 }
 
-/// Per flow: (flow, sent, received, lost, duplicates).
-fn counts(v: &serde_json::Value) -> Vec<(u64, Option<u64>, u64, Option<u64>, u64)> {
+/// A flow's (flow, sent, received, lost, duplicates).
+type Counts = (u64, Option<u64>, u64, Option<u64>, u64);
+
+/// Per flow.
+fn counts(v: &serde_json::Value) -> Vec<Counts> {
     v["flows"]
         .as_array()
         .unwrap()

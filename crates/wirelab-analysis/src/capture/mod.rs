@@ -298,6 +298,16 @@ pub struct CaptureInput {
     pub error: Option<String>,
 }
 
+/// `wirelab.analysis/1` with captures among its inputs: the summary's keys,
+/// then `captures` and `rtp` (one entry per capture file each).
+#[derive(Debug, Serialize)]
+pub struct WithCaptures<'a> {
+    #[serde(flatten)]
+    pub summary: &'a crate::Summary,
+    pub captures: &'a [CaptureInput],
+    pub rtp: &'a [RtpInput],
+}
+
 /// A LUNA flow and its source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LunaSource {
@@ -475,10 +485,8 @@ mod tests {
                 ..Default::default()
             };
             if let Ok(c) = CaptureRecords::new(&raw[..], opts()) {
-                for r in c {
-                    if let Ok(r) = r {
-                        proptest::prop_assert_eq!(r.kind, RecordKind::Rx);
-                    }
+                for r in c.flatten() {
+                    proptest::prop_assert_eq!(r.kind, RecordKind::Rx);
                 }
             }
             let mut w = PcapngWriter::new(Vec::new()).unwrap();

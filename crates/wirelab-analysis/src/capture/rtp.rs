@@ -213,10 +213,9 @@ impl RtpStream {
             self.wrong_timestamp += 1;
         }
         let (seq, start, stop) = (h.seq, self.start_seq, self.stop_seq);
-        if seq < start && in_time && !self.under {
-            self.cycles += 1;
-            self.under = true;
-        } else if seq == 0 && stop == 65535 && in_time && !self.under {
+        // Below the first number: a new cycle; 0 after 65535 as well (a
+        // stream that started at 0 never goes below it).
+        if (seq < start || (seq == 0 && stop == 65535)) && in_time && !self.under {
             self.cycles += 1;
             self.under = true;
         } else if seq > start && in_time && self.under {

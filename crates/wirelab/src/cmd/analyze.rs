@@ -5,7 +5,7 @@ use crate::cli::AnalyzeArgs;
 use anyhow::{Context, Result};
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use wirelab_analysis::capture::{rtp, CaptureInput, RtpInput};
+use wirelab_analysis::capture::{rtp, CaptureInput, RtpInput, WithCaptures};
 use wirelab_analysis::{
     analyze_run, is_capture, render_text, AnalysisError, CaptureOptions, CaptureRecords, Warning,
 };
@@ -199,16 +199,19 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
             println!("{}", summary.to_json()?);
         } else {
             // Captures add two sections (docs/analyze.md, "Captures and RTP").
-            let mut v = serde_json::to_value(&summary)?;
-            if let Some(o) = v.as_object_mut() {
-                o.insert("captures".into(), serde_json::to_value(&captures.inputs)?);
-                o.insert("rtp".into(), serde_json::to_value(&captures.rtp)?);
-            }
+            let v = WithCaptures {
+                summary: &summary,
+                captures: &captures.inputs,
+                rtp: &captures.rtp,
+            };
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
     } else {
         let mut out = std::io::stdout().lock();
-        render_text(&summary, &mut out)?;
+        // A capture without probes (RTP only) has no flow table to show.
+        if !summary.flows.is_empty() || capture_files.is_empty() || !summary.warnings.is_empty() {
+            render_text(&summary, &mut out)?;
+        }
         capture_lines(&captures, &mut out)?;
         out.flush()?;
     }
