@@ -3,8 +3,8 @@
 //! receiver's interface at once. The capture's probes, analysed alone and
 //! beside the sender's records, give exactly the counts the receiver's own
 //! record file gives (sent, received, lost, duplicates per flow); IPv6 and
-//! classic pcap as well as pcapng; a damaged capture is reported up to
-//! the damage.
+//! classic pcap as well as pcapng; LUNA probes on `--luna-port`; a
+//! damaged capture is reported up to the damage.
 
 mod common;
 
@@ -187,4 +187,58 @@ fn capture_of_a_real_run_gives_the_receivers_counts() {
             .contains("offset"),
         "{v}"
     );
+}
+
+/// LUNA probes (no magic, no flow id) read on `--luna-port`: the capture
+/// gives `recv --format luna`'s own counts, flows numbered by source.
+#[test]
+fn luna_probes_on_their_port() {
+    if !common::netns_available(&[]) {
+        return;
+    }
+    let lab = Lab::new();
+    let (rx, cap) = (lab.file("luna-rx.wlr"), lab.file("luna.pcapng"));
+    let recv = lab
+        .wirelab(&lab.r)
+        .args(["recv", "--port", "6203", "--format", "luna", "--quiet"])
+        .args(["--idle-timeout", "1s", "--timeout", "30s", "--record"])
+        .arg(&rx)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    lab.wait_udp(&lab.r, 6203);
+    let capture = start_capture(&lab, &cap, "pcapng");
+    run(lab
+        .wirelab(&lab.s)
+        .args(["send", "198.18.0.2", "--port", "6203", "--format", "luna"])
+        .args([
+            "--rate", "1000", "--count", "800", "--size", "64", "--quiet",
+        ]));
+    let out = recv.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stop_capture(capture);
+    let want = counts(&analyze(&[&rx]));
+    let out = run(Command::new(common::exe())
+        .args(["analyze", "--json", "--luna-port", "6203"])
+        .arg(&cap));
+    let got = json(&out);
+    assert_eq!(counts(&got), want);
+    assert_eq!(want.len(), 1);
+    assert!(want[0].2 > 0);
+    let c = &got["captures"][0];
+    assert_eq!(c["counts"]["luna_probes"].as_u64(), Some(want[0].2), "{c}");
+    assert_eq!(c["luna_sources"][0]["flow"], 1);
+    assert!(c["luna_sources"][0]["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("198.18.0.1:"));
+    // Without --luna-port they are other UDP, not probes.
+    let plain = analyze(&[&cap]);
+    assert_eq!(plain["captures"][0]["counts"]["luna_probes"], 0);
+    assert!(counts(&plain).is_empty());
 }

@@ -9,7 +9,7 @@ use wirelab_analysis::capture::{rtp, CaptureInput, RtpInput, WithCaptures};
 use wirelab_analysis::{
     analyze_run, is_capture, render_text, AnalysisError, CaptureOptions, CaptureRecords, Warning,
 };
-use wirelab_engine::job::records::read_run;
+use wirelab_engine::job::records::{read_run, ReadError};
 use wirelab_wire::record::Record;
 
 /// `--rtp-clock PT=HZ`: a payload type (0–127) and its clock rate (at
@@ -144,7 +144,13 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
     }
     let (capture_files, record_files): (Vec<PathBuf>, Vec<PathBuf>) =
         a.files.iter().cloned().partition(sniff_capture);
-    let mut run = read_run(&record_files)?;
+    let mut run = read_run(&record_files).map_err(|e| match e {
+        ReadError::Header { .. } => anyhow::anyhow!(
+            "{e} (analyze reads wirelab record files, pcap/pcapng captures, or one results \
+             directory of wirelab run)"
+        ),
+        e => e.into(),
+    })?;
     let mut warnings = Vec::new();
     let captures = read_captures(&capture_files, &a, &mut run.records.rx, &mut warnings)?;
     for (path, bytes) in &run.partial {
