@@ -488,8 +488,8 @@ pub struct AnalyzeCaptureArgs {
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub luna_port: Vec<u16>,
     /// Captures: only UDP datagrams from or to PORT are RTP (like Wireshark's Decode As);
-    /// without it every UDP datagram that parses as RTP version 2 is (like its RTP
-    /// heuristic); repeat for more ports
+    /// without it every UDP datagram between ports >= 1024 that parses as RTP version 2
+    /// is (like its RTP heuristic); repeat for more ports
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub rtp_port: Vec<u16>,
     /// Captures: the RTP clock rate of payload type PT in Hz (dynamic types have none

@@ -17,8 +17,9 @@
 //!   `recv --format luna` numbers them.
 //! * Other UDP datagrams go to the RTP analysis when it is on: every one
 //!   that parses as RTP (Wireshark's heuristic: version 2, not an RTCP
-//!   payload type), or only those on [`CaptureOptions::rtp_ports`] when
-//!   ports are given (Wireshark's "Decode As").
+//!   payload type) between ports ≥ 1024, or only those on
+//!   [`CaptureOptions::rtp_ports`] when ports are given (Wireshark's
+//!   "Decode As").
 //!
 //! A read error ends the stream: the iterator yields it once and then
 //! `None`; what came before it stands.
@@ -227,7 +228,13 @@ impl Scan {
             return Some(rec(p.flow, p.seq, p.tx_ns, p.flags.bits()));
         }
         let ports = &self.opts.rtp_ports;
-        let rtp_port = ports.is_empty() || ports.contains(&u.sport) || ports.contains(&u.dport);
+        // The heuristic leaves well-known ports (DNS, NTP, ...) alone, as
+        // Wireshark's port dissectors take them before its heuristic runs.
+        let rtp_port = if ports.is_empty() {
+            u.sport >= 1024 && u.dport >= 1024
+        } else {
+            ports.contains(&u.sport) || ports.contains(&u.dport)
+        };
         if self.opts.rtp && rtp_port && !u.first_fragment {
             let whole = u.payload.len() as u32 == u.len;
             if let Ok(h) = RtpHeader::parse(u.payload, whole) {
@@ -413,7 +420,7 @@ mod tests {
             eth_udp(9000, &echo),
             eth_udp(7777, &luna),
             eth_udp(7777, b"short"),
-            eth_udp(53, b"dns?"),
+            eth_udp(53, &[0x80, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0]),
             v6,
             vec![0u8; 10],
         ]);
