@@ -34,6 +34,9 @@
 //!   per-flow state built as a flow's packets need it ([`staged`]).
 //! * [`status`] — a running receiver's loss so far (`recv --status`).
 //! * [`schema`] — the typed JSON reports `wirelab.send/1`, `wirelab.recv/1`.
+//! * [`capture`] — pcap/pcapng captures as input: wirelab and LUNA probes
+//!   as receive records ([`CaptureRecords`]), RTP streams measured as
+//!   Wireshark measures them ([`capture::rtp`]).
 //! * [`PacketJoin`] — the streaming per-packet join of a sender's and a
 //!   receiver's records (`wirelab export TX RX`), tables defined once in
 //!   [`columns`] for every export format.
@@ -41,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 pub mod buckets;
+pub mod capture;
 pub mod clockfix;
 pub mod columns;
 pub mod delivery;
@@ -68,6 +72,7 @@ pub mod status;
 pub mod text;
 pub mod window;
 
+pub use capture::{is_capture, CaptureCounts, CaptureOptions, CaptureRecords};
 pub use clockfix::ClockCorrection;
 pub use delivery::DeliveryLatency;
 pub use error::AnalysisError;
