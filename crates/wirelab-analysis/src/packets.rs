@@ -106,6 +106,14 @@ pub struct JoinStats {
     pub tx_ns_mismatch: u64,
 }
 
+/// What is known of one `(flow, seq)`: a probe waiting to be written,
+/// its first arrival, or both.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    waiting: bool,
+    arrival: Option<Arrival>,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Arrival {
     rx_ns: u64,
@@ -124,14 +132,13 @@ pub struct PacketJoin<T: Iterator<Item = Record>, R: Iterator<Item = Record>> {
     rx: Peekable<R>,
     cfg: JoinConfig,
     pending: VecDeque<Record>,
-    waiting: HashMap<(u32, u64), ()>,
-    arrivals: HashMap<(u32, u64), Arrival>,
+    slots: HashMap<(u32, u64), Slot>,
     next_exp: HashMap<u32, u128>,
     /// Highest probe send time read from the receiver's records.
     rx_frontier: u64,
     /// Highest send time read from the sender's records.
     tx_frontier: u64,
-    /// Arrivals count at which stale ones are next swept out.
+    /// Slots count at which stale arrivals are next swept out.
     sweep_at: usize,
     stats: JoinStats,
 }
@@ -149,8 +156,7 @@ impl<T: Iterator<Item = Record>, R: Iterator<Item = Record>> PacketJoin<T, R> {
             rx: rx.peekable(),
             cfg,
             pending: VecDeque::new(),
-            waiting: HashMap::new(),
-            arrivals: HashMap::new(),
+            slots: HashMap::new(),
             next_exp: HashMap::new(),
             rx_frontier: 0,
             tx_frontier: 0,
@@ -184,8 +190,9 @@ impl<T: Iterator<Item = Record>, R: Iterator<Item = Record>> PacketJoin<T, R> {
                 (_, Some(_)) => self.read_rx()?,
                 (None, None) => {
                     if self.pending.is_empty() {
-                        self.stats.unmatched += self.arrivals.len() as u64;
-                        self.arrivals.clear();
+                        let left = self.slots.values().filter(|s| s.arrival.is_some());
+                        self.stats.unmatched += left.count() as u64;
+                        self.slots.clear();
                         return Ok(None);
                     }
                     return Ok(self.emit());
@@ -201,10 +208,12 @@ impl<T: Iterator<Item = Record>, R: Iterator<Item = Record>> PacketJoin<T, R> {
             return;
         }
         self.tx_frontier = self.tx_frontier.max(r.tx_ns);
-        if self.waiting.insert((r.flow, r.seq), ()).is_some() {
+        let slot = self.slots.entry((r.flow, r.seq)).or_default();
+        if slot.waiting {
             self.stats.repeated_tx += 1;
             return;
         }
+        slot.waiting = true;
         self.pending.push_back(r);
     }
 
@@ -218,7 +227,8 @@ impl<T: Iterator<Item = Record>, R: Iterator<Item = Record>> PacketJoin<T, R> {
         }
         self.rx_frontier = self.rx_frontier.max(r.tx_ns);
         let flags = ProbeFlags(r.probe_flags);
-        if let Some(a) = self.arrivals.get_mut(&(r.flow, r.seq)) {
+        let slot = self.slots.entry((r.flow, r.seq)).or_default();
+        if let Some(a) = slot.arrival.as_mut() {
             // The end marker repeats the final probe: not a duplicate.
             if !flags.is_last() {
                 a.duplicates = a.duplicates.saturating_add(1);
@@ -247,17 +257,14 @@ impl<T: Iterator<Item = Record>, R: Iterator<Item = Record>> PacketJoin<T, R> {
                 true
             }
         };
-        self.arrivals.insert(
-            (r.flow, r.seq),
-            Arrival {
-                rx_ns: r.rx_ns,
-                probe_tx_ns: r.tx_ns,
-                duplicates: 0,
-                reordered,
-                rx_flags: r.rec_flags,
-            },
-        );
-        if self.arrivals.len() >= self.sweep_at {
+        slot.arrival = Some(Arrival {
+            rx_ns: r.rx_ns,
+            probe_tx_ns: r.tx_ns,
+            duplicates: 0,
+            reordered,
+            rx_flags: r.rec_flags,
+        });
+        if self.slots.len() >= self.sweep_at {
             self.sweep();
         }
         Ok(())
@@ -267,19 +274,17 @@ impl<T: Iterator<Item = Record>, R: Iterator<Item = Record>> PacketJoin<T, R> {
     /// and that no waiting probe claims: they can no longer be joined.
     fn sweep(&mut self) {
         let horizon = self.tx_frontier.saturating_sub(self.cfg.window_ns);
-        let waiting = &self.waiting;
-        let before = self.arrivals.len();
-        self.arrivals
-            .retain(|k, a| a.probe_tx_ns >= horizon || waiting.contains_key(k));
-        self.stats.unmatched += (before - self.arrivals.len()) as u64;
-        self.sweep_at = (self.arrivals.len() * 2).max(1 << 16);
+        let before = self.slots.len();
+        self.slots
+            .retain(|_, s| s.waiting || s.arrival.is_some_and(|a| a.probe_tx_ns >= horizon));
+        self.stats.unmatched += (before - self.slots.len()) as u64;
+        self.sweep_at = (self.slots.len() * 2).max(1 << 16);
     }
 
     fn emit(&mut self) -> Option<PacketRow> {
         let t = self.pending.pop_front()?;
         let key = (t.flow, t.seq);
-        self.waiting.remove(&key);
-        let arrival = self.arrivals.remove(&key);
+        let arrival = self.slots.remove(&key).and_then(|s| s.arrival);
         let warmup = ProbeFlags(t.probe_flags).is_warmup();
         self.stats.sent += 1;
         match arrival {
