@@ -655,7 +655,7 @@ mod tests {
                 } else {
                     RecordKind::Tx
                 },
-                probe_flags: 0xff & !ProbeFlags::WARMUP,
+                probe_flags: !ProbeFlags::WARMUP,
                 ..Record::default()
             })
             .collect();
