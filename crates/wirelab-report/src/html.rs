@@ -59,7 +59,9 @@ th{background:#f3f3f3}th.sort{cursor:pointer}td.l,th.l{text-align:left}\
 tr.total td{font-weight:bold}\
 figure{margin:1em 0}figure svg{max-width:100%;height:auto}\
 figcaption{font-size:.85em;color:#555}\
-.warn{color:#a40}pre{font-size:.75em;background:#f7f7f7;padding:.5em;overflow:auto}";
+.row{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}.row p{margin:.3em 0;font-weight:bold}\
+th,td{white-space:nowrap}td.l{white-space:normal;max-width:24em;overflow-wrap:anywhere}\
+.wide{overflow-x:auto}td:first-child{white-space:nowrap}.warn{color:#a40}pre{font-size:.75em;background:#f7f7f7;padding:.5em;overflow:auto}";
 
 const SCRIPT: &str = "document.querySelectorAll('table.sortable').forEach(function(t){\
 t.querySelectorAll('th').forEach(function(th,i){th.classList.add('sort');\
@@ -88,8 +90,33 @@ impl Page {
         }
     }
 
+    /// Starts a row of blocks side by side (closed by [`Page::end_row`]).
+    pub fn begin_row(&mut self) {
+        self.body.push_str("<div class=\"row\">\n");
+    }
+    /// Starts one block of a row, with a caption line.
+    pub fn begin_block(&mut self, caption: &str) {
+        let _ = writeln!(self.body, "<div><p>{}</p>", esc(caption));
+    }
+    pub fn end_block(&mut self) {
+        self.body.push_str("</div>\n");
+    }
+    pub fn end_row(&mut self) {
+        self.body.push_str("</div>\n");
+    }
+
     pub fn h2(&mut self, s: &str) {
-        let _ = writeln!(self.body, "<h2>{}</h2>", esc(s));
+        let id: String = s
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let _ = writeln!(self.body, "<h2 id=\"{}\">{}</h2>", esc(&id), esc(s));
     }
 
     pub fn para(&mut self, s: &str) {
@@ -104,7 +131,7 @@ impl Page {
     /// whose first cell is `total` stay at the bottom.
     pub fn table(&mut self, heads: &[&str], rows: &[Vec<Cell>], sortable: bool) {
         let cls = if sortable { " class=\"sortable\"" } else { "" };
-        let _ = write!(self.body, "<table{cls}><thead><tr>");
+        let _ = write!(self.body, "<div class=\"wide\"><table{cls}><thead><tr>");
         for (i, h) in heads.iter().enumerate() {
             let l = if i == 0 { " class=\"l\"" } else { "" };
             let _ = write!(self.body, "<th{l}>{}</th>", esc(h));
@@ -135,7 +162,7 @@ impl Page {
             }
             let _ = write!(self.body, "</tr>");
         }
-        let _ = writeln!(self.body, "</tbody></table>");
+        let _ = writeln!(self.body, "</tbody></table></div>");
     }
 
     /// Key → value rows.

@@ -178,27 +178,6 @@ pub fn render(d: &ProbeData, title: &str) -> Result<String, ReportError> {
         false,
     );
 
-    p.h2("Configuration and environment");
-    for (i, _) in &d.sources {
-        let Some(serde_json::Value::Object(m)) = &i.metadata else {
-            p.para(&format!("{}: no metadata", i.name));
-            continue;
-        };
-        p.para(&i.name);
-        let mut kv = Vec::new();
-        for (k, v) in m {
-            match v {
-                serde_json::Value::Object(inner) => {
-                    for (k2, v2) in inner {
-                        kv.push((format!("{k}.{k2}"), value_text(v2)));
-                    }
-                }
-                v => kv.push((k.clone(), value_text(v))),
-            }
-        }
-        p.kv(&kv);
-    }
-
     p.h2("Summary");
     p.table(&HEADS, &summary_rows(d), true);
     for w in &d.summary.warnings {
@@ -232,6 +211,31 @@ pub fn render(d: &ProbeData, title: &str) -> Result<String, ReportError> {
             );
         }
     }
+    p.h2("Configuration and environment");
+    p.begin_row();
+    for (i, _) in &d.sources {
+        p.begin_block(&i.name);
+        let Some(serde_json::Value::Object(m)) = &i.metadata else {
+            p.para("no metadata");
+            p.end_block();
+            continue;
+        };
+        let mut kv = Vec::new();
+        for (k, v) in m {
+            match v {
+                serde_json::Value::Object(inner) => {
+                    for (k2, v2) in inner {
+                        kv.push((format!("{k}.{k2}"), value_text(v2)));
+                    }
+                }
+                v => kv.push((k.clone(), value_text(v))),
+            }
+        }
+        p.kv(&kv);
+        p.end_block();
+    }
+    p.end_row();
+
     p.details(
         "wirelab.analysis/1 (the numbers above)",
         &d.summary.to_json()?,

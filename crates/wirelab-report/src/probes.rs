@@ -107,6 +107,12 @@ struct Flow {
     rx_last: Option<(u64, u64)>,
     /// The start the flow's lateness is measured from.
     start: Option<u64>,
+    /// The highest sequence number in the sender's records and its send
+    /// time: the end marker. Its LAST-flagged repeats carry send times of
+    /// their own; the analysis counts the probe received when any copy
+    /// arrives, so a repeat arriving alone is placed at the original's
+    /// send time.
+    final_tx: Option<(u64, u64)>,
 }
 
 fn start_of(meta: &Option<serde_json::Value>) -> Option<u64> {
@@ -161,6 +167,9 @@ pub fn collect(
                     };
                     f.tx.get_or_insert_with(|| SendAccum::new(info, Some(0)))
                         .observe(r);
+                    if f.final_tx.is_none_or(|(seq, _)| r.seq >= seq) {
+                        f.final_tx = Some((r.seq, r.tx_ns));
+                    }
                 }
                 RecordKind::Rx => {
                     f.rx.get_or_insert_with(Staged::new)
@@ -259,6 +268,9 @@ pub fn collect(
         ring: Vec<(u64, i64, bool)>,
         tx_last_seen: bool,
         rx_last_seen: bool,
+        /// The end marker arrived as a plain copy / only as LAST repeats.
+        final_plain: bool,
+        final_repeat: bool,
     }
     const RING: usize = wirelab_analysis::flow::IPDV_RING;
     let mut state: HashMap<u32, Pass2> = HashMap::new();
@@ -270,6 +282,8 @@ pub fn collect(
                     ring: Vec::new(),
                     tx_last_seen: false,
                     rx_last_seen: false,
+                    final_plain: false,
+                    final_repeat: false,
                 })
             }) else {
                 return;
@@ -296,10 +310,22 @@ pub fn collect(
                     }
                 }
                 RecordKind::Rx => {
-                    if flags.is_last() && std::mem::replace(&mut st.rx_last_seen, true) {
-                        return;
+                    let final_seq = flows.get(&r.flow).and_then(|f| f.final_tx).map(|f| f.0);
+                    if flags.is_last() {
+                        match final_seq {
+                            // With sender records: counted after the pass,
+                            // once, at the original's send time.
+                            Some(fs) if fs == r.seq => st.final_repeat = true,
+                            Some(_) => {}
+                            None if !std::mem::replace(&mut st.rx_last_seen, true) => {
+                                recv_per.mark(r.tx_ns, 1)
+                            }
+                            None => {}
+                        }
+                    } else {
+                        st.final_plain |= final_seq == Some(r.seq);
+                        recv_per.mark(r.tx_ns, 1);
                     }
-                    recv_per.mark(r.tx_ns, 1);
                     if r.rx_ns == 0 {
                         return;
                     }
@@ -344,6 +370,11 @@ pub fn collect(
         })?;
     }
 
+    for (id, st) in &state {
+        if let (true, false, Some((_, t))) = (st.final_repeat, st.final_plain, flows[id].final_tx) {
+            recv_per.mark(t, 1);
+        }
+    }
     // Loss marks: sent − received per send-time bucket, or the first lost
     // sequence numbers placed between the flow's first and last arrival.
     if let Some(env) = owd_env.as_mut() {
@@ -455,7 +486,9 @@ mod tests {
 
     /// Flow 1: 20 probes 1 ms apart, seqs 5–7 and 12 lost (bursts of 3 and
     /// 1), 16 arrives before 15 (one reordered), OWD 100 µs + seq µs.
-    /// Flow 2: 10 probes, none lost, OWD 50 µs.
+    /// Flow 2: 10 probes, OWD 50 µs; the last (seq 9) is lost and only a
+    /// LAST-flagged repeat of it arrives (a send time of its own), which
+    /// counts as receiving it.
     fn run() -> (Vec<Record>, Vec<Record>) {
         let tx = |flow, seq: u64| Record {
             flow,
@@ -482,7 +515,13 @@ mod tests {
         let i = order.iter().position(|&s| s == 15).unwrap();
         order.swap(i, i + 1);
         let mut rxs: Vec<Record> = order.iter().map(|&s| rx(&txs[s as usize])).collect();
-        rxs.extend(txs[20..].iter().map(rx));
+        rxs.extend(txs[20..29].iter().map(rx));
+        let repeat = Record {
+            tx_ns: txs[29].tx_ns + 5_000,
+            probe_flags: ProbeFlags::LAST,
+            ..txs[29]
+        };
+        rxs.push(rx(&repeat));
         (txs, rxs)
     }
 
@@ -543,7 +582,8 @@ mod tests {
         let b: Vec<(u64, u64)> = d.bursts.iter().map(|b| (b.from, b.count)).collect();
         assert_eq!(b, vec![(1, 1), (3, 1)]);
         assert_eq!(d.extents.iter().map(|b| b.count).sum::<u64>(), 1);
-        // Loss marks by send time: exactly the 4 lost probes.
+        // Loss marks by send time: exactly the 4 lost probes (a repeat of
+        // the end marker received it).
         let marks = d.owd.as_ref().unwrap().marks();
         assert_eq!(marks.iter().map(|m| m.1).sum::<u64>(), 4);
         // Lateness 2 µs + 10 ns per seq.

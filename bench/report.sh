@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Report and export benchmarks over one large real dataset (issue 15).
+#
+# Usage: sudo bench/report.sh [RECORDS]      (default 10000000)
+#   env: RATE (pps, default 400000), SKIP_BUILD=1, KEEP_WORK=1
+# Needs: root (namespaces), /usr/bin/time; cargo build --release.
+#
+# The dataset: a real `wirelab send` → `wirelab recv` run in the bench lab
+# (two namespaces, veth, RPS) with --record on both sides: RECORDS probes at
+# RATE, so two record files of 64 bytes per probe.
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+RECORDS="${1:-10000000}"
+RATE="${RATE:-400000}"
+lab_init
+install_tools ip:iproute2 ethtool:ethtool ss:iproute2 ping:iputils-ping taskset:util-linux
+[ -x /usr/bin/time ] || install_tools time:time
+build_wirelab
+freeze_wirelab
+lab_up
+machine_info
+
+log "dataset: $RECORDS probes at $RATE pps with --record"
+bg "$NS_RX" recv taskset -c "$RX_CPU" "$WIRELAB" recv --port 5757 --quiet --timeout 600s \
+    --record "$WORK/rx.wlr"
+RECV_PID=$BG_PID
+wait_port "$NS_RX" udp 5757
+nstx taskset -c "$TX_CPU" "$WIRELAB" send "$IP_RX" --port 5757 --rate "$RATE" --size 64 \
+    --count "$RECORDS" --quiet --record "$WORK/tx.wlr" >/dev/null
+wait "$RECV_PID" || true
+TX_N=$(( ($(stat -c %s "$WORK/tx.wlr") - 20) / 64 ))
+RX_N=$(( ($(stat -c %s "$WORK/rx.wlr") - 20) / 64 ))
+echo "dataset: tx.wlr ~$TX_N records, rx.wlr ~$RX_N records ($(du -sh "$WORK/tx.wlr" | cut -f1) + $(du -sh "$WORK/rx.wlr" | cut -f1))"
+
+# measure NAME CMD... — wall time (s) and peak RSS (MB) of one command,
+# files warm in the page cache (each command runs once before, untimed).
+measure() {
+    local name="$1"; shift
+    "$@" >/dev/null 2>&1 || true
+    /usr/bin/time -v -o "$WORK/$name.time" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" \
+        || die "$name failed: $(tail -3 "$WORK/$name.err")"
+    local wall rss
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/{n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$WORK/$name.time")
+    rss=$(awk -F': ' '/Maximum resident set size/{printf "%.0f", $2/1024}' "$WORK/$name.time")
+    eval "WALL_$name=$wall RSS_$name=$rss"
+}
+
+## report
+# `wirelab report` on both files against two peers on the same files in the
+# same run: `cat` (reading the files: the I/O floor) and `wirelab analyze`
+# (the whole-run analysis, which holds every record in memory).
+measure cat cat "$WORK/tx.wlr" "$WORK/rx.wlr"
+measure analyze "$WIRELAB" analyze "$WORK/tx.wlr" "$WORK/rx.wlr"
+measure report "$WIRELAB" report "$WORK/tx.wlr" "$WORK/rx.wlr" -o "$WORK/report.html"
+SIZE_MB=$(awk -v b="$(stat -c %s "$WORK/report.html")" 'BEGIN{printf "%.2f", b/1e6}')
+echo
+echo "## report ($TX_N + $RX_N records)"
+printf '| %-26s | %8s | %12s | %9s |\n' job "wall s" "peak RSS MB" "file MB"
+printf '|%s|%s|%s|%s|\n' "----------------------------" "----------" "--------------" "-----------"
+printf '| %-26s | %8s | %12s | %9s |\n' "cat (read floor)" "$WALL_cat" "$RSS_cat" "-"
+printf '| %-26s | %8s | %12s | %9s |\n' "wirelab analyze" "$WALL_analyze" "$RSS_analyze" "-"
+printf '| %-26s | %8s | %12s | %9s |\n' "wirelab report" "$WALL_report" "$RSS_report" "$SIZE_MB"
+awk -v r="$WALL_report" -v a="$WALL_analyze" -v c="$WALL_cat" -v rr="$RSS_report" -v ra="$RSS_analyze" 'BEGIN{
+  printf "report/analyze wall %.2fx, report/cat wall %.1fx, report/analyze RSS %.2fx\n", r/a, r/(c>0?c:0.01), rr/ra }'
+awk -v w="$WALL_report" -v m="$RSS_report" -v s="$SIZE_MB" 'BEGIN{
+  printf "targets (10 M records): wall < 10 s %s, RSS < 500 MB %s, file < 5 MB %s\n",
+    (w<10?"met":"MISSED"), (m<500?"met":"MISSED"), (s<5?"met":"MISSED") }'
