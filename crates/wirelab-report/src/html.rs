@@ -60,7 +60,7 @@ tr.total td{font-weight:bold}\
 figure{margin:1em 0}figure svg{max-width:100%;height:auto}\
 figcaption{font-size:.85em;color:#555}\
 .row{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}.row p{margin:.3em 0;font-weight:bold}\
-th,td{white-space:nowrap}td.l{white-space:normal;max-width:24em;overflow-wrap:anywhere}\
+th,td{white-space:nowrap}table.kv td.l{white-space:normal;max-width:24em;overflow-wrap:anywhere}\
 .wide{overflow-x:auto}td:first-child{white-space:nowrap}.warn{color:#a40}pre{font-size:.75em;background:#f7f7f7;padding:.5em;overflow:auto}";
 
 const SCRIPT: &str = "document.querySelectorAll('table.sortable').forEach(function(t){\
@@ -130,7 +130,15 @@ impl Page {
     /// A table; `sortable` adds click-to-sort on its column heads. Rows
     /// whose first cell is `total` stay at the bottom.
     pub fn table(&mut self, heads: &[&str], rows: &[Vec<Cell>], sortable: bool) {
-        let cls = if sortable { " class=\"sortable\"" } else { "" };
+        self.table_class(heads, rows, if sortable { "sortable" } else { "" });
+    }
+
+    fn table_class(&mut self, heads: &[&str], rows: &[Vec<Cell>], class: &str) {
+        let cls = if class.is_empty() {
+            String::new()
+        } else {
+            format!(" class=\"{class}\"")
+        };
         let _ = write!(self.body, "<div class=\"wide\"><table{cls}><thead><tr>");
         for (i, h) in heads.iter().enumerate() {
             let l = if i == 0 { " class=\"l\"" } else { "" };
@@ -171,7 +179,7 @@ impl Page {
             .iter()
             .map(|(k, v)| vec![Cell::text(k.clone()), Cell::text(v.clone())])
             .collect();
-        self.table(&["key", "value"], &rows, false);
+        self.table_class(&["key", "value"], &rows, "kv");
     }
 
     /// A figure: its title (a heading), the SVG, a caption.

@@ -8,9 +8,11 @@
 //! * [`bucket`] — envelopes and histograms whose size the caller sets.
 //! * [`plot`] — the figures, drawn with plotters' SVG backend.
 //! * [`html`] — the page around them.
+//! * [`campaign`] — the page of a `wirelab run` results directory.
 #![forbid(unsafe_code)]
 
 pub mod bucket;
+pub mod campaign;
 pub mod error;
 pub mod html;
 pub mod plot;

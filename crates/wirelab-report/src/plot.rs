@@ -288,9 +288,119 @@ pub fn lines(
     })
 }
 
+/// `x` with at most 4 significant digits and no trailing zeros.
+fn short(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    let s = format!("{x:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A named series of `(x, y, ± error)` points.
+pub type ErrSeries = (String, Vec<(f64, f64, f64)>);
+
+/// Values against a parameter: per series a line through its points, a
+/// dot on each and a vertical bar of ± its error. `categories` names the
+/// x positions 0, 1, ... of a parameter that is not a number.
+pub fn by_param(
+    series: &[ErrSeries],
+    x_desc: &str,
+    y_desc: &str,
+    categories: Option<&[String]>,
+) -> Result<String, ReportError> {
+    let all = || series.iter().flat_map(|s| s.1.iter().copied());
+    let x_lo = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let x_hi = all().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let y_lo = all()
+        .map(|p| p.1 - p.2)
+        .fold(f64::INFINITY, f64::min)
+        .min(0.0);
+    let y_hi = all().map(|p| p.1 + p.2).fold(f64::NEG_INFINITY, f64::max);
+    let (xr, yr) = if x_lo.is_finite() && y_hi.is_finite() {
+        let xr = match categories {
+            Some(_) => (x_lo - 0.5)..(x_hi + 0.5),
+            None => range(x_lo, x_hi),
+        };
+        (xr, range(y_lo, y_hi))
+    } else {
+        (range(0.0, 1.0), range(0.0, 1.0))
+    };
+    draw(|root| {
+        let mut c = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d(xr, yr)
+            .map_err(err)?;
+        let label = |x: &f64| match categories {
+            Some(cats) => {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    cats.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            }
+            None => short(*x),
+        };
+        let mut mesh = c.configure_mesh();
+        mesh.x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_label_formatter(&label)
+            .light_line_style(RGBColor(240, 240, 240));
+        if let Some(cats) = categories {
+            mesh.x_labels(cats.len() * 2 + 1);
+        }
+        mesh.draw().map_err(err)?;
+        for (k, (name, pts)) in series.iter().enumerate() {
+            let col = COLOURS[k % COLOURS.len()];
+            c.draw_series(LineSeries::new(
+                pts.iter().map(|p| (p.0, p.1)),
+                col.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(name.as_str())
+            .legend(move |(a, b)| PathElement::new(vec![(a, b), (a + 18, b)], col.stroke_width(2)));
+            c.draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 3, col.filled())))
+                .map_err(err)?;
+            c.draw_series(pts.iter().filter(|p| p.2 > 0.0).map(|p| {
+                PathElement::new(
+                    vec![(p.0, p.1 - p.2), (p.0, p.1 + p.2)],
+                    col.stroke_width(1),
+                )
+            }))
+            .map_err(err)?;
+        }
+        if !series.is_empty() {
+            c.configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(RGBColor(180, 180, 180))
+                .draw()
+                .map_err(err)?;
+        }
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axis_numbers_are_short() {
+        assert_eq!(short(0.30000000000000004), "0.3");
+        assert_eq!(short(0.7999999999999999), "0.8");
+        assert_eq!(short(1234.5678), "1235");
+        assert_eq!(short(0.0), "0");
+        assert_eq!(short(70.0), "70");
+    }
 
     #[test]
     fn units_fit_the_magnitude() {

@@ -11,14 +11,15 @@ use wirelab_report::{ProbeOptions, ProbeSource, RecordFile, Side};
 #[derive(Args, Debug)]
 #[command(after_long_help = "EXAMPLES:\n  \
 wirelab report tx.wlr rx.wlr -o run.html   # sender and receiver joined by flow and sequence\n  \
-wirelab report rx.wlr -o rx.html           # receiver records alone\n\n\
+wirelab report rx.wlr -o rx.html           # receiver records alone\n  \
+wirelab report results/quickstart-*/ -o q.html   # a campaign: a row per point, plots per swept parameter\n\n\
 The page holds everything inline (SVG plots, CSS, a few lines of script to sort tables) and \
 fetches nothing: it opens offline and can be attached to a ticket. Large runs are summarised \
 (time-bucketed min/p50/p99/max envelopes, histograms), so the file stays small whatever the \
 number of packets, and the records are streamed, never all held.")]
 pub struct ReportArgs {
     /// Record files written by `send --record` and `recv --record` (roles are
-    /// read from their headers)
+    /// read from their headers), or one results directory of `wirelab run`
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
     /// The HTML file to write
@@ -40,7 +41,9 @@ pub struct ReportArgs {
 fn kind_of(path: &Path) -> Result<()> {
     if path.is_dir() {
         bail!(
-            "{}: a directory; `wirelab report` reads record files (send/recv --record)",
+            "{}: a directory but not a results directory of `wirelab run` (no summary.json and \
+             points/); `wirelab report` reads record files (send/recv --record) or one results \
+             directory",
             path.display()
         );
     }
@@ -92,8 +95,26 @@ pub fn write_page(out: &Path, html: &str) -> Result<()> {
     std::fs::rename(&tmp, out).with_context(|| format!("cannot write {}", out.display()))
 }
 
+/// Writes `DIR/report.html` for the results directory of `wirelab run`
+/// and returns its path (`wirelab run` calls this when a campaign ends).
+pub fn campaign(dir: &Path, out: Option<&Path>, title: Option<&str>) -> Result<PathBuf> {
+    let out = out.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
+    let name = dir.file_name().unwrap_or(dir.as_os_str()).to_string_lossy();
+    let title = title.map_or_else(|| format!("wirelab campaign: {name}"), str::to_string);
+    let html = wirelab_report::campaign::render(dir, &title)?;
+    write_page(&out, &html)?;
+    Ok(out)
+}
+
 pub fn run(a: ReportArgs) -> Result<()> {
     check_output(&a.output)?;
+    if let [dir] = a.inputs.as_slice() {
+        if wirelab_report::campaign::is_results_dir(dir) {
+            let out = campaign(dir, Some(&a.output), a.title.as_deref())?;
+            println!("report: {}", out.display());
+            return Ok(());
+        }
+    }
     let mut files = Vec::new();
     for p in &a.inputs {
         kind_of(p)?;

@@ -199,6 +199,12 @@ pub fn run(a: RunArgs) -> Result<()> {
             .collect::<String>()
         );
     }
+    // The page of the results (never fails the campaign: its results stand).
+    match super::report::campaign(&outcome.dir, None, None) {
+        Ok(page) if a.json => eprintln!("report: {}", page.display()),
+        Ok(page) => println!("report: {}", page.display()),
+        Err(e) => eprintln!("wirelab: warning: no report.html: {e:#}"),
+    }
     if let Some(f) = &outcome.failure {
         eprintln!("wirelab: error: {f}");
     }
