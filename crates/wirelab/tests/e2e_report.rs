@@ -158,6 +158,115 @@ fn probe_report_renders_in_a_browser_with_every_figure() {
     );
 }
 
+/// Two flows, one each way, over a size sweep of two points.
+const CAMPAIGN: &str = r#"
+[campaign]
+name = "reportcamp"
+pause = "100ms"
+
+[lab]
+namespaces = ["tx", "rx"]
+links = [{ a = "tx", b = "rx", a_addr = "198.18.37.1/24", b_addr = "198.18.37.2/24", ipv6 = false }]
+
+[hosts]
+tx = { transport = "lab:tx" }
+rx = { transport = "lab:rx" }
+
+[[flow]]
+name = "up"
+from = "tx"
+to = "rx"
+count = 300
+interval = "1ms"
+
+[[flow]]
+name = "down"
+from = "rx"
+to = "tx"
+count = 300
+interval = "1ms"
+
+[sweep]
+size = [64, 200]
+"#;
+
+#[test]
+fn campaign_report_is_written_by_run_and_renders_in_a_browser() {
+    if !netns_available(&[CHROMIUM]) {
+        return;
+    }
+    let dir = files::scratch("report", "campaign");
+    let control = dir.join("c.toml");
+    std::fs::write(&control, CAMPAIGN).unwrap();
+    let results = dir.join("results");
+    let out = Command::new(exe())
+        .arg("run")
+        .arg(&control)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", files::text(&out));
+    let bundle = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let page = bundle.join("report.html");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("report: {}\n", page.display())),
+        "{said}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // A row per point and flow: 2 sizes x 2 flows.
+    for flow in ["up", "down"] {
+        let cells = format!("<td class=\"l\">{flow}</td><td class=\"l\">done</td>");
+        assert_eq!(html.matches(&cells).count(), 2, "{flow}");
+    }
+    // Sent and received 300 in each of the 4 rows (veth loses nothing).
+    assert_eq!(html.matches("<td data-v=\"300\">300</td>").count(), 8);
+    // The same page from `wirelab report DIR`.
+    let again = dir.join("again.html");
+    run(Command::new(exe())
+        .arg("report")
+        .arg(&bundle)
+        .arg("-o")
+        .arg(&again));
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), html);
+
+    let dom = chromium(&["--dump-dom"], &page);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    // The swept size: loss, throughput, OWD against it, one line per flow
+    // (direction); and CPU.
+    assert_eq!(dom.matches("<svg").count(), 4, "figures in the DOM");
+    for t in wirelab_report::campaign::param_figures("size") {
+        assert!(dom.contains(&format!("<h3>{t}</h3>")), "figure {t}");
+    }
+    assert!(dom.contains(&format!(
+        "<h3>{}</h3>",
+        wirelab_report::campaign::CPU_FIGURE
+    )));
+    assert!(
+        dom.contains("class=\"sort\""),
+        "the table-sorting script did not run"
+    );
+    let png = dir.join("campaign.png");
+    chromium(
+        &[
+            "--hide-scrollbars",
+            "--window-size=1100,1400",
+            &format!("--screenshot={}", png.display()),
+        ],
+        &page,
+    );
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn report_errors_say_what_to_do() {
     let dir = files::scratch("report", "errors");

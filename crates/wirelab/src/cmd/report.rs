@@ -115,6 +115,13 @@ pub fn run(a: ReportArgs) -> Result<()> {
             return Ok(());
         }
     }
+    println!("{}", records(&a)?);
+    Ok(())
+}
+
+/// The page of record files; returns the line that says where it is.
+pub fn records(a: &ReportArgs) -> Result<String> {
+    check_output(&a.output)?;
     let mut files = Vec::new();
     for p in &a.inputs {
         kind_of(p)?;
@@ -162,12 +169,11 @@ pub fn run(a: ReportArgs) -> Result<()> {
     }
     let html = wirelab_report::probe_page::render(&data, &title)?;
     write_page(&a.output, &html)?;
-    println!(
+    Ok(format!(
         "report: {} ({} flows, {} figures, {} bytes)",
         a.output.display(),
         data.summary.flows.len(),
         html.matches("<figure>").count(),
         html.len()
-    );
-    Ok(())
+    ))
 }
