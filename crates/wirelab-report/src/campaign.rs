@@ -18,6 +18,10 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use wirelab_analysis::text::{fmt_bps, fmt_ns, fmt_pps};
 
+/// At one x position: x, the values of its points (repetitions), the
+/// largest uncertainty among them.
+type XValues = (f64, Vec<f64>, f64);
+
 /// Whether `dir` looks like a results directory of `wirelab run`.
 pub fn is_results_dir(dir: &Path) -> bool {
     dir.join("summary.json").is_file() && dir.join("points").is_dir()
@@ -284,8 +288,7 @@ pub fn render(dir: &Path, title: &str) -> Result<String, ReportError> {
             }
         };
         // (series, metric) -> x -> values (repetitions averaged).
-        let mut acc: BTreeMap<(String, &str), BTreeMap<i64, (f64, Vec<f64>, f64)>> =
-            BTreeMap::new();
+        let mut acc: BTreeMap<(String, &str), BTreeMap<i64, XValues>> = BTreeMap::new();
         for r in rows {
             let Some(x) = params_of(r).get(param).and_then(|v| x_of(v)) else {
                 continue;

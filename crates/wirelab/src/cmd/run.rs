@@ -74,6 +74,11 @@ pub struct RunArgs {
 
 pub fn run(a: RunArgs) -> Result<()> {
     let (control, text) = control::load(&a.control).map_err(|e| usage(e.to_string()))?;
+    // A resumed campaign's manifest hashes every file in its directory:
+    // the old page would be listed and then replaced; it is made again.
+    if let Some(dir) = &a.resume {
+        let _ = std::fs::remove_file(dir.join("report.html"));
+    }
     let only = match &a.only {
         Some(s) => Some(Expr::parse(s).map_err(|e| usage(format!("--only: {e}")))?),
         None => None,
