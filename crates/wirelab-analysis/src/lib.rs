@@ -34,10 +34,14 @@
 //!   per-flow state built as a flow's packets need it ([`staged`]).
 //! * [`status`] — a running receiver's loss so far (`recv --status`).
 //! * [`schema`] — the typed JSON reports `wirelab.send/1`, `wirelab.recv/1`.
+//! * [`capture`] — pcap/pcapng captures as input: wirelab and LUNA probes
+//!   as receive records ([`CaptureRecords`]), RTP streams measured as
+//!   Wireshark measures them ([`capture::rtp`]).
 //! * [`render_text`], [`export_csv`], [`export_jsonl`] — output.
 #![forbid(unsafe_code)]
 
 pub mod buckets;
+pub mod capture;
 pub mod clockfix;
 pub mod delivery;
 pub mod emulog;
@@ -63,6 +67,7 @@ pub mod status;
 pub mod text;
 pub mod window;
 
+pub use capture::{is_capture, CaptureCounts, CaptureOptions, CaptureRecords};
 pub use clockfix::ClockCorrection;
 pub use delivery::DeliveryLatency;
 pub use error::AnalysisError;

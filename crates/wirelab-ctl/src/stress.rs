@@ -13,6 +13,8 @@ use crate::control::{StressKind, StressPreset, StressorSpec};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub mod supervise;
+
 /// The schema of `wirelab stress --json`.
 pub const REPORT_SCHEMA: &str = "wirelab.stress/1";
 /// SCHED_FIFO priority of `cpu-rt` without `rt_priority` (seed 003 §3.4).
@@ -384,6 +386,44 @@ pub struct Report {
     /// What was not done as asked (an I/O cap that could not be applied,
     /// a preset's part left out), and why.
     pub notes: Vec<String>,
+}
+
+/// The report as the terminal shows it.
+pub fn render_text(r: &Report) -> String {
+    let mut s = format!(
+        "stress {}: {:.1} s, ended by {}; CPU {:.2} s user, {:.2} s system\n",
+        r.load.name(),
+        r.duration_s,
+        match r.ended {
+            Ended::Duration => "its duration",
+            Ended::Signal => "a signal",
+            Ended::PartEnded => "a part's end",
+        },
+        r.user_s,
+        r.system_s
+    );
+    for p in &r.parts {
+        let how = match (p.exit_code, p.signal) {
+            (Some(c), _) => format!("exit {c}"),
+            (None, Some(sig)) => format!("signal {sig}"),
+            _ => "?".into(),
+        };
+        s += &format!(
+            "  {:<8} pid {:<7} {:<8} CPU {:>8.2} s user {:>8.2} s system{}  {}\n",
+            p.name,
+            p.pid,
+            how,
+            p.user_s,
+            p.system_s,
+            p.io_cap_bytes_per_s
+                .map_or(String::new(), |c| format!("  (writes capped at {c} B/s)")),
+            p.command[1..].join(" ")
+        );
+    }
+    for n in &r.notes {
+        s += &format!("  note: {n}\n");
+    }
+    s
 }
 
 #[cfg(test)]

@@ -216,3 +216,108 @@ fn ecn_capable_probes_are_marked_ce_instead_of_lost() {
     );
     assert!(!text.contains("bad cksum"), "{text}");
 }
+
+/// `--mm-log`: 1500-byte probes at 1 kpps (12 Mbit/s) into a Mahimahi
+/// trace with an opportunity every 4 ms (3 Mbit/s) and a droptail queue
+/// of 10, so most are dropped (a sender slowed by load still overloads). Each direction's log reads as
+/// Mahimahi's graph scripts read it (timestamps at or after the base, no
+/// negative delay, no departure before the base, known event types), its
+/// `+` and `-` lines add up to the emulator's own frame and byte counters
+/// (drops included in the arrivals), and a2b's `#` lines are the trace's
+/// opportunities, used or wasted: every 4 ms, each once, 1500 bytes.
+#[test]
+fn mm_logs_parse_as_mahimahi_scripts_read_them_and_match_the_counters() {
+    use wirelab_core::link::mmlog;
+    if !netns_available(&[]) {
+        return;
+    }
+    let emu = Emu::new();
+    let trace = emu.dir.join("6mbit.up");
+    std::fs::write(&trace, "4\n").unwrap();
+    let stages = format!("link {} queue droptail packets=10", trace.display());
+    let dir = emu.dir.join("mm");
+    let em = emu.emulate(&["--a2b", &stages, "--mm-log", dir.to_str().unwrap()]);
+    let (a_tx, b_rx) = emu.probes_with(500, Duration::from_millis(300), &["--size", "1458"]);
+    let r = stop(em);
+    let dropped = books(&r, a_tx, b_rx);
+    assert!(n(&dropped["limit"]) > 0, "{r}");
+    for (d, name) in [("a2b", "a2b.log"), ("b2a", "b2a.log")] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let s = mmlog::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+        let x = &r[d];
+        assert_eq!(s.base_ms, 0);
+        assert!(s.init_ms.is_some(), "{name}");
+        assert_eq!(s.arrivals, n(&x["received"]), "{name} {r}");
+        assert_eq!(s.arrival_bytes, n(&x["received_bytes"]), "{name} {r}");
+        assert_eq!(s.departures, n(&x["sent"]), "{name} {r}");
+        assert_eq!(s.departure_bytes, n(&x["sent_bytes"]), "{name} {r}");
+        let logged = r["mm_log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["direction"] == d)
+            .unwrap();
+        assert_eq!(
+            n(&logged["lines"]),
+            s.arrivals + s.departures + s.opportunities,
+            "{r}"
+        );
+    }
+    let a2b = std::fs::read_to_string(dir.join("a2b.log")).unwrap();
+    let opps: Vec<u64> = a2b
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| match l.split(' ').collect::<Vec<_>>()[..] {
+            [t, "#", "1500"] => Some(t.parse().unwrap()),
+            [_, "#", other] => panic!("opportunity of {other} bytes"),
+            _ => None,
+        })
+        .collect();
+    assert!(opps.len() as u64 >= b_rx, "{} opportunities", opps.len());
+    assert!(opps.windows(2).all(|w| w[1] == w[0] + 4), "{opps:?}");
+    let b2a = mmlog::parse(&std::fs::read_to_string(dir.join("b2a.log")).unwrap()).unwrap();
+    assert_eq!(b2a.opportunities, 0);
+}
+
+/// `profile FILE` (Dummynet): a bad profile is refused before anything is
+/// forwarded, naming the file and line; a good one (2 ms of airtime per
+/// frame at 100 Mbit/s, loss level 0.5) loses about half the probes, each
+/// counted as `loss`, and the books balance with B's interface.
+#[test]
+fn dummynet_profiles_are_checked_and_lose_at_their_loss_level() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let emu = Emu::new();
+    let bad = emu.dir.join("bad.profile");
+    std::fs::write(&bad, "samples 10\nprob delay\n0 5\n1.2 5\n").unwrap();
+    let out = emu
+        .spawn_emulate(&["--a2b", &format!("profile {}", bad.display())])
+        .wait_with_output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.profile:4: probability 1.2 is above 1.0"),
+        "{err}"
+    );
+    let good = emu.dir.join("half.profile");
+    std::fs::write(
+        &good,
+        "name half\nbw 100Mbit/s\nsamples 100\nloss-level 0.5\nprob delay\n0 2\n1 2\n",
+    )
+    .unwrap();
+    let em = emu.emulate(&["--a2b", &format!("profile {}", good.display())]);
+    std::thread::sleep(Duration::from_millis(300));
+    // 400 probes at 1 kpps: 2 ms of airtime each, 0.8 s of work.
+    let (a_tx, b_rx) = emu.probes(400, Duration::from_millis(2_000));
+    let r = stop(em);
+    let dropped = books(&r, a_tx, b_rx);
+    let lost = n(&dropped["loss"]);
+    assert_eq!(lost, a_tx - b_rx, "{r}");
+    let sigma = (a_tx as f64 * 0.25).sqrt();
+    assert!(
+        (lost as f64 - a_tx as f64 / 2.0).abs() <= 4.0 * sigma,
+        "{r}"
+    );
+}

@@ -23,7 +23,7 @@
 use std::collections::VecDeque;
 
 use super::codel::{Codel, Fifo};
-use super::mmlink::{Opportunities, OpportunitySource, OPPORTUNITY_BYTES};
+use super::mmlink::{Opportunities, OpportunityLog, OpportunitySource, OPPORTUNITY_BYTES};
 use super::model::{Corrupt, DropReason, HORIZON_NS};
 use super::onoff::OnOff;
 use super::pie::Pie;
@@ -196,6 +196,27 @@ impl Bottleneck {
         }
         if let Server::Opportunities { opps, .. } = &mut self.server {
             opps.start(t0);
+        }
+    }
+
+    /// Logs every delivery opportunity (a `link` stage's; false without
+    /// one: `log` is dropped).
+    pub(crate) fn log_opportunities(&mut self, log: OpportunityLog) -> bool {
+        match &mut self.server {
+            Server::Opportunities { opps, .. } => {
+                opps.set_log(Some(log));
+                true
+            }
+            Server::Serial { .. } => false,
+        }
+    }
+
+    /// Ends the opportunity log at `t` (after `advance(t)`): if the link
+    /// is idle, the opportunities up to `t` are wasted first (and logged).
+    pub(crate) fn end_opportunity_log(&mut self, t: u64) {
+        self.waste_idle(t);
+        if let Server::Opportunities { opps, .. } = &mut self.server {
+            opps.set_log(None);
         }
     }
 

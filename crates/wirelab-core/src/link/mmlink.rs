@@ -15,10 +15,16 @@ pub const OPPORTUNITY_BYTES: u32 = 1500;
 /// `None`: the link is dead from then on.
 pub type OpportunitySource = Box<dyn Iterator<Item = u64> + Send>;
 
+/// Told the time (ns, the arrival stamps' clock) of every opportunity as
+/// the link uses it up — carrying frames or wasted (idle, link off) — in
+/// time order: what mm-link logs as `T # 1500` ([`super::mmlog`]).
+pub type OpportunityLog = Box<dyn FnMut(u64) + Send>;
+
 pub(crate) struct Opportunities {
     src: OpportunitySource,
     origin: u64,
     next: Option<u64>,
+    log: Option<OpportunityLog>,
 }
 
 impl Opportunities {
@@ -27,7 +33,12 @@ impl Opportunities {
             src,
             origin: 0,
             next: None,
+            log: None,
         }
+    }
+
+    pub(crate) fn set_log(&mut self, log: Option<OpportunityLog>) {
+        self.log = log;
     }
 
     /// The trace starts at `t0` (ns).
@@ -53,6 +64,9 @@ impl Opportunities {
 
     /// Uses up the next opportunity.
     pub(crate) fn take(&mut self) {
+        if let (Some(log), Some(t)) = (&mut self.log, self.next) {
+            log(t);
+        }
         self.fetch();
     }
 }

@@ -55,10 +55,12 @@
 mod bottleneck;
 mod codel;
 mod mmlink;
+pub mod mmlog;
 mod model;
 mod onoff;
 mod pie;
 mod process;
+pub mod profile;
 mod rate;
 mod rng;
 mod slot;
@@ -71,16 +73,16 @@ mod tests;
 #[cfg(test)]
 mod tests_stages;
 
-pub use mmlink::{OpportunitySource, OPPORTUNITY_BYTES};
+pub use mmlink::{OpportunityLog, OpportunitySource, OPPORTUNITY_BYTES};
 pub use model::{
     Arrival, Corrupt, Direction, DropCounts, DropReason, Fate, Link, LinkCounters, LinkError,
     LinkKey, Queued, Release, Sources, Waiting, DEFAULT_LIMIT_PACKETS, HORIZON_NS, MAX_COPIES,
 };
 pub use spec::{
     Chance, DelayDist, DelaySpec, DrdSpec, Limit, LinkConfig, LossModel, MmLinkSpec, OnOffKind,
-    OnOffSpec, Order, QueueKind, QueueSpec, RateSpec, Reorder, SlotSpec, SpecError, SpecErrorKind,
-    TimelineSpec, TraceEnd, TraceSpec, CODEL_INTERVAL_NS, CODEL_TARGET_NS, DRD_TOP, MIN_ONOFF_NS,
-    MIN_SLOT_NS, PIE_INTERVAL_NS, PIE_TARGET_NS,
+    OnOffSpec, Order, ProfileSpec, QueueKind, QueueSpec, RateSpec, Reorder, SlotSpec, SpecError,
+    SpecErrorKind, TimelineSpec, TraceEnd, TraceSpec, CODEL_INTERVAL_NS, CODEL_TARGET_NS, DRD_TOP,
+    MIN_ONOFF_NS, MIN_SLOT_NS, PIE_INTERVAL_NS, PIE_TARGET_NS,
 };
 pub use timecsv::{RowAt, RowSource};
 pub use trace_stage::Looping;

@@ -340,6 +340,11 @@ pub enum LinkError {
     /// A source for a stage the stage list does not have.
     #[error("the stage list has no {0} stage for this source")]
     NoSuchStage(&'static str),
+    /// A profile's airtime occupies a link of some speed.
+    #[error("profile: the airtime is link time at a speed: add a `bw` line to the profile or a rate stage (e.g. profile f rate 10mbit)")]
+    ProfileNeedsRate,
+    #[error("profile: the profile's bw ({0} bit/s) and the rate stage both set the link's speed: remove one")]
+    ProfileRate(u64),
 }
 
 /// What the stages that read files read (the caller opens the files).
@@ -352,6 +357,8 @@ pub struct Sources {
     pub opportunities: Option<OpportunitySource>,
     /// The `timeline` stage's rows.
     pub timeline: Option<Box<dyn RowSource + Send>>,
+    /// The `profile` stage's loaded file.
+    pub profile: Option<super::profile::Profile>,
 }
 
 /// A release and its place: (deadline, push order); `tracked`: its packet
@@ -426,6 +433,7 @@ pub struct Link {
     in_flight: BinaryHeap<Reverse<(u64, u32)>>,
     counters: LinkCounters,
     trace_ended: bool,
+    profile: Option<super::profile::Profile>,
 }
 
 impl fmt::Debug for Link {
@@ -487,7 +495,29 @@ impl Link {
             trace,
             opportunities,
             timeline,
+            profile,
         } = sources;
+        let mut config = config.clone();
+        match (&config.profile, &profile) {
+            (Some(_), None) => return Err(LinkError::SourceMissing("profile")),
+            (None, Some(_)) => return Err(LinkError::NoSuchStage("profile")),
+            (Some(_), Some(p)) => match (p.bw_bps, &config.rate) {
+                (Some(bw), Some(_)) => return Err(LinkError::ProfileRate(bw)),
+                (None, None) => return Err(LinkError::ProfileNeedsRate),
+                (Some(bw), None) => {
+                    config.rate = Some(RateSpec {
+                        bits_per_sec: bw,
+                        packet_overhead: 0,
+                        cell_size: 0,
+                        cell_overhead: 0,
+                        burst_bytes: 0,
+                    })
+                }
+                _ => {}
+            },
+            (None, None) => {}
+        }
+        let config = &config;
         let trace = match (&config.trace, trace) {
             (Some(spec), Some(src)) => Some(TraceCursor::new(spec, src)),
             (Some(_), None) => return Err(LinkError::TraceSourceMissing),
@@ -508,7 +538,9 @@ impl Link {
             (None, Some(_)) => return Err(LinkError::NoSuchStage("timeline")),
             (None, None) => None,
         };
-        Ok(Link::build(config, key, trace, opportunities, timeline))
+        let mut link = Link::build(config, key, trace, opportunities, timeline);
+        link.profile = profile;
+        Ok(link)
     }
 
     /// Swaps the trace: the next copy reads the new source's first record.
@@ -563,6 +595,7 @@ impl Link {
             in_flight: BinaryHeap::new(),
             counters: LinkCounters::default(),
             trace_ended: false,
+            profile: None,
         }
     }
 
@@ -585,6 +618,26 @@ impl Link {
     /// A trace (or timeline) ended under `at-end stop`.
     pub fn trace_ended(&self) -> bool {
         self.trace_ended
+    }
+
+    /// Tells `log` the time of every delivery opportunity of the `link`
+    /// stage as it is used or wasted, in time order (mm-link's `T # 1500`
+    /// lines). Returns false (and drops `log`) without a `link` stage:
+    /// other stages have no delivery opportunities.
+    pub fn log_opportunities(&mut self, log: super::OpportunityLog) -> bool {
+        self.bottleneck
+            .as_mut()
+            .is_some_and(|b| b.log_opportunities(log))
+    }
+
+    /// Ends the opportunity log when the run stops at `now_ns` (after the
+    /// last `pop_due`): an idle link's opportunities up to then are
+    /// wasted and logged, as mm-link logs them until it exits; later ones
+    /// (draining what is still queued) are not logged.
+    pub fn end_opportunity_log(&mut self, now_ns: u64) {
+        if let Some(b) = &mut self.bottleneck {
+            b.end_opportunity_log(now_ns);
+        }
     }
 
     /// Copies in the bottleneck's queue and server.
@@ -925,6 +978,22 @@ impl Link {
             l.set_rate(bps);
             l.peek(c.t, c.len)
         });
+        // Dummynet's profile: the link is busy for the copy's airtime
+        // too, and a copy past the loss level is lost after it.
+        let (mut sent, mut lost) = (sent, false);
+        if let Some(p) = &self.profile {
+            let d = p.draw(rng.unit());
+            if let (Some(l), Some(s)) = (&self.rate, sent.as_mut()) {
+                l.shift(s, d.airtime_ns);
+            }
+            lost = d.lost;
+        }
+        if lost {
+            if let (Some(r), Some(s)) = (&mut self.rate, sent) {
+                r.commit(s);
+            }
+            return Fate::Dropped(DropReason::Loss);
+        }
         let base = sent.map_or(c.t, |s| s.done_ns);
         match self.schedule(c.t, base, delay, c.len, c.reordered) {
             None => Fate::Dropped(DropReason::Horizon),

@@ -386,6 +386,14 @@ pub struct LinkConfig {
     pub drd: Option<DrdSpec>,
     /// Link parameters by time from a CSV trace.
     pub timeline: Option<TimelineSpec>,
+    /// Dummynet's empirical airtime and loss profile (`profile FILE`).
+    pub profile: Option<ProfileSpec>,
+}
+
+/// `profile FILE`: a Dummynet pipe profile (the caller opens the file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileSpec {
+    pub file: String,
 }
 
 impl LinkConfig {
@@ -597,6 +605,7 @@ struct Seen {
     onoff: Option<usize>,
     drd: Option<usize>,
     timeline: Option<usize>,
+    profile: Option<usize>,
 }
 
 impl LinkConfig {
@@ -705,6 +714,11 @@ impl LinkConfig {
                     let once = p.peek() == Some("once");
                     p.pos += usize::from(once);
                     c.link = Some(MmLinkSpec { file, once });
+                }
+                "profile" => {
+                    slot_for(&mut seen.profile, "profile", &p)?;
+                    let file = p.need("profile", "a Dummynet profile file")?.to_string();
+                    c.profile = Some(ProfileSpec { file });
                 }
                 "onoff" => {
                     slot_for(&mut seen.onoff, "onoff", &p)?;
@@ -1296,6 +1310,27 @@ fn validate(c: &mut LinkConfig, seen: &Seen, p: &Parser) -> Result<(), SpecError
             "link and rate both set the bottleneck's speed: use one of them",
         ));
     }
+    if let Some(at) = seen.profile {
+        if let Some(t) = seen.trace {
+            return Err(conflict(
+                at.max(t),
+                "trace decides delay and loss per packet: remove profile or the trace",
+            ));
+        }
+        let held = [
+            (seen.queue, "queue"),
+            (seen.link, "link"),
+            (seen.onoff, "onoff"),
+        ];
+        if let Some((Some(other), name)) = held.iter().find(|(s, _)| s.is_some()) {
+            return Err(conflict(
+                at.max(*other),
+                &format!(
+                    "profile adds airtime to the rate's serialization, which {name} replaces                      with a queue simulated in time: use profile with rate (or the profile's bw)"
+                ),
+            ));
+        }
+    }
     if let Some(at) = seen.ecn {
         if c.loss.is_none() {
             return Err(conflict(
@@ -1552,6 +1587,9 @@ impl fmt::Display for LinkConfig {
                 s += &format!(" burst {}", r.burst_bytes);
             }
             parts.push(s);
+        }
+        if let Some(pr) = &self.profile {
+            parts.push(format!("profile {}", pr.file));
         }
         if let Some(l) = &self.link {
             parts.push(format!(

@@ -15,6 +15,7 @@
 //! live ([`LiveDir`]) and each fate can be logged ([`Outputs::log`]).
 
 use super::live::LiveDir;
+use super::mmlog::{self, MmLogHandle};
 use super::tap::TapWriter;
 use crate::pace::{send_batch, SEND_RETRIES};
 use crate::recordlog::RecordWriter;
@@ -25,6 +26,7 @@ use std::io;
 use std::time::Duration;
 use wirelab_analysis::percentiles::histogram;
 use wirelab_analysis::DelayStats;
+use wirelab_core::link::OpportunityLog;
 use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, Step, WaitStrategy};
 use wirelab_io::ring_frames::{with_vlan, FrameSource};
 use wirelab_io::{Clock, Transmit};
@@ -89,6 +91,16 @@ pub trait LinkModel {
     }
     /// Applies pending runtime changes (called between frames).
     fn control(&mut self) {}
+    /// Logs the delivery opportunities of the model's `link` stages, now
+    /// and in links added later, to a closure `make` returns (`--mm-log`).
+    fn set_opportunity_log(&mut self, make: Box<dyn Fn() -> OpportunityLog + Send>) {
+        let _ = make;
+    }
+    /// The run stops at `now_ns` (after the last `pop_due`): ends the
+    /// opportunity logs (what `drain` runs after is not logged).
+    fn end_opportunity_log(&mut self, now_ns: u64) {
+        let _ = now_ns;
+    }
 }
 
 /// Knobs of [`forward`].
@@ -204,6 +216,9 @@ pub struct ForwardStats {
     pub received: u64,
     /// Copies handed to the kernel.
     pub sent: u64,
+    /// Their bytes (L2 frame lengths, VLAN tag included).
+    pub received_bytes: u64,
+    pub sent_bytes: u64,
     /// Copies made beyond the original.
     pub duplicates: u64,
     /// Copies sent with a bit flipped.
@@ -232,18 +247,23 @@ pub struct Outputs<'a> {
     pub log: Option<&'a mut RecordWriter>,
     /// The frames sent, with their departure stamps (`--tap`).
     pub tap: Option<&'a mut TapWriter>,
+    /// The Mahimahi-compatible log (`--mm-log`): arrivals and departures.
+    pub mm: Option<MmLogHandle>,
 }
 
 struct Held {
     buf: Vec<u8>,
     copies: u32,
     len: u32,
+    /// Its kernel receive stamp (monotonic).
+    arrival: u64,
 }
 
 /// The log and what it needs: wall-clock times and the direction.
 struct Log<'a, 'b> {
     w: Option<&'a mut RecordWriter>,
     tap: Option<&'b mut TapWriter>,
+    mm: Option<MmLogHandle>,
     real_to_mono: i128,
     direction: u8,
     error: Option<String>,
@@ -319,6 +339,7 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
     let mut log = Log {
         w: out.log,
         tap: out.tap,
+        mm: out.mm,
         real_to_mono: cfg.real_to_mono,
         direction: cfg.direction,
         error: None,
@@ -350,6 +371,10 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
             adm.queued = 0;
             model.arrive(t, &buf, index, &mut adm);
             st.received += 1;
+            st.received_bytes += u64::from(len);
+            if let Some(m) = &log.mm {
+                mmlog::with(m, |w| w.arrival(t, len));
+            }
             st.duplicates += (u64::from(adm.queued) + adm.dropped.len() as u64).saturating_sub(1);
             for &(copy, why) in &adm.dropped {
                 st.dropped.add(why);
@@ -362,6 +387,7 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
                         buf,
                         copies: adm.queued,
                         len,
+                        arrival: t,
                     },
                 );
             } else {
@@ -437,6 +463,9 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
         }
     }
     // What still waits for its deadline is not sent: each copy's fate.
+    if log.mm.is_some() {
+        model.end_opportunity_log(clock.now_ns());
+    }
     due.clear();
     model.drain(&mut due);
     for r in &due {
@@ -558,7 +587,17 @@ fn release<C: Clock, T: Transmit>(
                 held.get(&r.index).map_or(&[][..], |h| &h.buf)
             };
         }
-        send(due, &pick[..k], &frames[..k], clock, tx, st, late, log)?;
+        send(
+            due,
+            &pick[..k],
+            &frames[..k],
+            held,
+            clock,
+            tx,
+            st,
+            late,
+            log,
+        )?;
     }
     Ok(())
 }
@@ -570,6 +609,7 @@ fn send<C: Clock, T: Transmit>(
     due: &[Release],
     pick: &[usize],
     frames: &[&[u8]],
+    held: &HashMap<u64, Held>,
     clock: &mut C,
     tx: &mut T,
     st: &mut ForwardStats,
@@ -584,6 +624,11 @@ fn send<C: Clock, T: Transmit>(
         for (&j, f) in pick[off..off + d.sent].iter().zip(&frames[off..]) {
             let r = &due[j];
             st.sent += 1;
+            st.sent_bytes += f.len() as u64;
+            if let Some(m) = &log.mm {
+                let arrival = held.get(&r.index).map_or(r.arrival_ns, |h| h.arrival);
+                mmlog::with(m, |w| w.departure(t, f.len() as u32, arrival));
+            }
             let corrupted = r.flip_bit.is_some();
             st.corrupted += u64::from(corrupted);
             if t < r.deadline_ns {

@@ -6,6 +6,7 @@
 pub mod ctl;
 pub mod forward;
 pub mod live;
+pub mod mmlog;
 pub mod model;
 pub mod recorder;
 pub mod rules;

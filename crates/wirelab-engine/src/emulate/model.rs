@@ -24,6 +24,43 @@ pub enum LinkSetupError {
     Trace(#[from] wirelab_core::trace::FileError),
     #[error("{0}")]
     Link(#[from] link::LinkError),
+    /// A bad Dummynet profile: `FILE:LINE: what`.
+    #[error("{path}:{error}")]
+    Profile {
+        path: String,
+        error: link::profile::ProfileError,
+    },
+}
+
+/// A profile is read whole; ipfw's are a few KiB (at most 1024 points).
+const PROFILE_MAX_BYTES: u64 = 1 << 20;
+
+/// Reads and checks a Dummynet profile.
+fn read_profile(path: &str) -> Result<link::profile::Profile, LinkSetupError> {
+    use std::io::Read;
+    let open_err = |source| LinkSetupError::Open {
+        path: path.to_string(),
+        source,
+    };
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(open_err)?
+        .take(PROFILE_MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(open_err)?;
+    if text.len() as u64 > PROFILE_MAX_BYTES {
+        return Err(LinkSetupError::Profile {
+            path: path.to_string(),
+            error: link::profile::ProfileError {
+                line: 0,
+                what: "larger than 1 MiB: a profile holds at most 1024 points".into(),
+            },
+        });
+    }
+    link::profile::Profile::parse(&text).map_err(|error| LinkSetupError::Profile {
+        path: path.to_string(),
+        error,
+    })
 }
 
 /// The link for `config`. Every file a stage reads (`trace`, `link`,
@@ -99,6 +136,9 @@ pub fn open_link(config: &link::LinkConfig, key: link::LinkKey) -> Result<Link, 
         let reader = CsvReader::new(BufReader::new(open(&spec.file)?), &opts);
         let timeline = Timeline::new(reader, spec.at_end.reader_policy());
         sources.timeline = Some(Box::new(timeline));
+    }
+    if let Some(spec) = &config.profile {
+        sources.profile = Some(read_profile(&spec.file)?);
     }
     Ok(Link::with_sources(config, key, sources)?)
 }

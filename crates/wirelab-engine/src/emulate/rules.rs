@@ -126,6 +126,8 @@ pub struct DirModel {
     ended_rules: Vec<RuleState>,
     ctl: Option<CmdReceiver>,
     due: Vec<link::Release>,
+    /// Makes the opportunity log of each link (`--mm-log`).
+    opp_log: Option<Box<dyn Fn() -> link::OpportunityLog + Send>>,
 }
 
 impl DirModel {
@@ -141,6 +143,7 @@ impl DirModel {
             ended_rules: Vec::new(),
             ctl: None,
             due: Vec::new(),
+            opp_log: None,
         }
     }
 
@@ -156,13 +159,21 @@ impl DirModel {
 
     fn apply(&mut self, cmd: Cmd) {
         let last = self.links.len() - 1;
+        let log_opps =
+            |l: &mut RuleLink, make: &Option<Box<dyn Fn() -> link::OpportunityLog + Send>>| {
+                if let Some(m) = make {
+                    l.link.log_opportunities(m());
+                }
+            };
         let at = |links: &[RuleLink], rule: u32| links[..last].iter().position(|l| l.rule == rule);
         match cmd {
-            Cmd::Add(l, ack) => {
+            Cmd::Add(mut l, ack) => {
+                log_opps(&mut l, &self.opp_log);
                 self.links.insert(last, l);
                 let _ = ack.send(());
             }
             Cmd::Replace(rule, mut l, ack) => {
+                log_opps(&mut l, &self.opp_log);
                 if let Some(i) = at(&self.links, rule) {
                     let old = &mut self.links[i];
                     if l.recorder.is_none() {
@@ -331,6 +342,20 @@ impl LinkModel for DirModel {
     fn control(&mut self) {
         while let Some(cmd) = self.ctl.as_ref().and_then(|rx| rx.try_recv().ok()) {
             self.apply(cmd);
+        }
+    }
+
+    fn set_opportunity_log(&mut self, make: Box<dyn Fn() -> link::OpportunityLog + Send>) {
+        for l in self.links.iter_mut().chain(self.retired.iter_mut()) {
+            l.link.log_opportunities(make());
+        }
+        self.opp_log = Some(make);
+    }
+
+    fn end_opportunity_log(&mut self, now_ns: u64) {
+        self.opp_log = None;
+        for l in self.links.iter_mut().chain(self.retired.iter_mut()) {
+            l.link.end_opportunity_log(now_ns);
         }
     }
 }

@@ -325,6 +325,7 @@ fn every_copy_has_one_fate_in_the_counters_the_log_and_the_tap() {
             live: Some(&live),
             log: Some(&mut lw),
             tap: Some(&mut tw),
+            mm: None,
         },
     )
     .unwrap();

@@ -3,6 +3,7 @@
 
 use super::rt::RtSetup;
 use crate::emulate::forward::Bucket;
+use crate::emulate::mmlog::{MmLogFile, MmLogged};
 use crate::emulate::{
     forward, Drops, ForwardConfig, ForwardStats, LinkModel, LiveDir, Outputs, Recorded, Tap,
 };
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 use wirelab_analysis::DelayStats;
 use wirelab_io::bpf::{BpfError, BpfProgram};
-use wirelab_io::clock::{mono_to_real_offset, real_ns};
+use wirelab_io::clock::{mono_ns, mono_to_real_offset, real_ns};
 use wirelab_io::ifstats::IfInfo;
 use wirelab_io::packet_sock::{PacketError, PacketSocket};
 use wirelab_io::ring_frames::{FrameRing, FrameRingConfig, FrameRingStats};
@@ -85,6 +86,17 @@ pub struct EmulateJob<M> {
     pub tap: Option<PathBuf>,
     /// Runtime control of the rules (`--ctl`).
     pub ctl: Option<crate::emulate::ctl::CtlSetup>,
+    /// Mahimahi-compatible logs (`--mm-log`).
+    pub mm_log: Option<MmLogSetup>,
+}
+
+/// `--mm-log DIR`: `DIR/a2b.log` and `DIR/b2a.log` (DIR is created).
+pub struct MmLogSetup {
+    pub dir: PathBuf,
+    /// For the header (`# command line: ...`).
+    pub command_line: String,
+    /// Each direction's title in the header (a2b, b2a).
+    pub titles: [String; 2],
 }
 
 /// One direction's outcome; `model` is handed back for its counters.
@@ -115,6 +127,8 @@ pub struct EmulateRun<M> {
     pub b2a: DirectionRun<M>,
     pub log: Option<FileOutcome>,
     pub tap: Option<FileOutcome>,
+    /// `--mm-log`: a2b then b2a.
+    pub mm_log: Vec<MmLogged>,
 }
 
 struct Side {
@@ -197,6 +211,29 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
             )),
             None => None,
         };
+        let mut mm_files = Vec::new();
+        if let Some(m) = &self.mm_log {
+            let create = |path: PathBuf, e| EmulateError::Create {
+                what: "mm-log",
+                path,
+                source: e,
+            };
+            std::fs::create_dir_all(&m.dir).map_err(|e| create(m.dir.clone(), e))?;
+            let origin = mono_ns();
+            let init_ms = ((i128::from(origin) - real_to_mono).max(0) / 1_000_000) as u64;
+            for (name, title) in ["a2b", "b2a"].iter().zip(&m.titles) {
+                let p = m.dir.join(format!("{name}.log"));
+                let f = MmLogFile::create(&p, title, &m.command_line, origin, init_ms)
+                    .map_err(|e| create(p.clone(), e))?;
+                mm_files.push(f);
+            }
+        }
+        let (mut a2b_model, mut b2a_model) = (self.a2b, self.b2a);
+        let mm_handles: Vec<_> = mm_files.iter().map(MmLogFile::handle).collect();
+        if let [fa, fb] = &mm_files[..] {
+            a2b_model.set_opportunity_log(fa.opportunity_logs());
+            b2a_model.set_opportunity_log(fb.opportunity_logs());
+        }
         let ctl = match self.ctl {
             Some(setup) => Some(crate::emulate::ctl::CtlServer::start(setup)?),
             None => None,
@@ -215,6 +252,7 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
             };
             let mut log_w = log.as_ref().map(|l| l.1.writer());
             let mut tap_w = tap.as_ref().map(|t| t.1.writer(index));
+            let mm = mm_handles.get(usize::from(index)).cloned();
             std::thread::Builder::new()
                 .name(format!("emulate-{name}"))
                 .spawn(move || {
@@ -233,6 +271,7 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
                                     live: Some(&live),
                                     log: log_w.as_mut(),
                                     tap: tap_w.as_mut(),
+                                    mm,
                                 },
                             )
                             .map_err(|source| EmulateError::Forward { dir: name, source })
@@ -251,9 +290,9 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
                     })
                 })
         };
-        let t_ab = spawn("a2b", 0, ab, self.a2b)
+        let t_ab = spawn("a2b", 0, ab, a2b_model)
             .map_err(|source| EmulateError::Forward { dir: "a2b", source })?;
-        let t_ba = spawn("b2a", 1, ba, self.b2a)
+        let t_ba = spawn("b2a", 1, ba, b2a_model)
             .map_err(|source| EmulateError::Forward { dir: "b2a", source })?;
         while !stop.is_stopped() {
             if self.duration.is_some_and(|d| started.elapsed() >= d) {
@@ -300,6 +339,11 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
             }
             FileOutcome { path, count, error }
         });
+        let mm_log = mm_files
+            .into_iter()
+            .zip(["a2b", "b2a"])
+            .map(|(f, d)| f.finish(d))
+            .collect();
         Ok(EmulateRun {
             a: a_info,
             b: b_info,
@@ -308,6 +352,7 @@ impl<M: LinkModel + Send + 'static> EmulateJob<M> {
             b2a,
             log,
             tap,
+            mm_log,
         })
     }
 }
@@ -344,6 +389,7 @@ impl EmulateRun<DirModel> {
             b2a: dir_report(&self.b2a),
             log: self.log.as_ref(),
             tap: self.tap.as_ref(),
+            mm_log: &self.mm_log,
             decisions: decisions
                 .iter()
                 .map(|(d, r)| DecisionReport {
@@ -371,6 +417,8 @@ pub struct EmulateReport<'a> {
     pub log: Option<&'a FileOutcome>,
     /// `--tap`: frames written.
     pub tap: Option<&'a FileOutcome>,
+    /// `--mm-log`: per direction its path and event lines (empty without).
+    pub mm_log: &'a [MmLogged],
     /// `--record-decisions`: one trace per rule and direction with stages.
     pub decisions: Vec<DecisionReport<'a>>,
 }
@@ -393,6 +441,9 @@ pub struct DirReport<'a> {
     /// Frames read, copies sent.
     pub received: u64,
     pub sent: u64,
+    /// Their bytes (L2 frame lengths).
+    pub received_bytes: u64,
+    pub sent_bytes: u64,
     /// Copies made beyond the original; copies sent with a bit flipped.
     pub duplicates: u64,
     pub corrupted: u64,
@@ -441,6 +492,8 @@ fn dir_report(r: &DirectionRun<DirModel>) -> DirReport<'_> {
         seed: d.seed,
         received: f.received,
         sent: f.sent,
+        received_bytes: f.received_bytes,
+        sent_bytes: f.sent_bytes,
         duplicates: f.duplicates,
         corrupted: f.corrupted,
         dropped,
@@ -595,6 +648,18 @@ impl EmulateReport<'_> {
                 }
                 s += "\n";
             }
+        }
+        for m in r.mm_log {
+            s += &format!(
+                "  mm-log {}: {} ({} lines)",
+                m.direction,
+                m.path.display(),
+                m.lines
+            );
+            if let Some(e) = &m.error {
+                s += &format!("; stopped: {e}");
+            }
+            s += "\n";
         }
         for d in &r.decisions {
             s += &format!(

@@ -25,6 +25,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
         window: 1_000_000_000,
         max_flows: wirelab_analysis::join::DEFAULT_MAX_FLOWS as u32,
         json: a.json,
+        capture: Default::default(),
     })?;
     if let Some(report) = &run.emulator {
         eprint!("emulator:\n{report}");

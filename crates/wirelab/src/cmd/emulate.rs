@@ -10,7 +10,7 @@ use wirelab_core::link::{Direction, LinkConfig, LinkKey};
 use wirelab_engine::emulate::ctl::{self, CtlRule, CtlSetup};
 use wirelab_engine::emulate::recorder::decision_path;
 use wirelab_engine::emulate::{open_link, DirModel, LiveDir, Recorder, RuleLink};
-use wirelab_engine::job::emulate::{EmulateError, EmulateJob};
+use wirelab_engine::job::emulate::{EmulateError, EmulateJob, MmLogSetup};
 use wirelab_engine::job::rt::RtSetup;
 use wirelab_engine::job::stop_on_signals;
 use wirelab_io::bpf::BpfProgram;
@@ -25,7 +25,8 @@ limit 1000 | limit bytes 1m   order fifo|free   seed 7   drd MIN MAX\n  \
 trace FILE [scale X] [offset T] [at-end loop|hold|stop|pass|drop]\n  \
 timeline NET.csv [period T] [at-end loop|hold|stop|pass|drop]   (time-indexed CSV)\n  \
 link FILE [once]   (Mahimahi delivery opportunities)   onoff exp|periodic ON OFF [drop]\n  \
-queue droptail|drophead|codel|pie [packets=N] [bytes=B] [target=T] [interval=T]\n\n\
+queue droptail|drophead|codel|pie [packets=N] [bytes=B] [target=T] [interval=T]\n  \
+profile FILE   (Dummynet pipe profile: airtime and loss curve; needs rate or its bw line)\n\n\
 Example: wirelab emulate --a veth1 --b veth2 --both 'delay 20ms 2ms loss 1%' -d 60s")]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EmulateArgs {
@@ -83,6 +84,11 @@ pub struct EmulateArgs {
     /// the extension (.pkt.csv exact; .bin/.nist.txt µs)
     #[arg(long, value_name = "FILE")]
     pub record_decisions: Option<PathBuf>,
+    /// Write Mahimahi-compatible logs (mm-link's format, read by mm-throughput-graph and
+    /// mm-delay-graph) to DIR/a2b.log and DIR/b2a.log: a line per frame received, per copy
+    /// sent and per delivery opportunity of a `link` stage (DIR is created)
+    #[arg(long, value_name = "DIR")]
+    pub mm_log: Option<PathBuf>,
     /// Accept rule changes (`wirelab emulate ctl`) on this unix socket
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = DEFAULT_CTL)]
     pub ctl: Option<PathBuf>,
@@ -347,6 +353,14 @@ fn emulate(a: EmulateArgs) -> Result<()> {
         log: a.log.clone().map(|p| (p, config)),
         tap: a.tap.clone(),
         ctl,
+        mm_log: a.mm_log.clone().map(|dir| MmLogSetup {
+            dir,
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            titles: [
+                format!("a2b ({if_a} -> {if_b}) [{s_ab}]"),
+                format!("b2a ({if_b} -> {if_a}) [{s_ba}]"),
+            ],
+        }),
     };
     let stop = stop_on_signals()?;
     if !a.json {
