@@ -9,12 +9,14 @@
 //! * [`plot`] — the figures, drawn with plotters' SVG backend.
 //! * [`html`] — the page around them.
 //! * [`campaign`] — the page of a `wirelab run` results directory.
+//! * [`json_page`] — the page of `--json` reports (tables).
 #![forbid(unsafe_code)]
 
 pub mod bucket;
 pub mod campaign;
 pub mod error;
 pub mod html;
+pub mod json_page;
 pub mod plot;
 pub mod probes;
 pub mod source;

@@ -279,9 +279,10 @@ fn report_errors_say_what_to_do() {
         dir.join("r.html"),
         dir.join("no/such/dir/r.html"),
     );
-    let cases: [(Vec<&Path>, &Path, &str); 4] = [
-        (vec![&json], &out, "a JSON file"),
+    let cases: [(Vec<&Path>, &Path, &str); 5] = [
+        (vec![&json, &junk], &out, "the inputs mix them"),
         (vec![&junk], &out, "not a wirelab record file"),
+        (vec![&dir], &out, "not a results directory"),
         (vec![&missing], &out, "cannot read"),
         (vec![&junk], &deep, "does not exist: create it first"),
     ];
@@ -298,5 +299,31 @@ fn report_errors_say_what_to_do() {
         assert!(err.contains(says), "{says}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+    // A --json report alone: its tables.
+    let o = Command::new(exe())
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", files::text(&o));
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("wirelab.recv/1"));
+    let other = dir.join("other.json");
+    std::fs::write(&other, br#"{"schema":"something/1"}"#).unwrap();
+    let o = Command::new(exe())
+        .arg("report")
+        .arg(&other)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a report of wirelab"),
+        "{}",
+        files::text(&o)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

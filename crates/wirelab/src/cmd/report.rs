@@ -19,7 +19,9 @@ fetches nothing: it opens offline and can be attached to a ticket. Large runs ar
 number of packets, and the records are streamed, never all held.")]
 pub struct ReportArgs {
     /// Record files written by `send --record` and `recv --record` (roles are
-    /// read from their headers), or one results directory of `wirelab run`
+    /// read from their headers), one results directory of `wirelab run`, or
+    /// `--json` reports (send/1, recv/1, analysis/1, capture/1, replay/1,
+    /// emulate/1: tables)
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
     /// The HTML file to write
@@ -35,6 +37,18 @@ pub struct ReportArgs {
     #[arg(long, default_value_t = 64, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_flows: u32,
+}
+
+/// A `--json` report among the inputs: its parsed document, or `None`
+/// for anything else.
+fn json_report(path: &Path) -> Option<serde_json::Value> {
+    let f = std::fs::File::open(path).ok()?;
+    // Reports are small; a large file is not one of them.
+    if f.metadata().ok()?.len() > 64 << 20 {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_reader(std::io::BufReader::new(f)).ok()?;
+    wirelab_report::json_page::schema_of(&v).map(|_| v)
 }
 
 /// What an input is, from its first bytes.
@@ -55,7 +69,8 @@ fn kind_of(path: &Path) -> Result<()> {
         return Ok(());
     }
     let what = if head[..n].first() == Some(&b'{') {
-        "a JSON file"
+        "a JSON file but not a report of wirelab (schema send/1, recv/1, analysis/1, capture/1, \
+         replay/1 or emulate/1)"
     } else {
         "not a wirelab record file"
     };
@@ -114,6 +129,27 @@ pub fn run(a: ReportArgs) -> Result<()> {
             println!("report: {}", out.display());
             return Ok(());
         }
+    }
+    let json: Vec<Option<serde_json::Value>> = a.inputs.iter().map(|p| json_report(p)).collect();
+    if json.iter().any(Option::is_some) {
+        if json.iter().any(Option::is_none) {
+            bail!("give `--json` reports alone, or record files alone: the inputs mix them");
+        }
+        let reports: Vec<(String, serde_json::Value)> = a
+            .inputs
+            .iter()
+            .zip(json)
+            .filter_map(|(p, v)| Some((p.display().to_string(), v?)))
+            .collect();
+        let title = a.title.clone().unwrap_or_else(|| "wirelab reports".into());
+        let html = wirelab_report::json_page::render(&reports, &title)?;
+        write_page(&a.output, &html)?;
+        println!(
+            "report: {} ({} JSON reports)",
+            a.output.display(),
+            reports.len()
+        );
+        return Ok(());
     }
     println!("{}", records(&a)?);
     Ok(())
