@@ -21,6 +21,8 @@ command -v ssh-keygen >/dev/null || need+=(openssh-client)
 [ -x /usr/bin/time ] || need+=(time)
 [ -e /usr/include/pcap/pcap.h ] || need+=(libpcap-dev)
 command -v cc >/dev/null || need+=(gcc)
+# Headless Chromium opens `wirelab report`'s pages in the e2e tests.
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

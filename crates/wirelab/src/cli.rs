@@ -45,6 +45,8 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Export records, probes joined with their arrivals, or a campaign: CSV, JSON lines, Parquet
     Export(ExportArgs),
+    /// Make one self-contained HTML page with plots from record files
+    Report(crate::cmd::report::ReportArgs),
     /// Run a complete lab: two network namespaces, a receiver, a sender, an analysis
     Demo(DemoArgs),
     /// Capture packets to pcapng/pcap through an mmap'd TPACKET_V3 ring, losslessly

@@ -48,6 +48,7 @@ fn main() {
         Command::Recv(a) => cmd::recv::run(a),
         Command::Analyze(a) => cmd::analyze::run(a),
         Command::Export(a) => cmd::export::run(a),
+        Command::Report(a) => cmd::report::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Replay(a) => cmd::replay::run(a),

@@ -30,6 +30,25 @@ pub fn run(a: DemoArgs) -> Result<()> {
     if let Some(report) = &run.emulator {
         eprint!("emulator:\n{report}");
     }
+    // The page next to the kept records, else in the temporary directory
+    // (the records themselves are gone after the demo).
+    let page = match &a.keep {
+        Some(d) => d.join("report.html"),
+        None => std::env::temp_dir().join(format!("wirelab-demo-{}.html", std::process::id())),
+    };
+    let report = super::report::ReportArgs {
+        inputs: vec![run.tx.clone(), run.rx.clone()],
+        output: page,
+        title: Some("wirelab demo".into()),
+        window: 1_000_000_000,
+        max_flows: 64,
+    };
+    match super::report::records(&report) {
+        // stdout holds the JSON document with --json.
+        Ok(line) if a.json => eprintln!("{line}"),
+        Ok(line) => println!("{line}"),
+        Err(e) => eprintln!("wirelab: warning: no report: {e:#}"),
+    }
     if let Some(d) = &a.keep {
         eprintln!("record files kept in {}", d.display());
     }

@@ -10,6 +10,7 @@ pub mod env;
 pub mod export;
 pub mod recv;
 pub mod replay;
+pub mod report;
 pub mod run;
 pub mod send;
 pub mod stress;

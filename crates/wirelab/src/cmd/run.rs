@@ -74,6 +74,11 @@ pub struct RunArgs {
 
 pub fn run(a: RunArgs) -> Result<()> {
     let (control, text) = control::load(&a.control).map_err(|e| usage(e.to_string()))?;
+    // A resumed campaign's manifest hashes every file in its directory:
+    // the old page would be listed and then replaced; it is made again.
+    if let Some(dir) = &a.resume {
+        let _ = std::fs::remove_file(dir.join("report.html"));
+    }
     let only = match &a.only {
         Some(s) => Some(Expr::parse(s).map_err(|e| usage(format!("--only: {e}")))?),
         None => None,
@@ -198,6 +203,12 @@ pub fn run(a: RunArgs) -> Result<()> {
             .map(|(n, what)| format!(", {n} {what}"))
             .collect::<String>()
         );
+    }
+    // The page of the results (never fails the campaign: its results stand).
+    match super::report::campaign(&outcome.dir, None, None) {
+        Ok(page) if a.json => eprintln!("report: {}", page.display()),
+        Ok(page) => println!("report: {}", page.display()),
+        Err(e) => eprintln!("wirelab: warning: no report.html: {e:#}"),
     }
     if let Some(f) = &outcome.failure {
         eprintln!("wirelab: error: {f}");

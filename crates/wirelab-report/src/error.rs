@@ -1,0 +1,26 @@
+//! The report's errors: each names the input and what to do.
+
+use std::path::PathBuf;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ReportError {
+    #[error("cannot open {path}: {source}", path = path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}", path = path.display())]
+    Input { path: PathBuf, message: String },
+    #[error(
+        "the records hold more than {limit} flows: raise --max-flows to report on them (each \
+         flow's statistics are kept until the end)"
+    )]
+    TooManyFlows { limit: usize },
+    #[error("no probe records in the inputs: give sender and/or receiver record files (--record)")]
+    NoRecords,
+    #[error("drawing a plot: {0}")]
+    Plot(String),
+    #[error(transparent)]
+    Analysis(#[from] wirelab_analysis::AnalysisError),
+}

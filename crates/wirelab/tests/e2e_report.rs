@@ -1,0 +1,329 @@
+//! End-to-end: `wirelab report` on the records of a real send/recv run in
+//! two network namespaces (every 100th probe dropped by nftables), opened
+//! in headless Chromium: no console errors, every figure in the DOM, a
+//! screenshot.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Headless Chromium's binary (Debian's `chromium`).
+const CHROMIUM: &str = "chromium";
+
+fn chromium(args: &[&str], page: &Path) -> std::process::Output {
+    let out = Command::new("timeout")
+        .args([
+            "120",
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+        ])
+        .args(["--enable-logging=stderr", "--v=0"])
+        .arg(format!(
+            "--user-data-dir={}",
+            page.with_extension("profile").display()
+        ))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("spawn chromium");
+    assert!(
+        out.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Console messages in Chromium's log (`...:INFO:CONSOLE:1] "msg", source:
+/// ...`). Chromium logs `console.error` and uncaught exceptions at INFO
+/// level, so any console line counts: the page itself logs nothing.
+fn console_errors(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.contains(":CONSOLE")).collect()
+}
+
+#[test]
+fn probe_report_renders_in_a_browser_with_every_figure() {
+    if !netns_available(&["nft", CHROMIUM]) {
+        return;
+    }
+    let lab = Lab::new();
+    let port = 6201;
+    lab.sh(
+        &lab.r,
+        &format!(
+            "nft add table inet wlreport && \
+             nft add chain inet wlreport input '{{ type filter hook input priority 0; }}' && \
+             nft add rule inet wlreport input udp dport {port} numgen inc mod 100 == 0 drop"
+        ),
+    );
+    let (tx_file, rx_file) = (lab.file("tx.wlr"), lab.file("rx.wlr"));
+    let rx = lab
+        .wirelab(&lab.r)
+        .args([
+            "recv",
+            "--port",
+            &port.to_string(),
+            "--quiet",
+            "--timeout",
+            "30s",
+            "--record",
+        ])
+        .arg(&rx_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    lab.wait_udp(&lab.r, port);
+    // The priming datagram and probes 99, 199, ..., 999 are dropped.
+    run(lab
+        .wirelab(&lab.s)
+        .args([
+            "send",
+            "198.18.0.2",
+            "--port",
+            &port.to_string(),
+            "--rate",
+            "20kpps",
+        ])
+        .args(["--size", "100", "--count", "1050", "--quiet", "--record"])
+        .arg(&tx_file));
+    let rx = rx.wait_with_output().unwrap();
+    assert!(
+        rx.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rx.stderr)
+    );
+
+    let page = lab.file("report.html");
+    let out = run(Command::new(exe())
+        .args(["report", "--title", "e2e report", "-o"])
+        .arg(&page)
+        .arg(&tx_file)
+        .arg(&rx_file));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with(&format!("report: {} (1 flows, 10 figures", page.display())),
+        "{said}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: no reference to another file or URL.
+    for bad in [" src=", " href=", "url(", "@import"] {
+        assert!(
+            !html.contains(bad),
+            "the page refers to something outside: {bad}"
+        );
+    }
+    // The golden numbers of the run in the summary table: 1050 sent, 10 lost.
+    assert!(html.contains("<td data-v=\"1050\">1050</td>"), "sent");
+    assert!(html.contains("<td data-v=\"1040\">1040</td>"), "received");
+    assert!(html.contains("<td data-v=\"10\">10</td>"), "lost");
+    // Every lost probe is marked on the delay plot.
+    assert!(html.contains("lost (10)"), "loss marks");
+
+    // The browser: no console errors, all figures with their titles, the
+    // sorting script ran (it marks the column heads).
+    let dom = chromium(&["--dump-dom"], &page);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<svg").count(), 10, "figures in the DOM");
+    for title in wirelab_report::probe_page::RX_FIGURES
+        .iter()
+        .chain(&wirelab_report::probe_page::TX_FIGURES)
+    {
+        assert!(dom.contains(&format!("<h3>{title}</h3>")), "figure {title}");
+    }
+    assert!(dom.contains("<title>e2e report</title>"));
+    assert!(
+        dom.contains("class=\"sort\""),
+        "the table-sorting script did not run"
+    );
+    let png = lab.file("report.png");
+    chromium(
+        &[
+            "--hide-scrollbars",
+            "--window-size=1100,1400",
+            &format!("--screenshot={}", png.display()),
+        ],
+        &page,
+    );
+    let shot = std::fs::read(&png).unwrap();
+    assert!(
+        shot.len() > 10_000 && shot.starts_with(b"\x89PNG"),
+        "{} bytes",
+        shot.len()
+    );
+}
+
+/// Two flows, one each way, over a size sweep of two points.
+const CAMPAIGN: &str = r#"
+[campaign]
+name = "reportcamp"
+pause = "100ms"
+
+[lab]
+namespaces = ["tx", "rx"]
+links = [{ a = "tx", b = "rx", a_addr = "198.18.37.1/24", b_addr = "198.18.37.2/24", ipv6 = false }]
+
+[hosts]
+tx = { transport = "lab:tx" }
+rx = { transport = "lab:rx" }
+
+[[flow]]
+name = "up"
+from = "tx"
+to = "rx"
+count = 300
+interval = "1ms"
+
+[[flow]]
+name = "down"
+from = "rx"
+to = "tx"
+count = 300
+interval = "1ms"
+
+[sweep]
+size = [64, 200]
+"#;
+
+#[test]
+fn campaign_report_is_written_by_run_and_renders_in_a_browser() {
+    if !netns_available(&[CHROMIUM]) {
+        return;
+    }
+    let dir = files::scratch("report", "campaign");
+    let control = dir.join("c.toml");
+    std::fs::write(&control, CAMPAIGN).unwrap();
+    let results = dir.join("results");
+    let out = Command::new(exe())
+        .arg("run")
+        .arg(&control)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", files::text(&out));
+    let bundle = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let page = bundle.join("report.html");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("report: {}\n", page.display())),
+        "{said}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // A row per point and flow: 2 sizes x 2 flows.
+    for flow in ["up", "down"] {
+        let cells = format!("<td class=\"l\">{flow}</td><td class=\"l\">done</td>");
+        assert_eq!(html.matches(&cells).count(), 2, "{flow}");
+    }
+    // Sent and received 300 in each of the 4 rows (veth loses nothing).
+    assert_eq!(html.matches("<td data-v=\"300\">300</td>").count(), 8);
+    // The same page from `wirelab report DIR`.
+    let again = dir.join("again.html");
+    run(Command::new(exe())
+        .arg("report")
+        .arg(&bundle)
+        .arg("-o")
+        .arg(&again));
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), html);
+
+    let dom = chromium(&["--dump-dom"], &page);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    // The swept size: loss, throughput, OWD against it, one line per flow
+    // (direction); and CPU.
+    assert_eq!(dom.matches("<svg").count(), 4, "figures in the DOM");
+    for t in wirelab_report::campaign::param_figures("size") {
+        assert!(dom.contains(&format!("<h3>{t}</h3>")), "figure {t}");
+    }
+    assert!(dom.contains(&format!(
+        "<h3>{}</h3>",
+        wirelab_report::campaign::CPU_FIGURE
+    )));
+    assert!(
+        dom.contains("class=\"sort\""),
+        "the table-sorting script did not run"
+    );
+    let png = dir.join("campaign.png");
+    chromium(
+        &[
+            "--hide-scrollbars",
+            "--window-size=1100,1400",
+            &format!("--screenshot={}", png.display()),
+        ],
+        &page,
+    );
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_errors_say_what_to_do() {
+    let dir = files::scratch("report", "errors");
+    let json = dir.join("recv.json");
+    std::fs::write(&json, br#"{"schema":"wirelab.recv/1"}"#).unwrap();
+    let junk = dir.join("junk.bin");
+    std::fs::write(&junk, b"\0\0\0\0\0\0\0\0garbage").unwrap();
+    let (missing, out, deep) = (
+        dir.join("missing.wlr"),
+        dir.join("r.html"),
+        dir.join("no/such/dir/r.html"),
+    );
+    let cases: [(Vec<&Path>, &Path, &str); 5] = [
+        (vec![&json, &junk], &out, "the inputs mix them"),
+        (vec![&junk], &out, "not a wirelab record file"),
+        (vec![&dir], &out, "not a results directory"),
+        (vec![&missing], &out, "cannot read"),
+        (vec![&junk], &deep, "does not exist: create it first"),
+    ];
+    for (inputs, out, says) in cases {
+        let o = Command::new(exe())
+            .arg("report")
+            .args(inputs)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // A --json report alone: its tables.
+    let o = Command::new(exe())
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", files::text(&o));
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("wirelab.recv/1"));
+    let other = dir.join("other.json");
+    std::fs::write(&other, br#"{"schema":"something/1"}"#).unwrap();
+    let o = Command::new(exe())
+        .arg("report")
+        .arg(&other)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a report of wirelab"),
+        "{}",
+        files::text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
