@@ -3,7 +3,7 @@
 //! probe records or a campaign's results directory.
 //!
 //! * [`source`] — where per-packet records come from ([`ProbeSource`]:
-//!   record files; other sources plug in the same way).
+//!   record files and pcap/pcapng captures).
 //! * [`probes`] — the probe report's data in two streaming passes.
 //! * [`bucket`] — envelopes and histograms whose size the caller sets.
 //! * [`plot`] — the figures, drawn with plotters' SVG backend.
@@ -23,7 +23,7 @@ pub mod source;
 
 pub use error::ReportError;
 pub use probes::{collect, ProbeData, ProbeOptions};
-pub use source::{MemorySource, ProbeSource, RecordFile, Side, SourceInfo};
+pub use source::{CaptureFile, MemorySource, ProbeSource, RecordFile, Side, SourceInfo};
 pub mod probe_page;
 
 /// A probe report page from `sources` (see [`probes`] and [`probe_page`]).
