@@ -158,6 +158,138 @@ fn probe_report_renders_in_a_browser_with_every_figure() {
     );
 }
 
+/// `wirelab capture` on the receiver's interface during a send/recv run
+/// that also carries an RTP stream (200 packets, sequence number 7 never
+/// sent): `wirelab report cap.pcapng tx.wlr` gives the probe page with
+/// `analyze`'s numbers on the same files, the capture's counts and the RTP
+/// table, and renders in Chromium.
+#[test]
+fn capture_report_gives_analyzes_numbers_and_the_rtp_streams() {
+    if !netns_available(&["python3", CHROMIUM]) {
+        return;
+    }
+    let lab = Lab::new();
+    let port = 6203;
+    let (tx_file, cap) = (lab.file("tx.wlr"), lab.file("cap.pcapng"));
+    let capture = lab
+        .wirelab(&lab.r)
+        .args(["capture", "-i", lab.rx_if(), "--json", "--quiet"])
+        .args([
+            "--format",
+            "pcapng",
+            "--block-size",
+            "1MiB",
+            "--block-count",
+            "64",
+        ])
+        .args(["udp", "-w"])
+        .arg(&cap)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !cap.exists() {
+        assert!(t0.elapsed().as_secs() < 10, "capture did not start");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let rx = lab
+        .wirelab(&lab.r)
+        .args([
+            "recv",
+            "--port",
+            &port.to_string(),
+            "--quiet",
+            "--timeout",
+            "30s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    lab.wait_udp(&lab.r, port);
+    run(lab
+        .wirelab(&lab.s)
+        .args(["send", "198.18.0.2", "--port", &port.to_string()])
+        .args(["--rate", "20kpps", "--size", "100", "--count", "1000"])
+        .args(["--quiet", "--record"])
+        .arg(&tx_file));
+    let rx = rx.wait_with_output().unwrap();
+    assert!(
+        rx.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rx.stderr)
+    );
+    // PCMU (payload type 0), 20 ms of audio a packet, sent 1 ms apart.
+    lab.sh(
+        &lab.s,
+        "python3 -c 'import socket,struct,time\n\
+         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n\
+         s.bind((\"198.18.0.1\",5004))\n\
+         for q in range(200):\n\
+         \x20if q!=7: s.sendto(struct.pack(\"!BBHII\",0x80,0,q,q*160,0xfeed0001)+bytes(160),(\"198.18.0.2\",5006))\n\
+         \x20time.sleep(0.001)'",
+    );
+    // Let the last frames reach the capture's ring before it stops.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run(Command::new("kill").args(["-INT", &capture.id().to_string()]));
+    let c = capture.wait_with_output().unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+
+    let want = run(Command::new(exe())
+        .args(["analyze", "--json"])
+        .arg(&cap)
+        .arg(&tx_file));
+    let want: serde_json::Value = serde_json::from_slice(&want.stdout).unwrap();
+    let page = lab.file("cap.html");
+    let out = run(Command::new(exe())
+        .args(["report", "--title", "capture report", "-o"])
+        .arg(&page)
+        .arg(&cap)
+        .arg(&tx_file));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with(&format!("report: {} (1 flows, 10 figures", page.display())),
+        "{said}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let t = &want["totals"];
+    assert_eq!(t["sent"], 1000, "{t}");
+    for k in ["sent", "received", "lost"] {
+        let v = t[k].as_u64().unwrap();
+        assert!(
+            html.contains(&format!("<td data-v=\"{v}\">{v}</td>")),
+            "{k} {v}"
+        );
+    }
+    // The capture's counts: every probe that arrived is a frame of it.
+    let probes = want["captures"][0]["counts"]["probes"].as_u64().unwrap();
+    assert!(probes >= t["received"].as_u64().unwrap() && probes > 0);
+    assert!(html.contains(&format!("<td data-v=\"{probes}\">{probes}</td>")));
+    let streams = want["rtp"][0]["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 1, "{streams:?}");
+    assert_eq!(
+        (&streams[0]["packets"], &streams[0]["lost"]),
+        (&serde_json::json!(199), &serde_json::json!(1))
+    );
+    assert!(html.contains(
+        "<td class=\"l\">198.18.0.1:5004</td><td class=\"l\">198.18.0.2:5006</td>\
+         <td data-v=\"4276944897\">0xfeed0001</td><td data-v=\"0\">0</td>\
+         <td data-v=\"199\">199</td><td data-v=\"1\">1</td>"
+    ));
+
+    let dom = chromium(&["--dump-dom"], &page);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<svg").count(), 10, "figures in the DOM");
+    for title in wirelab_report::probe_page::RX_FIGURES {
+        assert!(dom.contains(&format!("<h3>{title}</h3>")), "figure {title}");
+    }
+    assert!(dom.contains(&format!(">RTP streams in {}</h2>", cap.display())));
+    assert!(dom.contains(">Captures</h2>"));
+}
+
 /// Two flows, one each way, over a size sweep of two points.
 const CAMPAIGN: &str = r#"
 [campaign]
