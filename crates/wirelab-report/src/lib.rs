@@ -10,6 +10,7 @@
 //! * [`html`] — the page around them.
 //! * [`campaign`] — the page of a `wirelab run` results directory.
 //! * [`json_page`] — the page of `--json` reports (tables).
+//! * [`replay`] — the page of a replay departure log (`replay --log`).
 #![forbid(unsafe_code)]
 
 pub mod bucket;
@@ -19,6 +20,7 @@ pub mod html;
 pub mod json_page;
 pub mod plot;
 pub mod probes;
+pub mod replay;
 pub mod source;
 
 pub use error::ReportError;

@@ -290,6 +290,95 @@ fn capture_report_gives_analyzes_numbers_and_the_rtp_streams() {
     assert!(dom.contains(">Captures</h2>"));
 }
 
+/// `wirelab replay --log` of a trace written here (1,000 UDP frames, gaps
+/// of 50 µs and 500 µs in turn), two loops: `wirelab report r.wlr` gives
+/// the replay page with the fidelity numbers `replay --json` printed for
+/// the same run and its three figures, and renders in Chromium.
+#[test]
+fn replay_log_report_has_replays_fidelity_and_its_figures() {
+    if !netns_available(&[CHROMIUM]) {
+        return;
+    }
+    let lab = Lab::new();
+    let (trace, log) = (lab.file("trace.pcapng"), lab.file("r.wlr"));
+    {
+        use wirelab_analysis::capture::frame::build::{ethernet, ipv4_udp};
+        let mut w = wirelab_pcap::PcapngWriter::new(Vec::new()).unwrap();
+        let i = w
+            .add_interface("veth", wirelab_pcap::LINKTYPE_ETHERNET, 65535)
+            .unwrap();
+        let mut ts = 1_700_000_000_000_000_000u64;
+        for n in 0..1000u32 {
+            let f = ethernet(&ipv4_udp(
+                [198, 18, 0, 1],
+                [198, 18, 0, 2],
+                40000,
+                6204,
+                &n.to_be_bytes().repeat(20),
+            ));
+            w.write_packet(i, ts, f.len() as u32, &f).unwrap();
+            ts += if n % 2 == 0 { 50_000 } else { 500_000 };
+        }
+        std::fs::write(&trace, w.into_inner().unwrap()).unwrap();
+    }
+    let out = run(lab
+        .wirelab(&lab.s)
+        .args([
+            "replay",
+            "--json",
+            "-i",
+            lab.tx_if(),
+            "--loop",
+            "2",
+            "--log",
+        ])
+        .arg(&log)
+        .arg(&trace));
+    let rep: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &rep["fidelity"];
+    assert_eq!(f["packets"], 2000, "{f}");
+
+    let page = lab.file("replay.html");
+    let out = run(Command::new(exe())
+        .args(["report", "-o"])
+        .arg(&page)
+        .arg(&log));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with(&format!(
+            "report: {} (replay log, 2000 frames, 3 figures",
+            page.display()
+        )),
+        "{said}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The departure and gap errors are replay's own, from the same run.
+    for (what, k) in [
+        ("departure_error", "p50_ns"),
+        ("departure_error", "max_ns"),
+        ("interdeparture_error", "p99_ns"),
+        ("interdeparture_error", "max_ns"),
+    ] {
+        let v = f[what][k].as_i64().unwrap();
+        assert!(
+            html.contains(&format!("<td data-v=\"{v}\">")),
+            "{what}.{k} {v}"
+        );
+    }
+    assert!(html.contains("2000 frames in 2 loop(s)"));
+    // 999 pairs a loop; at most MAX_SCATTER of them drawn, all of them here.
+    assert!(html.contains("1998 of 1998 pairs."), "scatter caption");
+
+    let dom = chromium(&["--dump-dom"], &page);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<svg").count(), 3, "figures in the DOM");
+    for title in wirelab_report::replay::FIGURES {
+        assert!(dom.contains(&format!("<h3>{title}</h3>")), "figure {title}");
+    }
+}
+
 /// Two flows, one each way, over a size sweep of two points.
 const CAMPAIGN: &str = r#"
 [campaign]

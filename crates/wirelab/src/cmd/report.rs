@@ -14,6 +14,7 @@ use wirelab_report::{CaptureFile, ProbeOptions, ProbeSource, RecordFile, Side};
 wirelab report tx.wlr rx.wlr -o run.html   # sender and receiver joined by flow and sequence\n  \
 wirelab report rx.wlr -o rx.html           # receiver records alone\n  \
 wirelab report cap.pcapng tx.wlr -o c.html # a capture's probes as receiver records, its RTP streams\n  \
+wirelab report r.wlr -o replay.html        # a replay departure log (replay --log): fidelity\n  \
 wirelab report results/quickstart-*/ -o q.html   # a campaign: a row per point, plots per swept parameter\n\n\
 The page holds everything inline (SVG plots, CSS, a few lines of script to sort tables) and \
 fetches nothing: it opens offline and can be attached to a ticket. Large runs are summarised \
@@ -22,7 +23,8 @@ number of packets, and the records are streamed, never all held.")]
 pub struct ReportArgs {
     /// Record files written by `send --record` and `recv --record` (roles are
     /// read from their headers) and pcap/pcapng captures (their probes are
-    /// receiver records, as `analyze` reads them), one results directory of `wirelab run`, or
+    /// receiver records, as `analyze` reads them), a replay departure log
+    /// (`replay --log`, alone), one results directory of `wirelab run`, or
     /// `--json` reports (send/1, recv/1, analysis/1, capture/1, replay/1,
     /// emulate/1: tables)
     #[arg(required = true, value_name = "INPUT")]
@@ -92,6 +94,13 @@ fn kind_of(path: &Path) -> Result<Kind> {
          `recv --record`, and captures",
         path.display()
     )
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .unwrap_or(p.as_os_str())
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Checks that `-o FILE` can be made before any input is read.
@@ -185,6 +194,31 @@ pub fn records(a: &ReportArgs) -> Result<String> {
             Kind::Capture => Box::new(CaptureFile::open(p, copts.clone())?),
         });
     }
+    if let Some(log) = files
+        .iter()
+        .find(|f| wirelab_report::replay::is_replay_log(f.info().metadata.as_ref()))
+    {
+        if files.len() > 1 {
+            bail!(
+                "{}: a replay departure log (replay --log): give it alone, it has a page of its own",
+                log.info().name
+            );
+        }
+        let d = wirelab_report::replay::collect(log.as_ref())?;
+        let title = a
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("wirelab replay: {}", file_name(&a.inputs[0])));
+        let html = wirelab_report::replay::render(&d, &title)?;
+        write_page(&a.output, &html)?;
+        return Ok(format!(
+            "report: {} (replay log, {} frames, {} figures, {} bytes)",
+            a.output.display(),
+            d.fidelity.packets,
+            html.matches("<figure>").count(),
+            html.len()
+        ));
+    }
     let requested = files
         .iter()
         .filter(|f| f.info().side == Side::Sender)
@@ -198,16 +232,7 @@ pub fn records(a: &ReportArgs) -> Result<String> {
         .unwrap_or_default();
     let sources: Vec<&dyn ProbeSource> = files.iter().map(|f| f.as_ref()).collect();
     let title = a.title.clone().unwrap_or_else(|| {
-        let names: Vec<String> = a
-            .inputs
-            .iter()
-            .map(|p| {
-                p.file_name()
-                    .unwrap_or(p.as_os_str())
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
+        let names: Vec<String> = a.inputs.iter().map(|p| file_name(p)).collect();
         format!("wirelab report: {}", names.join(" + "))
     });
     let opts = ProbeOptions {
