@@ -11,10 +11,12 @@
 //! * [`campaign`] — the page of a `wirelab run` results directory.
 //! * [`json_page`] — the page of `--json` reports (tables).
 //! * [`replay`] — the page of a replay departure log (`replay --log`).
+//! * [`emulate`] — the page of an emulator per-copy log (`emulate --log`).
 #![forbid(unsafe_code)]
 
 pub mod bucket;
 pub mod campaign;
+pub mod emulate;
 pub mod error;
 pub mod html;
 pub mod json_page;

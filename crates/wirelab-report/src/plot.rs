@@ -440,6 +440,41 @@ pub fn scatter_loglog(
     })
 }
 
+/// Bars of named categories (in the order given), each labelled below.
+pub fn category_bars(cats: &[(String, u64)], y_desc: &str) -> Result<String, ReportError> {
+    let n = cats.len().max(1) as u32;
+    let y_hi = (cats.iter().map(|c| c.1).max().unwrap_or(0).max(1) as f64 * 1.1).ceil() as u64;
+    draw(|root| {
+        let mut c = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d((0..n).into_segmented(), 0..y_hi)
+            .map_err(err)?;
+        c.configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n as usize)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => cats
+                    .get(*i as usize)
+                    .map_or_else(String::new, |c| c.0.clone()),
+                _ => String::new(),
+            })
+            .y_desc(y_desc)
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(err)?;
+        c.draw_series(
+            Histogram::vertical(&c)
+                .style(COLOURS[1].mix(0.8).filled())
+                .margin(12)
+                .data(cats.iter().enumerate().map(|(i, c)| (i as u32, c.1))),
+        )
+        .map_err(err)?;
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

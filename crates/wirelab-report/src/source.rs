@@ -79,8 +79,8 @@ impl RecordFile {
         {
             return Err(ReportError::Input {
                 path: path.to_path_buf(),
-                message: "an emulator log (emulate --log), not probe records: give it to \
-                          `wirelab analyze`"
+                message: "an emulator log (emulate --log), not probe records: give it alone to \
+                          `wirelab report` (its own page) or `wirelab analyze`"
                     .into(),
             });
         }

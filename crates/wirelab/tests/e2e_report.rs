@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use wirelab_ctl::lab::exec_in;
 
 /// Headless Chromium's binary (Debian's `chromium`).
 const CHROMIUM: &str = "chromium";
@@ -375,6 +376,101 @@ fn replay_log_report_has_replays_fidelity_and_its_figures() {
     let dom = String::from_utf8_lossy(&dom.stdout);
     assert_eq!(dom.matches("<svg").count(), 3, "figures in the DOM");
     for title in wirelab_report::replay::FIGURES {
+        assert!(dom.contains(&format!("<h3>{title}</h3>")), "figure {title}");
+    }
+}
+
+/// `wirelab emulate --log` between two namespaces with delay, a queue
+/// limit and random loss, 1,000 probes through it: `wirelab report e.wlr`
+/// gives the emulator page with `analyze`'s numbers of the same log, its
+/// three figures, and renders in Chromium.
+#[test]
+fn emulator_log_report_has_analyzes_numbers_and_its_figures() {
+    if !netns_available(&[CHROMIUM]) {
+        return;
+    }
+    let emu = EmuLab::new("wlrp", 44);
+    let log = emu.dir.join("e.wlr");
+    let stages = "delay 20ms limit 10 loss random 10% seed 5";
+    let em = emu.emulate(&["--a2b", stages, "--log", log.to_str().unwrap()]);
+    let rx = exec_in(emu.lab.ns("b"), exe())
+        .args(["recv", "--quiet", "--timeout", "20s"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    emu.lab
+        .wait_udp("b", 5757, std::time::Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    run(exec_in(emu.lab.ns("a"), exe()).args([
+        "send",
+        "198.18.44.2",
+        "--rate",
+        "1kpps",
+        "-n",
+        "1000",
+        "--quiet",
+    ]));
+    rx.wait_with_output().unwrap();
+    run(Command::new("kill").args(["-INT", &em.id().to_string()]));
+    let out = em.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let a = run(Command::new(exe()).args(["analyze", "--json"]).arg(&log));
+    let a: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    let t = &a["totals"];
+    let page = emu.dir.join("emu.html");
+    let out = run(Command::new(exe())
+        .args(["report", "-o"])
+        .arg(&page)
+        .arg(&log));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with(&format!(
+            "report: {} (emulator log, {} copies, 3 figures",
+            page.display(),
+            t["copies"]
+        )),
+        "{said}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let (limit, loss) = (&t["dropped"]["limit"], &t["dropped"]["loss"]);
+    assert!(
+        limit.as_u64().unwrap() > 100 && loss.as_u64().unwrap() > 20,
+        "{t}"
+    );
+    assert!(
+        html.contains(&format!(
+            "{} frames, {} copies, {} sent",
+            t["frames"], t["copies"], t["sent"]
+        )),
+        "totals"
+    );
+    assert!(
+        html.contains(&format!(
+            "by reason (all rules and directions): loss {loss}, limit {limit}."
+        )),
+        "drops"
+    );
+    let f = &a["flows"][0];
+    for k in ["p50_ns", "p99_ns", "max_ns"] {
+        let v = &f["applied_delay"][k];
+        assert!(
+            html.contains(&format!("<td data-v=\"{v}\">")),
+            "applied {k} {v}"
+        );
+    }
+    assert!(html.contains(&format!(">{stages}</td>")));
+
+    let dom = chromium(&["--dump-dom"], &page);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<svg").count(), 3, "figures in the DOM");
+    for title in wirelab_report::emulate::FIGURES {
         assert!(dom.contains(&format!("<h3>{title}</h3>")), "figure {title}");
     }
 }

@@ -15,6 +15,7 @@ wirelab report tx.wlr rx.wlr -o run.html   # sender and receiver joined by flow 
 wirelab report rx.wlr -o rx.html           # receiver records alone\n  \
 wirelab report cap.pcapng tx.wlr -o c.html # a capture's probes as receiver records, its RTP streams\n  \
 wirelab report r.wlr -o replay.html        # a replay departure log (replay --log): fidelity\n  \
+wirelab report e.wlr -o emulate.html       # an emulator per-copy log (emulate --log)\n  \
 wirelab report results/quickstart-*/ -o q.html   # a campaign: a row per point, plots per swept parameter\n\n\
 The page holds everything inline (SVG plots, CSS, a few lines of script to sort tables) and \
 fetches nothing: it opens offline and can be attached to a ticket. Large runs are summarised \
@@ -24,7 +25,8 @@ pub struct ReportArgs {
     /// Record files written by `send --record` and `recv --record` (roles are
     /// read from their headers) and pcap/pcapng captures (their probes are
     /// receiver records, as `analyze` reads them), a replay departure log
-    /// (`replay --log`, alone), one results directory of `wirelab run`, or
+    /// (`replay --log`, alone), an emulator per-copy log (`emulate --log`,
+    /// alone), one results directory of `wirelab run`, or
     /// `--json` reports (send/1, recv/1, analysis/1, capture/1, replay/1,
     /// emulate/1: tables)
     #[arg(required = true, value_name = "INPUT")]
@@ -187,6 +189,30 @@ pub fn records(a: &ReportArgs) -> Result<String> {
         max_rtp_streams: a.max_flows as usize,
         ..CaptureOptions::default()
     };
+    if let Some(log) = a.inputs.iter().find(|p| {
+        kind_of(p).ok() == Some(Kind::Records) && wirelab_report::emulate::is_emulator_log(p)
+    }) {
+        if a.inputs.len() > 1 {
+            bail!(
+                "{}: an emulator log (emulate --log): give it alone, it has a page of its own",
+                log.display()
+            );
+        }
+        let d = wirelab_report::emulate::collect(log, a.max_flows as usize)?;
+        let title = a
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("wirelab emulate: {}", file_name(log)));
+        let html = wirelab_report::emulate::render(&d, &title)?;
+        write_page(&a.output, &html)?;
+        return Ok(format!(
+            "report: {} (emulator log, {} copies, {} figures, {} bytes)",
+            a.output.display(),
+            d.report.totals.copies,
+            html.matches("<figure>").count(),
+            html.len()
+        ));
+    }
     let mut files: Vec<Box<dyn ProbeSource>> = Vec::new();
     for p in &a.inputs {
         files.push(match kind_of(p)? {
