@@ -442,7 +442,8 @@ pub fn scatter_loglog(
 
 /// Bars of named categories (in the order given), each labelled below.
 pub fn category_bars(cats: &[(String, u64)], y_desc: &str) -> Result<String, ReportError> {
-    let n = cats.len().max(1) as u32;
+    // A segmented 0..=last has a slot per value, the last one included.
+    let n = cats.len().saturating_sub(1).max(1) as u32;
     let y_hi = (cats.iter().map(|c| c.1).max().unwrap_or(0).max(1) as f64 * 1.1).ceil() as u64;
     draw(|root| {
         let mut c = ChartBuilder::on(root)
@@ -453,7 +454,7 @@ pub fn category_bars(cats: &[(String, u64)], y_desc: &str) -> Result<String, Rep
             .map_err(err)?;
         c.configure_mesh()
             .disable_x_mesh()
-            .x_labels(n as usize)
+            .x_labels(n as usize + 1)
             .x_label_formatter(&|v| match v {
                 SegmentValue::CenterOf(i) => cats
                     .get(*i as usize)
