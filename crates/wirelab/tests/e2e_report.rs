@@ -289,6 +289,34 @@ fn capture_report_gives_analyzes_numbers_and_the_rtp_streams() {
     }
     assert!(dom.contains(&format!(">RTP streams in {}</h2>", cap.display())));
     assert!(dom.contains(">Captures</h2>"));
+
+    // The capture's own --json report: its drops per stage as bars.
+    let cj = lab.file("cap.json");
+    std::fs::write(&cj, &c.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    let jpage = lab.file("capjson.html");
+    run(Command::new(exe())
+        .args(["report", "-o"])
+        .arg(&jpage)
+        .arg(&cj));
+    let html = std::fs::read_to_string(&jpage).unwrap();
+    let l = &v["loss"];
+    assert!(
+        html.contains(&format!(
+            "interface rx_dropped {}, interface rx_missed {}, ring {}, writer {}",
+            l["if_rx_dropped"], l["if_rx_missed_errors"], l["ring_drops"], l["writer_drops"]
+        )),
+        "{l}"
+    );
+    let dom = chromium(&["--dump-dom"], &jpage);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<svg").count(), 1, "figures in the DOM");
+    assert!(dom.contains(&format!(
+        "<h3>{}</h3>",
+        wirelab_report::json_page::CAPTURE_FIGURE
+    )));
 }
 
 /// `wirelab replay --log` of a trace written here (1,000 UDP frames, gaps
