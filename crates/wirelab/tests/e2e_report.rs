@@ -624,7 +624,35 @@ fn report_errors_say_what_to_do() {
         dir.join("r.html"),
         dir.join("no/such/dir/r.html"),
     );
-    let cases: [(Vec<&Path>, &Path, &str); 5] = [
+    // Logs with pages of their own (headers only), and a cut capture.
+    let log = |name: &str, role: &str| {
+        let p = dir.join(name);
+        let h = wirelab_wire::record::RecordFileHeader {
+            role: wirelab_wire::record::Role::Sender,
+            metadata: format!(r#"{{"role":"{role}"}}"#),
+        };
+        std::fs::write(&p, h.to_bytes()).unwrap();
+        p
+    };
+    let (emu, replay, tx) = (
+        log("e.wlr", "emulate"),
+        log("r.wlr", "replay"),
+        log("tx.wlr", "sender"),
+    );
+    let cap = dir.join("cap.pcap");
+    std::fs::write(&cap, [0xd4, 0xc3, 0xb2, 0xa1, 2, 0]).unwrap();
+    let cases: [(Vec<&Path>, &Path, &str); 8] = [
+        (
+            vec![&emu, &tx],
+            &out,
+            "an emulator log (emulate --log): give it alone",
+        ),
+        (
+            vec![&tx, &replay],
+            &out,
+            "a replay departure log (replay --log): give it alone",
+        ),
+        (vec![&cap], &out, "not a readable pcap/pcapng capture"),
         (vec![&json, &junk], &out, "the inputs mix them"),
         (vec![&junk], &out, "not a wirelab record file"),
         (vec![&dir], &out, "not a results directory"),
