@@ -2,10 +2,12 @@
 //! `capture/1`, `replay/1`, `emulate/1`), recognised by their `schema`
 //! key: per report its scalar fields as key → value rows (nested objects
 //! flattened to dotted keys) and each array of objects (flows, threads,
-//! stages) as a sortable table with a row per element.
+//! stages) as a sortable table with a row per element; a `capture/1`
+//! report also gets its drops per stage as bars.
 
 use crate::error::ReportError;
 use crate::html::{Cell, Page};
+use crate::plot;
 use serde_json::{Map, Value};
 
 /// The schemas this page reads.
@@ -22,6 +24,22 @@ pub const SCHEMAS: [&str; 6] = [
 pub fn schema_of(v: &Value) -> Option<&'static str> {
     let s = v.get("schema")?.as_str()?;
     SCHEMAS.iter().copied().find(|k| *k == s)
+}
+
+/// The figure of a `capture/1` report.
+pub const CAPTURE_FIGURE: &str = "Drops per stage";
+
+/// A `capture/1` report's drops by stage (docs/capture.md, "Loss
+/// accounting"), in path order: the interface, the ring, the writer.
+pub fn capture_drops(v: &Value) -> Option<Vec<(String, u64)>> {
+    let l = v.get("loss")?;
+    let n = |k: &str| l.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Some(vec![
+        ("interface rx_dropped".into(), n("if_rx_dropped")),
+        ("interface rx_missed".into(), n("if_rx_missed_errors")),
+        ("ring".into(), n("ring_drops")),
+        ("writer".into(), n("writer_drops")),
+    ])
 }
 
 /// Most levels of nesting flattened into one key, and most columns of a
@@ -129,6 +147,22 @@ pub fn render(reports: &[(String, Value)], title: &str) -> Result<String, Report
             .map(|(k, c)| vec![Cell::text(k), c])
             .collect();
         p.table(&["key", "value"], &kv, false);
+        if let Some(drops) = capture_drops(v).filter(|_| schema_of(v) == Some("wirelab.capture/1"))
+        {
+            let total: u64 = drops.iter().map(|d| d.1).sum();
+            let svg = plot::category_bars(&drops, "dropped packets")?;
+            let text: Vec<String> = drops.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            p.figure(
+                CAPTURE_FIGURE,
+                &svg,
+                &format!(
+                    "Packets lost by stage, from the interface's counters to the writer: {} \
+                     ({total} in all, beside {} captured).",
+                    text.join(", "),
+                    v.get("packets").and_then(Value::as_u64).unwrap_or(0)
+                ),
+            );
+        }
         for (key, rows) in tables {
             p.para(&format!("{key}: {} entries", rows.len()));
             table_of(&mut p, rows);
@@ -164,5 +198,31 @@ mod tests {
             2 + 2 + 3,
             "kv rows and table rows"
         );
+        assert!(!html.contains("<figure>"), "no figure but for capture/1");
+    }
+
+    #[test]
+    fn a_capture_report_has_its_drops_per_stage() {
+        let v: Value = serde_json::from_str(
+            r#"{"schema":"wirelab.capture/1","packets":900,"loss":{"if_rx_dropped":3,
+                "if_rx_missed_errors":0,"ring_drops":120,"ring_freeze_q_cnt":2,"writer_drops":0}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            capture_drops(&v)
+                .unwrap()
+                .iter()
+                .map(|d| d.1)
+                .collect::<Vec<_>>(),
+            [3, 0, 120, 0]
+        );
+        let html = render(&[("cap.json".into(), v)], "t").unwrap();
+        assert_eq!(html.matches("<figure>").count(), 1);
+        assert!(html.contains(&format!("<h3>{CAPTURE_FIGURE}</h3>")));
+        assert!(html.contains(
+            "interface rx_dropped 3, interface rx_missed 0, ring 120, writer 0 (123 in all, \
+             beside 900 captured)"
+        ));
+        assert!(html.contains("\nring\n</text>"), "bar label");
     }
 }

@@ -3,27 +3,31 @@
 //! probe records or a campaign's results directory.
 //!
 //! * [`source`] — where per-packet records come from ([`ProbeSource`]:
-//!   record files; other sources plug in the same way).
+//!   record files and pcap/pcapng captures).
 //! * [`probes`] — the probe report's data in two streaming passes.
 //! * [`bucket`] — envelopes and histograms whose size the caller sets.
 //! * [`plot`] — the figures, drawn with plotters' SVG backend.
 //! * [`html`] — the page around them.
 //! * [`campaign`] — the page of a `wirelab run` results directory.
 //! * [`json_page`] — the page of `--json` reports (tables).
+//! * [`replay`] — the page of a replay departure log (`replay --log`).
+//! * [`emulate`] — the page of an emulator per-copy log (`emulate --log`).
 #![forbid(unsafe_code)]
 
 pub mod bucket;
 pub mod campaign;
+pub mod emulate;
 pub mod error;
 pub mod html;
 pub mod json_page;
 pub mod plot;
 pub mod probes;
+pub mod replay;
 pub mod source;
 
 pub use error::ReportError;
 pub use probes::{collect, ProbeData, ProbeOptions};
-pub use source::{MemorySource, ProbeSource, RecordFile, Side, SourceInfo};
+pub use source::{CaptureFile, MemorySource, ProbeSource, RecordFile, Side, SourceInfo};
 pub mod probe_page;
 
 /// A probe report page from `sources` (see [`probes`] and [`probe_page`]).

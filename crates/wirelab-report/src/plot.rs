@@ -389,6 +389,93 @@ pub fn by_param(
     })
 }
 
+/// A log-log scatter of `(x, y)` ns values (all > 0) with the line y = x:
+/// a point on it is a value kept exactly.
+pub fn scatter_loglog(
+    points: &[(u64, u64)],
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<String, ReportError> {
+    let lo = points
+        .iter()
+        .map(|p| p.0.min(p.1))
+        .min()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let hi = points.iter().map(|p| p.0.max(p.1)).max().unwrap_or(10) as f64;
+    // One decade of margin below and a half above, so the diagonal and
+    // the extremes show.
+    let (lo, hi) = (lo / 2.0, (hi * 2.0).max(lo * 10.0));
+    let u = ns_unit(hi);
+    let (lo, hi) = (lo / u.div, hi / u.div);
+    draw(|root| {
+        let mut c = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d((lo..hi).log_scale(), (lo..hi).log_scale())
+            .map_err(err)?;
+        c.configure_mesh()
+            .x_desc(format!("{x_desc} ({})", u.name))
+            .y_desc(format!("{y_desc} ({})", u.name))
+            .x_label_formatter(&|v| short(*v))
+            .y_label_formatter(&|v| short(*v))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(err)?;
+        c.draw_series(LineSeries::new(
+            [(lo, lo), (hi, hi)],
+            RGBColor(160, 160, 160).stroke_width(1),
+        ))
+        .map_err(err)?;
+        c.draw_series(points.iter().map(|&(x, y)| {
+            Circle::new(
+                (x as f64 / u.div, y as f64 / u.div),
+                2,
+                COLOURS[0].mix(0.5).filled(),
+            )
+        }))
+        .map_err(err)?;
+        Ok(())
+    })
+}
+
+/// Bars of named categories (in the order given), each labelled below.
+pub fn category_bars(cats: &[(String, u64)], y_desc: &str) -> Result<String, ReportError> {
+    // A segmented 0..=last has a slot per value, the last one included.
+    let n = cats.len().saturating_sub(1).max(1) as u32;
+    let y_hi = (cats.iter().map(|c| c.1).max().unwrap_or(0).max(1) as f64 * 1.1).ceil() as u64;
+    draw(|root| {
+        let mut c = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d((0..n).into_segmented(), 0..y_hi)
+            .map_err(err)?;
+        c.configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n as usize + 1)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => cats
+                    .get(*i as usize)
+                    .map_or_else(String::new, |c| c.0.clone()),
+                _ => String::new(),
+            })
+            .y_desc(y_desc)
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(err)?;
+        c.draw_series(
+            Histogram::vertical(&c)
+                .style(COLOURS[1].mix(0.8).filled())
+                .margin(12)
+                .data(cats.iter().enumerate().map(|(i, c)| (i as u32, c.1))),
+        )
+        .map_err(err)?;
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -184,6 +184,10 @@ pub fn render(d: &ProbeData, title: &str) -> Result<String, ReportError> {
         p.warning(&w.message);
     }
 
+    if !d.captures.is_empty() {
+        captures(d, &mut p);
+    }
+
     if d.has_rx() {
         p.h2("Receiver");
         figures_rx(d, &mut p)?;
@@ -241,6 +245,132 @@ pub fn render(d: &ProbeData, title: &str) -> Result<String, ReportError> {
         &d.summary.to_json()?,
     );
     Ok(p.finish())
+}
+
+/// The RTP table's heads, as `analyze` prints them.
+pub const RTP_HEADS: [&str; 13] = [
+    "source",
+    "destination",
+    "ssrc",
+    "pt",
+    "packets",
+    "lost",
+    "seq_err",
+    "dups",
+    "wrap",
+    "late",
+    "max_delta",
+    "mean_jit",
+    "max_jit",
+];
+
+/// What each capture held (`analyze`'s capture line) and its RTP streams.
+fn captures(d: &ProbeData, p: &mut Page) {
+    use wirelab_analysis::capture::source_name;
+    p.h2("Captures");
+    let rows: Vec<Vec<Cell>> = d
+        .captures
+        .iter()
+        .map(|(c, _)| {
+            let n = &c.counts;
+            let mut row = vec![Cell::text(c.file.clone())];
+            row.extend(
+                [
+                    n.frames,
+                    n.udp,
+                    n.probes,
+                    n.luna_probes,
+                    n.echo_replies,
+                    n.rtp_packets,
+                    n.other_udp,
+                    n.not_ip,
+                    n.other_ip,
+                    n.later_fragments,
+                    n.truncated,
+                ]
+                .map(|v| Cell::count(Some(v))),
+            );
+            row
+        })
+        .collect();
+    p.table(
+        &[
+            "capture",
+            "frames",
+            "UDP",
+            "wirelab probes",
+            "LUNA probes",
+            "echo replies",
+            "RTP packets",
+            "other UDP",
+            "not IP",
+            "other IP",
+            "later fragments",
+            "cut short",
+        ],
+        &rows,
+        false,
+    );
+    for (c, _) in &d.captures {
+        if let Some(e) = &c.error {
+            p.warning(&format!(
+                "{}: {e}: the {} frames before it are reported (the rest of the file is \
+                 unreadable; a capture cut short by a crash ends like this)",
+                c.file, c.counts.frames
+            ));
+        }
+        if !c.counts.unknown_linktypes.is_empty() {
+            p.warning(&format!(
+                "{}: skipped frames of link types this wirelab does not read (type, frames): \
+                 {:?}",
+                c.file, c.counts.unknown_linktypes
+            ));
+        }
+        for l in &c.luna_sources {
+            p.para(&format!("{}: LUNA flow {} = {}", c.file, l.flow, l.source));
+        }
+    }
+    for (_, r) in d.captures.iter().filter(|(_, r)| !r.streams.is_empty()) {
+        p.h2(&format!("RTP streams in {}", r.file));
+        let ms = |v: Option<f64>| match v {
+            Some(v) => Cell::num(format!("{v:.3}ms"), v),
+            None => Cell::text("-"),
+        };
+        let rows: Vec<Vec<Cell>> = r
+            .streams
+            .iter()
+            .map(|s| {
+                vec![
+                    Cell::text(source_name(&s.src, s.src_port)),
+                    Cell::text(source_name(&s.dst, s.dst_port)),
+                    Cell::num(format!("0x{:08x}", s.ssrc), f64::from(s.ssrc)),
+                    Cell::num(s.payload_type.to_string(), f64::from(s.payload_type)),
+                    Cell::count(Some(s.packets)),
+                    Cell::num(s.lost.to_string(), s.lost as f64),
+                    Cell::count(Some(s.sequence_errors)),
+                    Cell::count(Some(s.duplicates)),
+                    Cell::count(Some(s.wraps)),
+                    Cell::count(Some(s.late)),
+                    ms(Some(s.max_delta_ms)),
+                    ms(s.mean_jitter_ms),
+                    ms(s.max_jitter_ms),
+                ]
+            })
+            .collect();
+        p.table(&RTP_HEADS, &rows, true);
+        if r.streams.iter().any(|s| s.max_jitter_ms.is_none()) {
+            p.para(
+                "jitter '-': a dynamic payload type without a clock rate; give it with \
+                 --rtp-clock PT=HZ",
+            );
+        }
+        if r.packets_over_cap > 0 {
+            p.warning(&format!(
+                "{} packets of streams beyond --max-flows were not analysed",
+                r.packets_over_cap
+            ));
+        }
+    }
 }
 
 fn value_text(v: &serde_json::Value) -> String {

@@ -19,6 +19,7 @@ use crate::error::ReportError;
 use crate::source::{PassEnd, ProbeSource, Side, SourceInfo};
 use std::collections::{BTreeMap, HashMap};
 use wirelab_analysis::buckets::LenBucket;
+use wirelab_analysis::capture::{CaptureInput, RtpInput};
 use wirelab_analysis::staged::Staged;
 use wirelab_analysis::{
     DelayStats, FlowConfig, FlowReport, FlowStats, Requested, RttStats, SendAccum, SenderInfo,
@@ -85,6 +86,8 @@ pub struct ProbeData {
     pub extents: Vec<LenBucket>,
     pub windows: Vec<RateWindow>,
     pub lateness: Option<Envelope>,
+    /// Captures among the sources: their frame counts and RTP streams.
+    pub captures: Vec<(CaptureInput, RtpInput)>,
 }
 
 impl ProbeData {
@@ -437,6 +440,7 @@ pub fn collect(
     };
     Ok(ProbeData {
         summary,
+        captures: sources.iter().filter_map(|s| s.capture()).collect(),
         sources: ends,
         span,
         owd: owd_env,

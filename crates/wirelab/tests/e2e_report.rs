@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use wirelab_ctl::lab::exec_in;
 
 /// Headless Chromium's binary (Debian's `chromium`).
 const CHROMIUM: &str = "chromium";
@@ -158,6 +159,369 @@ fn probe_report_renders_in_a_browser_with_every_figure() {
     );
 }
 
+/// `wirelab capture` on the receiver's interface during a send/recv run
+/// that also carries an RTP stream (200 packets, sequence number 7 never
+/// sent): `wirelab report cap.pcapng tx.wlr` gives the probe page with
+/// `analyze`'s numbers on the same files, the capture's counts and the RTP
+/// table, and renders in Chromium.
+#[test]
+fn capture_report_gives_analyzes_numbers_and_the_rtp_streams() {
+    if !netns_available(&["python3", CHROMIUM]) {
+        return;
+    }
+    let lab = Lab::new();
+    let port = 6203;
+    let (tx_file, cap) = (lab.file("tx.wlr"), lab.file("cap.pcapng"));
+    let capture = lab
+        .wirelab(&lab.r)
+        .args(["capture", "-i", lab.rx_if(), "--json", "--quiet"])
+        .args([
+            "--format",
+            "pcapng",
+            "--block-size",
+            "1MiB",
+            "--block-count",
+            "64",
+        ])
+        .args(["udp", "-w"])
+        .arg(&cap)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !cap.exists() {
+        assert!(t0.elapsed().as_secs() < 10, "capture did not start");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let rx = lab
+        .wirelab(&lab.r)
+        .args([
+            "recv",
+            "--port",
+            &port.to_string(),
+            "--quiet",
+            "--timeout",
+            "30s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    lab.wait_udp(&lab.r, port);
+    run(lab
+        .wirelab(&lab.s)
+        .args(["send", "198.18.0.2", "--port", &port.to_string()])
+        .args(["--rate", "20kpps", "--size", "100", "--count", "1000"])
+        .args(["--quiet", "--record"])
+        .arg(&tx_file));
+    let rx = rx.wait_with_output().unwrap();
+    assert!(
+        rx.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rx.stderr)
+    );
+    // PCMU (payload type 0), 20 ms of audio a packet, sent 1 ms apart.
+    lab.sh(
+        &lab.s,
+        "python3 -c 'import socket,struct,time\n\
+         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n\
+         s.bind((\"198.18.0.1\",5004))\n\
+         for q in range(200):\n\
+         \x20if q!=7: s.sendto(struct.pack(\"!BBHII\",0x80,0,q,q*160,0xfeed0001)+bytes(160),(\"198.18.0.2\",5006))\n\
+         \x20time.sleep(0.001)'",
+    );
+    // Let the last frames reach the capture's ring before it stops.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run(Command::new("kill").args(["-INT", &capture.id().to_string()]));
+    let c = capture.wait_with_output().unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+
+    let want = run(Command::new(exe())
+        .args(["analyze", "--json"])
+        .arg(&cap)
+        .arg(&tx_file));
+    let want: serde_json::Value = serde_json::from_slice(&want.stdout).unwrap();
+    let page = lab.file("cap.html");
+    let out = run(Command::new(exe())
+        .args(["report", "--title", "capture report", "-o"])
+        .arg(&page)
+        .arg(&cap)
+        .arg(&tx_file));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with(&format!("report: {} (1 flows, 10 figures", page.display())),
+        "{said}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let t = &want["totals"];
+    assert_eq!(t["sent"], 1000, "{t}");
+    for k in ["sent", "received", "lost"] {
+        let v = t[k].as_u64().unwrap();
+        assert!(
+            html.contains(&format!("<td data-v=\"{v}\">{v}</td>")),
+            "{k} {v}"
+        );
+    }
+    // The capture's counts: every probe that arrived is a frame of it.
+    let probes = want["captures"][0]["counts"]["probes"].as_u64().unwrap();
+    assert!(probes >= t["received"].as_u64().unwrap() && probes > 0);
+    assert!(html.contains(&format!("<td data-v=\"{probes}\">{probes}</td>")));
+    let streams = want["rtp"][0]["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 1, "{streams:?}");
+    assert_eq!(
+        (&streams[0]["packets"], &streams[0]["lost"]),
+        (&serde_json::json!(199), &serde_json::json!(1))
+    );
+    assert!(html.contains(
+        "<td class=\"l\">198.18.0.1:5004</td><td class=\"l\">198.18.0.2:5006</td>\
+         <td data-v=\"4276944897\">0xfeed0001</td><td data-v=\"0\">0</td>\
+         <td data-v=\"199\">199</td><td data-v=\"1\">1</td>"
+    ));
+
+    let dom = chromium(&["--dump-dom"], &page);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<svg").count(), 10, "figures in the DOM");
+    for title in wirelab_report::probe_page::RX_FIGURES {
+        assert!(dom.contains(&format!("<h3>{title}</h3>")), "figure {title}");
+    }
+    assert!(dom.contains(&format!(">RTP streams in {}</h2>", cap.display())));
+    assert!(dom.contains(">Captures</h2>"));
+
+    // The capture's own --json report: its drops per stage as bars.
+    let cj = lab.file("cap.json");
+    std::fs::write(&cj, &c.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    let jpage = lab.file("capjson.html");
+    run(Command::new(exe())
+        .args(["report", "-o"])
+        .arg(&jpage)
+        .arg(&cj));
+    let html = std::fs::read_to_string(&jpage).unwrap();
+    let l = &v["loss"];
+    assert!(
+        html.contains(&format!(
+            "interface rx_dropped {}, interface rx_missed {}, ring {}, writer {}",
+            l["if_rx_dropped"], l["if_rx_missed_errors"], l["ring_drops"], l["writer_drops"]
+        )),
+        "{l}"
+    );
+    let dom = chromium(&["--dump-dom"], &jpage);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<svg").count(), 1, "figures in the DOM");
+    assert!(dom.contains(&format!(
+        "<h3>{}</h3>",
+        wirelab_report::json_page::CAPTURE_FIGURE
+    )));
+}
+
+/// `wirelab replay --log` of a trace written here (1,000 UDP frames, gaps
+/// of 50 µs and 500 µs in turn), two loops: `wirelab report r.wlr` gives
+/// the replay page with the fidelity numbers `replay --json` printed for
+/// the same run and its three figures, and renders in Chromium.
+#[test]
+fn replay_log_report_has_replays_fidelity_and_its_figures() {
+    if !netns_available(&[CHROMIUM]) {
+        return;
+    }
+    let lab = Lab::new();
+    let (trace, log) = (lab.file("trace.pcapng"), lab.file("r.wlr"));
+    {
+        use wirelab_analysis::capture::frame::build::{ethernet, ipv4_udp};
+        let mut w = wirelab_pcap::PcapngWriter::new(Vec::new()).unwrap();
+        let i = w
+            .add_interface("veth", wirelab_pcap::LINKTYPE_ETHERNET, 65535)
+            .unwrap();
+        let mut ts = 1_700_000_000_000_000_000u64;
+        for n in 0..1000u32 {
+            let f = ethernet(&ipv4_udp(
+                [198, 18, 0, 1],
+                [198, 18, 0, 2],
+                40000,
+                6204,
+                &n.to_be_bytes().repeat(20),
+            ));
+            w.write_packet(i, ts, f.len() as u32, &f).unwrap();
+            ts += if n % 2 == 0 { 50_000 } else { 500_000 };
+        }
+        std::fs::write(&trace, w.into_inner().unwrap()).unwrap();
+    }
+    let out = run(lab
+        .wirelab(&lab.s)
+        .args([
+            "replay",
+            "--json",
+            "-i",
+            lab.tx_if(),
+            "--loop",
+            "2",
+            "--log",
+        ])
+        .arg(&log)
+        .arg(&trace));
+    let rep: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &rep["fidelity"];
+    assert_eq!(f["packets"], 2000, "{f}");
+
+    let page = lab.file("replay.html");
+    let out = run(Command::new(exe())
+        .args(["report", "-o"])
+        .arg(&page)
+        .arg(&log));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with(&format!(
+            "report: {} (replay log, 2000 frames, 3 figures",
+            page.display()
+        )),
+        "{said}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The departure and gap errors are replay's own, from the same run.
+    for (what, k) in [
+        ("departure_error", "p50_ns"),
+        ("departure_error", "max_ns"),
+        ("interdeparture_error", "p99_ns"),
+        ("interdeparture_error", "max_ns"),
+    ] {
+        let v = f[what][k].as_i64().unwrap();
+        assert!(
+            html.contains(&format!("<td data-v=\"{v}\">")),
+            "{what}.{k} {v}"
+        );
+    }
+    assert!(html.contains("2000 frames in 2 loop(s)"));
+    // 999 pairs a loop, fewer than MAX_SCATTER: every pair is drawn but
+    // those a batched send left with a replayed gap of 0 (no place on log
+    // axes, counted apart).
+    let cap = html
+        .split("Each dot a pair")
+        .nth(1)
+        .and_then(|c| c.split("</figcaption>").next())
+        .expect("scatter caption");
+    let num_before = |tail: &str| -> u64 {
+        let head = cap.split(tail).next().unwrap().trim_end();
+        let n = head.rsplit(|c: char| !c.is_ascii_digit()).next().unwrap();
+        n.parse().unwrap_or_else(|_| panic!("{cap}"))
+    };
+    let drawn = num_before(" of 1998 pairs");
+    let zeros = if cap.contains(" with a gap of 0") {
+        num_before(" with a gap of 0")
+    } else {
+        0
+    };
+    assert_eq!(drawn + zeros, 1998, "{cap}");
+    assert!(!cap.contains("(one in"), "{cap}");
+
+    let dom = chromium(&["--dump-dom"], &page);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<svg").count(), 3, "figures in the DOM");
+    for title in wirelab_report::replay::FIGURES {
+        assert!(dom.contains(&format!("<h3>{title}</h3>")), "figure {title}");
+    }
+}
+
+/// `wirelab emulate --log` between two namespaces with delay, a queue
+/// limit and random loss, 1,000 probes through it: `wirelab report e.wlr`
+/// gives the emulator page with `analyze`'s numbers of the same log, its
+/// three figures, and renders in Chromium.
+#[test]
+fn emulator_log_report_has_analyzes_numbers_and_its_figures() {
+    if !netns_available(&[CHROMIUM]) {
+        return;
+    }
+    let emu = EmuLab::new("wlrp", 44);
+    let log = emu.dir.join("e.wlr");
+    let stages = "delay 20ms limit 10 loss random 10% seed 5";
+    let em = emu.emulate(&["--a2b", stages, "--log", log.to_str().unwrap()]);
+    let rx = exec_in(emu.lab.ns("b"), exe())
+        .args(["recv", "--quiet", "--timeout", "20s"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    emu.lab
+        .wait_udp("b", 5757, std::time::Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    run(exec_in(emu.lab.ns("a"), exe()).args([
+        "send",
+        "198.18.44.2",
+        "--rate",
+        "1kpps",
+        "-n",
+        "1000",
+        "--quiet",
+    ]));
+    rx.wait_with_output().unwrap();
+    run(Command::new("kill").args(["-INT", &em.id().to_string()]));
+    let out = em.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let a = run(Command::new(exe()).args(["analyze", "--json"]).arg(&log));
+    let a: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    let t = &a["totals"];
+    let page = emu.dir.join("emu.html");
+    let out = run(Command::new(exe())
+        .args(["report", "-o"])
+        .arg(&page)
+        .arg(&log));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with(&format!(
+            "report: {} (emulator log, {} copies, 3 figures",
+            page.display(),
+            t["copies"]
+        )),
+        "{said}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let (limit, loss) = (&t["dropped"]["limit"], &t["dropped"]["loss"]);
+    assert!(
+        limit.as_u64().unwrap() > 100 && loss.as_u64().unwrap() > 20,
+        "{t}"
+    );
+    assert!(
+        html.contains(&format!(
+            "{} frames, {} copies, {} sent",
+            t["frames"], t["copies"], t["sent"]
+        )),
+        "totals"
+    );
+    assert!(
+        html.contains(&format!(
+            "by reason (all rules and directions): loss {loss}, limit {limit}."
+        )),
+        "drops"
+    );
+    let f = &a["flows"][0];
+    for k in ["p50_ns", "p99_ns", "max_ns"] {
+        let v = &f["applied_delay"][k];
+        assert!(
+            html.contains(&format!("<td data-v=\"{v}\">")),
+            "applied {k} {v}"
+        );
+    }
+    assert!(html.contains(&format!(">{stages}</td>")));
+
+    let dom = chromium(&["--dump-dom"], &page);
+    let errors = console_errors(&String::from_utf8_lossy(&dom.stderr)).join("\n");
+    assert!(errors.is_empty(), "console errors:\n{errors}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<svg").count(), 3, "figures in the DOM");
+    for title in wirelab_report::emulate::FIGURES {
+        assert!(dom.contains(&format!("<h3>{title}</h3>")), "figure {title}");
+    }
+}
+
 /// Two flows, one each way, over a size sweep of two points.
 const CAMPAIGN: &str = r#"
 [campaign]
@@ -279,7 +643,35 @@ fn report_errors_say_what_to_do() {
         dir.join("r.html"),
         dir.join("no/such/dir/r.html"),
     );
-    let cases: [(Vec<&Path>, &Path, &str); 5] = [
+    // Logs with pages of their own (headers only), and a cut capture.
+    let log = |name: &str, role: &str| {
+        let p = dir.join(name);
+        let h = wirelab_wire::record::RecordFileHeader {
+            role: wirelab_wire::record::Role::Sender,
+            metadata: format!(r#"{{"role":"{role}"}}"#),
+        };
+        std::fs::write(&p, h.to_bytes()).unwrap();
+        p
+    };
+    let (emu, replay, tx) = (
+        log("e.wlr", "emulate"),
+        log("r.wlr", "replay"),
+        log("tx.wlr", "sender"),
+    );
+    let cap = dir.join("cap.pcap");
+    std::fs::write(&cap, [0xd4, 0xc3, 0xb2, 0xa1, 2, 0]).unwrap();
+    let cases: [(Vec<&Path>, &Path, &str); 8] = [
+        (
+            vec![&emu, &tx],
+            &out,
+            "an emulator log (emulate --log): give it alone",
+        ),
+        (
+            vec![&tx, &replay],
+            &out,
+            "a replay departure log (replay --log): give it alone",
+        ),
+        (vec![&cap], &out, "not a readable pcap/pcapng capture"),
         (vec![&json, &junk], &out, "the inputs mix them"),
         (vec![&junk], &out, "not a wirelab record file"),
         (vec![&dir], &out, "not a results directory"),

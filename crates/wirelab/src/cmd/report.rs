@@ -5,13 +5,17 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use wirelab_analysis::{is_capture, CaptureOptions};
 use wirelab_engine::job::records::requested_from_config;
-use wirelab_report::{ProbeOptions, ProbeSource, RecordFile, Side};
+use wirelab_report::{CaptureFile, ProbeOptions, ProbeSource, RecordFile, Side};
 
 #[derive(Args, Debug)]
 #[command(after_long_help = "EXAMPLES:\n  \
 wirelab report tx.wlr rx.wlr -o run.html   # sender and receiver joined by flow and sequence\n  \
 wirelab report rx.wlr -o rx.html           # receiver records alone\n  \
+wirelab report cap.pcapng tx.wlr -o c.html # a capture's probes as receiver records, its RTP streams\n  \
+wirelab report r.wlr -o replay.html        # a replay departure log (replay --log): fidelity\n  \
+wirelab report e.wlr -o emulate.html       # an emulator per-copy log (emulate --log)\n  \
 wirelab report results/quickstart-*/ -o q.html   # a campaign: a row per point, plots per swept parameter\n\n\
 The page holds everything inline (SVG plots, CSS, a few lines of script to sort tables) and \
 fetches nothing: it opens offline and can be attached to a ticket. Large runs are summarised \
@@ -19,7 +23,10 @@ fetches nothing: it opens offline and can be attached to a ticket. Large runs ar
 number of packets, and the records are streamed, never all held.")]
 pub struct ReportArgs {
     /// Record files written by `send --record` and `recv --record` (roles are
-    /// read from their headers), one results directory of `wirelab run`, or
+    /// read from their headers) and pcap/pcapng captures (their probes are
+    /// receiver records, as `analyze` reads them), a replay departure log
+    /// (`replay --log`, alone), an emulator per-copy log (`emulate --log`,
+    /// alone), one results directory of `wirelab run`, or
     /// `--json` reports (send/1, recv/1, analysis/1, capture/1, replay/1,
     /// emulate/1: tables)
     #[arg(required = true, value_name = "INPUT")]
@@ -39,6 +46,13 @@ pub struct ReportArgs {
     pub max_flows: u32,
 }
 
+/// A probe input's kind, from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Records,
+    Capture,
+}
+
 /// A `--json` report among the inputs: its parsed document, or `None`
 /// for anything else.
 fn json_report(path: &Path) -> Option<serde_json::Value> {
@@ -52,7 +66,7 @@ fn json_report(path: &Path) -> Option<serde_json::Value> {
 }
 
 /// What an input is, from its first bytes.
-fn kind_of(path: &Path) -> Result<()> {
+fn kind_of(path: &Path) -> Result<Kind> {
     if path.is_dir() {
         bail!(
             "{}: a directory but not a results directory of `wirelab run` (no summary.json and \
@@ -66,19 +80,29 @@ fn kind_of(path: &Path) -> Result<()> {
         .and_then(|mut f| f.read(&mut head))
         .with_context(|| format!("cannot read {}", path.display()))?;
     if head[..n] == wirelab_wire::record::MAGIC[..] {
-        return Ok(());
+        return Ok(Kind::Records);
+    }
+    if is_capture(&head[..n]) {
+        return Ok(Kind::Capture);
     }
     let what = if head[..n].first() == Some(&b'{') {
         "a JSON file but not a report of wirelab (schema send/1, recv/1, analysis/1, capture/1, \
          replay/1 or emulate/1)"
     } else {
-        "not a wirelab record file"
+        "not a wirelab record file nor a pcap/pcapng capture"
     };
     bail!(
         "{}: {what}; `wirelab report` reads record files written by `send --record` and \
-         `recv --record`",
+         `recv --record`, and captures",
         path.display()
     )
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .unwrap_or(p.as_os_str())
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Checks that `-o FILE` can be made before any input is read.
@@ -158,10 +182,68 @@ pub fn run(a: ReportArgs) -> Result<()> {
 /// The page of record files; returns the line that says where it is.
 pub fn records(a: &ReportArgs) -> Result<String> {
     check_output(&a.output)?;
-    let mut files = Vec::new();
+    // As `analyze` reads a capture without capture options: wirelab probes,
+    // and RTP by Wireshark's heuristic.
+    let copts = CaptureOptions {
+        rtp: true,
+        max_rtp_streams: a.max_flows as usize,
+        ..CaptureOptions::default()
+    };
+    if let Some(log) = a.inputs.iter().find(|p| {
+        kind_of(p).ok() == Some(Kind::Records) && wirelab_report::emulate::is_emulator_log(p)
+    }) {
+        if a.inputs.len() > 1 {
+            bail!(
+                "{}: an emulator log (emulate --log): give it alone, it has a page of its own",
+                log.display()
+            );
+        }
+        let d = wirelab_report::emulate::collect(log, a.max_flows as usize)?;
+        let title = a
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("wirelab emulate: {}", file_name(log)));
+        let html = wirelab_report::emulate::render(&d, &title)?;
+        write_page(&a.output, &html)?;
+        return Ok(format!(
+            "report: {} (emulator log, {} copies, {} figures, {} bytes)",
+            a.output.display(),
+            d.report.totals.copies,
+            html.matches("<figure>").count(),
+            html.len()
+        ));
+    }
+    let mut files: Vec<Box<dyn ProbeSource>> = Vec::new();
     for p in &a.inputs {
-        kind_of(p)?;
-        files.push(RecordFile::open(p)?);
+        files.push(match kind_of(p)? {
+            Kind::Records => Box::new(RecordFile::open(p)?),
+            Kind::Capture => Box::new(CaptureFile::open(p, copts.clone())?),
+        });
+    }
+    if let Some(log) = files
+        .iter()
+        .find(|f| wirelab_report::replay::is_replay_log(f.info().metadata.as_ref()))
+    {
+        if files.len() > 1 {
+            bail!(
+                "{}: a replay departure log (replay --log): give it alone, it has a page of its own",
+                log.info().name
+            );
+        }
+        let d = wirelab_report::replay::collect(log.as_ref())?;
+        let title = a
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("wirelab replay: {}", file_name(&a.inputs[0])));
+        let html = wirelab_report::replay::render(&d, &title)?;
+        write_page(&a.output, &html)?;
+        return Ok(format!(
+            "report: {} (replay log, {} frames, {} figures, {} bytes)",
+            a.output.display(),
+            d.fidelity.packets,
+            html.matches("<figure>").count(),
+            html.len()
+        ));
     }
     let requested = files
         .iter()
@@ -174,18 +256,9 @@ pub fn records(a: &ReportArgs) -> Result<String> {
                 .map(requested_from_config)
         })
         .unwrap_or_default();
-    let sources: Vec<&dyn ProbeSource> = files.iter().map(|f| f as &dyn ProbeSource).collect();
+    let sources: Vec<&dyn ProbeSource> = files.iter().map(|f| f.as_ref()).collect();
     let title = a.title.clone().unwrap_or_else(|| {
-        let names: Vec<String> = a
-            .inputs
-            .iter()
-            .map(|p| {
-                p.file_name()
-                    .unwrap_or(p.as_os_str())
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
+        let names: Vec<String> = a.inputs.iter().map(|p| file_name(p)).collect();
         format!("wirelab report: {}", names.join(" + "))
     });
     let opts = ProbeOptions {
@@ -200,6 +273,14 @@ pub fn records(a: &ReportArgs) -> Result<String> {
             eprintln!(
                 "wirelab: warning: {}: ignored a partial record of {} bytes at the end (file cut short?)",
                 info.name, end.partial_bytes
+            );
+        }
+    }
+    for (c, _) in &data.captures {
+        if let Some(e) = &c.error {
+            eprintln!(
+                "wirelab: warning: {}: {e}: reported the {} frames before it (the rest is unreadable)",
+                c.file, c.counts.frames
             );
         }
     }
