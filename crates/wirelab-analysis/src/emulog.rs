@@ -330,6 +330,21 @@ fn pcts(p: &DelayStats) -> String {
     )
 }
 
+/// A rule's filter and stages, from the configuration an emulator log's
+/// header holds (`rule` 0: the direction's own stages, no filter).
+pub fn rule_label(cfg: Option<&serde_json::Value>, rule: u32, dir: u8) -> Option<(String, String)> {
+    let cfg = cfg?;
+    let d = if dir == 0 { "a2b" } else { "b2a" };
+    if rule == 0 {
+        return Some((String::new(), cfg.get(d)?.as_str()?.to_string()));
+    }
+    let r = cfg.get("rules")?.as_array()?.get(rule as usize - 1)?;
+    Some((
+        r.get("filter")?.as_str()?.to_string(),
+        r.get("stages")?.as_str()?.to_string(),
+    ))
+}
+
 impl EmuLogReport {
     /// The human summary: per flow a line of counts, then its delays.
     pub fn render_text(&self, w: &mut impl Write) -> Result<(), AnalysisError> {

@@ -87,21 +87,6 @@ fn pass(
     Ok((r.skipped, r.trailing_bytes))
 }
 
-/// A rule's filter and stages from the log's configuration (as `analyze`
-/// labels them).
-fn label(cfg: Option<&serde_json::Value>, rule: u32, dir: u8) -> Option<(String, String)> {
-    let cfg = cfg?;
-    let d = if dir == 0 { "a2b" } else { "b2a" };
-    if rule == 0 {
-        return Some((String::new(), cfg.get(d)?.as_str()?.to_string()));
-    }
-    let r = cfg.get("rules")?.as_array()?.get(rule as usize - 1)?;
-    Some((
-        r.get("filter")?.as_str()?.to_string(),
-        r.get("stages")?.as_str()?.to_string(),
-    ))
-}
-
 /// Reads the log in two passes; see the module docs. `max_flows` bounds
 /// the rule and direction pairs.
 pub fn collect(path: &Path, max_flows: usize) -> Result<EmuData, ReportError> {
@@ -118,7 +103,7 @@ pub fn collect(path: &Path, max_flows: usize) -> Result<EmuData, ReportError> {
     })?;
     let cfg = meta.as_ref().and_then(|m| m.get("config"));
     let report = log
-        .finish(|rule, dir| label(cfg, rule, dir))
+        .finish(|rule, dir| wirelab_analysis::emulog::rule_label(cfg, rule, dir))
         .map_err(|e| match e {
             wirelab_analysis::AnalysisError::TooManyFlows { limit, .. } => {
                 ReportError::TooManyFlows { limit }

@@ -236,25 +236,15 @@ fn emulator_log(
         log.add(r);
     }
     let cfg = run.emulate_config.as_ref();
-    let label = |rule: u32, dir: u8| -> Option<(String, String)> {
-        let cfg = cfg?;
-        let d = if dir == 0 { "a2b" } else { "b2a" };
-        if rule == 0 {
-            return Some((String::new(), cfg.get(d)?.as_str()?.to_string()));
-        }
-        let r = cfg.get("rules")?.as_array()?.get(rule as usize - 1)?;
-        Some((
-            r.get("filter")?.as_str()?.to_string(),
-            r.get("stages")?.as_str()?.to_string(),
-        ))
-    };
-    let report = log.finish(label).map_err(|e| match e {
-        AnalysisError::TooManyFlows { limit, .. } => anyhow::anyhow!(
-            "the emulator log holds more than --max-flows {limit} flows (rule and direction \
+    let report = log
+        .finish(|rule, dir| wirelab_analysis::emulog::rule_label(cfg, rule, dir))
+        .map_err(|e| match e {
+            AnalysisError::TooManyFlows { limit, .. } => anyhow::anyhow!(
+                "the emulator log holds more than --max-flows {limit} flows (rule and direction \
              pairs): raise --max-flows to analyze it"
-        ),
-        e => e.into(),
-    })?;
+            ),
+            e => e.into(),
+        })?;
     for w in warnings {
         eprintln!("wirelab: warning: {}", w.message);
     }
