@@ -68,6 +68,8 @@ pub fn param_figures(param: &str) -> [String; 3] {
 
 /// The CPU figure's title.
 pub const CPU_FIGURE: &str = "CPU over the campaign";
+/// The interface counters figure's title.
+pub const IFACE_FIGURE: &str = "Interface packet rates over the campaign";
 
 /// Renders the page of the results directory `dir`.
 pub fn render(dir: &Path, title: &str) -> Result<String, ReportError> {
@@ -368,32 +370,55 @@ pub fn render(dir: &Path, title: &str) -> Result<String, ReportError> {
         );
     }
 
-    // CPU over the campaign from the hosts' samples.
-    p.h2("CPU");
-    let samples = read_samples(&dir.join("points"))?;
-    let t0 = samples
-        .values()
-        .flat_map(|v| v.iter().map(|s| s.0))
-        .min()
-        .unwrap_or(0);
-    let cpu: Vec<(String, Vec<(f64, f64)>)> = samples
-        .iter()
-        .map(|(h, v)| {
-            (
-                h.clone(),
-                v.iter()
-                    .map(|(t, b)| (t.saturating_sub(t0) as f64 / 1e9, *b))
-                    .collect(),
-            )
-        })
-        .collect();
-    let svg = plot::lines(&cpu, "time since the first sample (s)", "busy CPUs", &[])?;
+    // CPU and interface counters over the campaign from the hosts' samples.
+    p.h2("CPU and counters");
+    let cpu = read_samples(&dir.join("points"), |host, j| {
+        j["busy_cpus"]
+            .as_f64()
+            .map(|b| (host.to_string(), b))
+            .into_iter()
+            .collect()
+    })?;
+    let svg = plot::lines(
+        &since_first(&cpu),
+        "time since the first sample (s)",
+        "busy CPUs",
+        &[],
+    )?;
     p.figure(
         CPU_FIGURE,
         &svg,
         "Busy CPUs (user + system + softirq, summed over CPUs) of each host, sampled about once a \
          second while the points ran; gaps between points are not drawn apart.",
     );
+    let mut ifaces = read_samples(&dir.join("points"), |host, j| {
+        let Some(m) = j["ifaces"].as_object() else {
+            return vec![];
+        };
+        m.iter()
+            .flat_map(|(name, r)| {
+                [("rx", &r["rx_pps"]), ("tx", &r["tx_pps"])]
+                    .into_iter()
+                    .filter_map(move |(d, v)| v.as_f64().map(|v| (format!("{host} {name} {d}"), v)))
+            })
+            .collect()
+    })?;
+    // A direction that never carried a packet is left out of the legend.
+    ifaces.retain(|_, v| v.iter().any(|s| s.1 > 0.0));
+    if !ifaces.is_empty() {
+        let svg = plot::lines(
+            &since_first(&ifaces),
+            "time since the first sample (s)",
+            "packets/s",
+            &[],
+        )?;
+        p.figure(
+            IFACE_FIGURE,
+            &svg,
+            "Packets per second received (rx) and sent (tx) on each host's interfaces, from \
+             the interface counters sampled with the CPU.",
+        );
+    }
 
     // Environment.
     p.h2("Environment");
@@ -401,8 +426,12 @@ pub fn render(dir: &Path, title: &str) -> Result<String, ReportError> {
     Ok(p.finish())
 }
 
-/// Each host's `(unix_ns, busy_cpus)` samples from every point, in time order.
-fn read_samples(points: &Path) -> Result<BTreeMap<String, Vec<(u64, f64)>>, ReportError> {
+/// Series of the hosts' samples from every point, in time order: `pick`
+/// turns one sample of a host into `(series, value)` pairs.
+fn read_samples(
+    points: &Path,
+    pick: impl Fn(&str, &Value) -> Vec<(String, f64)>,
+) -> Result<BTreeMap<String, Vec<(u64, f64)>>, ReportError> {
     let mut out: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
     let mut files: Vec<PathBuf> = Vec::new();
     for e in std::fs::read_dir(points).map_err(|source| ReportError::Open {
@@ -421,14 +450,16 @@ fn read_samples(points: &Path) -> Result<BTreeMap<String, Vec<(u64, f64)>>, Repo
         let Ok(file) = std::fs::File::open(&f) else {
             continue;
         };
-        let v = out.entry(host).or_default();
         for line in std::io::BufReader::new(file).lines() {
             let Ok(line) = line else { break };
             let Ok(j) = serde_json::from_str::<Value>(&line) else {
                 continue;
             };
-            if let (Some(t), Some(b)) = (j["unix_ns"].as_u64(), j["busy_cpus"].as_f64()) {
-                v.push((t, b));
+            let Some(t) = j["unix_ns"].as_u64() else {
+                continue;
+            };
+            for (series, v) in pick(&host, &j) {
+                out.entry(series).or_default().push((t, v));
             }
         }
     }
@@ -436,6 +467,24 @@ fn read_samples(points: &Path) -> Result<BTreeMap<String, Vec<(u64, f64)>>, Repo
         v.sort_by_key(|s| s.0);
     }
     Ok(out)
+}
+
+/// Series with times as seconds since the first sample of any.
+fn since_first(series: &BTreeMap<String, Vec<(u64, f64)>>) -> Vec<(String, Vec<(f64, f64)>)> {
+    let t0 = series
+        .values()
+        .flat_map(|v| v.iter().map(|s| s.0))
+        .min()
+        .unwrap_or(0);
+    series
+        .iter()
+        .map(|(name, v)| {
+            let pts = v
+                .iter()
+                .map(|(t, b)| (t.saturating_sub(t0) as f64 / 1e9, *b));
+            (name.clone(), pts.collect())
+        })
+        .collect()
 }
 
 fn environment(dir: &Path, p: &mut Page) -> Result<(), ReportError> {
@@ -513,7 +562,7 @@ mod tests {
         std::fs::write(dir.join("summary.json"), summary).unwrap();
         std::fs::write(
             dir.join("points/p1/samples/rx.jsonl"),
-            "{\"unix_ns\":1000000000,\"busy_cpus\":0.5}\nnot json\n{\"unix_ns\":2000000000,\"busy_cpus\":1.5}\n",
+            "{\"unix_ns\":1000000000,\"busy_cpus\":0.5,\"ifaces\":{\"eth1\":{\"rx_pps\":100.0,\"tx_pps\":0.0}}}\nnot json\n{\"unix_ns\":2000000000,\"busy_cpus\":1.5,\"ifaces\":{\"eth1\":{\"rx_pps\":250.0,\"tx_pps\":0.0}}}\n",
         )
         .unwrap();
         std::fs::write(
@@ -526,6 +575,38 @@ mod tests {
             r#"{"pairs":[{"a":"rx","b":"tx","differences":[{"key":"mtu","a":"1500","b":"9000"}]}]}"#,
         )
         .unwrap();
+    }
+
+    #[test]
+    fn interface_rates_are_series_per_host_interface_and_direction() {
+        let dir = std::env::temp_dir().join(format!("wl-report-ifaces-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("points/p1/samples")).unwrap();
+        std::fs::create_dir_all(dir.join("points/p2/samples")).unwrap();
+        let line = |t: u64, rx: f64| {
+            format!(
+                "{{\"unix_ns\":{t},\"ifaces\":{{\"e1\":{{\"rx_pps\":{rx},\"tx_pps\":0.0}}}}}}\n"
+            )
+        };
+        std::fs::write(dir.join("points/p2/samples/rx.jsonl"), line(3, 30.0)).unwrap();
+        std::fs::write(
+            dir.join("points/p1/samples/rx.jsonl"),
+            line(2, 20.0) + "cut\n" + &line(1, 10.0),
+        )
+        .unwrap();
+        let got = read_samples(&dir.join("points"), |h, j| {
+            let r = &j["ifaces"]["e1"];
+            vec![
+                (format!("{h} e1 rx"), r["rx_pps"].as_f64().unwrap()),
+                (format!("{h} e1 tx"), r["tx_pps"].as_f64().unwrap()),
+            ]
+        })
+        .unwrap();
+        // Points merged in time order, the cut line skipped.
+        assert_eq!(got["rx e1 rx"], vec![(1, 10.0), (2, 20.0), (3, 30.0)]);
+        assert_eq!(got["rx e1 tx"].len(), 3);
+        let rel = since_first(&got);
+        assert_eq!(rel[0].1[2], (2e-9, 30.0));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -558,8 +639,10 @@ mod tests {
         );
         assert!(is_results_dir(&dir));
         let html = render(&dir, "camp").unwrap();
-        // Two swept parameters (size is constant), three figures each, and CPU.
-        assert_eq!(html.matches("<svg").count(), 7);
+        // Two swept parameters (size is constant), three figures each, CPU
+        // and the interface rates.
+        assert_eq!(html.matches("<svg").count(), 8);
+        assert!(html.contains(IFACE_FIGURE));
         for t in param_figures("loss").iter().chain(&param_figures("socket")) {
             assert!(html.contains(&format!("<h3>{t}</h3>")), "{t}");
         }

@@ -605,15 +605,17 @@ fn campaign_report_is_written_by_run_and_renders_in_a_browser() {
     assert!(errors.is_empty(), "console errors:\n{errors}");
     let dom = String::from_utf8_lossy(&dom.stdout);
     // The swept size: loss, throughput, OWD against it, one line per flow
-    // (direction); and CPU.
-    assert_eq!(dom.matches("<svg").count(), 4, "figures in the DOM");
+    // (direction); CPU and the interfaces' packet rates.
+    assert_eq!(dom.matches("<svg").count(), 5, "figures in the DOM");
     for t in wirelab_report::campaign::param_figures("size") {
         assert!(dom.contains(&format!("<h3>{t}</h3>")), "figure {t}");
     }
-    assert!(dom.contains(&format!(
-        "<h3>{}</h3>",
-        wirelab_report::campaign::CPU_FIGURE
-    )));
+    for t in [
+        wirelab_report::campaign::CPU_FIGURE,
+        wirelab_report::campaign::IFACE_FIGURE,
+    ] {
+        assert!(dom.contains(&format!("<h3>{t}</h3>")), "figure {t}");
+    }
     assert!(
         dom.contains("class=\"sort\""),
         "the table-sorting script did not run"
