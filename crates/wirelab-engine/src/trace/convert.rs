@@ -91,3 +91,62 @@ impl Convert {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::FormatOpt;
+
+    fn job(dir: &std::path::Path, input: &str, output: &str) -> Convert {
+        let p = |f: &str| dir.join(f).to_str().unwrap().to_string();
+        Convert {
+            input: InputSpec {
+                path: p(input),
+                format: FormatOpt {
+                    flag: "--from",
+                    name: None,
+                },
+                options: TraceOptions::default(),
+            },
+            output: p(output),
+            to: FormatOpt {
+                flag: "--to",
+                name: None,
+            },
+            to_options: TraceOptions::default(),
+        }
+    }
+
+    #[test]
+    fn a_conversion_that_fails_part_way_leaves_no_output() {
+        let d = std::env::temp_dir().join(format!("wirelab-convert-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        // Two good words, then one with the unused action bits 11.
+        let words: Vec<u8> = [1000u32, 2000, (3 << 30) | 5]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        std::fs::write(d.join("t.bin"), words).unwrap();
+        let e = job(&d, "t.bin", "t.pkt.csv").run().unwrap_err();
+        assert!(e.is_usage());
+        assert!(
+            e.to_string().ends_with(
+                "t.bin: byte 8 (record 3): action bits 11 are not used (word 0xc0000005)"
+            ),
+            "{e}"
+        );
+        assert!(
+            !d.join("t.pkt.csv").exists(),
+            "the half-written output is removed"
+        );
+        // The same input whole converts, and the report says what it did.
+        std::fs::write(d.join("ok.delays"), "1000\ndrop\n3000\n").unwrap();
+        let r = job(&d, "ok.delays", "ok.pkt.csv").run().unwrap();
+        assert!(r.text().ends_with(": 3 records\n"), "{}", r.text());
+        assert_eq!(
+            std::fs::read_to_string(d.join("ok.pkt.csv")).unwrap(),
+            "action,delay_us\npass,1000\ndrop,0\npass,3000\n"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
