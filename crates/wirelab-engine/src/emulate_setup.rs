@@ -58,10 +58,13 @@ pub enum SetupError {
     Stages {
         flag: String,
         stages: String,
-        error: SpecError,
+        error: Box<SpecError>,
     },
     #[error("{flag}: {error}")]
-    Link { flag: String, error: LinkSetupError },
+    Link {
+        flag: String,
+        error: Box<LinkSetupError>,
+    },
     #[error("--rule takes two values: FILTER STAGES")]
     RuleValues,
     #[error(
@@ -148,7 +151,7 @@ impl Links {
         let c = LinkConfig::parse(r.stages).map_err(|error| SetupError::Stages {
             flag: flag.into(),
             stages: r.stages.into(),
-            error,
+            error: Box::new(error),
         })?;
         let key = LinkKey {
             seed: c.seed.unwrap_or(self.seed),
@@ -157,7 +160,7 @@ impl Links {
         };
         let link = open_link(&c, key).map_err(|error| SetupError::Link {
             flag: flag.into(),
-            error,
+            error: Box::new(error),
         })?;
         let mut l = RuleLink::new(r.rule, r.filter, r.stages, key.seed, link);
         if let (Some(base), false, true) = (&self.decisions, r.stages.trim().is_empty(), r.new) {

@@ -69,7 +69,7 @@ impl Configured {
             Configured::Stages(s) => {
                 let c = LinkConfig::parse(s).map_err(|error| VerifyJobError::Stages {
                     stages: s.clone(),
-                    error,
+                    error: Box::new(error),
                 })?;
                 (c, s.clone())
             }
@@ -93,11 +93,14 @@ pub struct Verify {
 #[derive(Debug, Error)]
 pub enum VerifyJobError {
     #[error("--stages '{stages}': {error}")]
-    Stages { stages: String, error: SpecError },
+    Stages {
+        stages: String,
+        error: Box<SpecError>,
+    },
     #[error("{flag}: {error}")]
     Link {
         flag: &'static str,
-        error: LinkSetupError,
+        error: Box<LinkSetupError>,
     },
     #[error("{side} {path}: {error}", path = path.display())]
     Open {
@@ -106,7 +109,10 @@ pub enum VerifyJobError {
         error: io::Error,
     },
     #[error("{path}: {error}", path = path.display())]
-    Capture { path: PathBuf, error: VerifyError },
+    Capture {
+        path: PathBuf,
+        error: Box<VerifyError>,
+    },
 }
 
 /// The configuration as the emulator's link model sees each IN frame.
@@ -152,7 +158,7 @@ impl Verify {
         };
         let link = open_link(&cfg, key).map_err(|error| VerifyJobError::Link {
             flag: self.configured.flag(),
-            error,
+            error: Box::new(error),
         })?;
         let mut model = Model {
             link,
@@ -180,7 +186,10 @@ impl Verify {
                 Side::In => self.input.clone(),
                 Side::Out => self.output.clone(),
             };
-            VerifyJobError::Capture { path, error }
+            VerifyJobError::Capture {
+                path,
+                error: Box::new(error),
+            }
         })?;
         r.in_file = self.input.display().to_string();
         r.out_file = self.output.display().to_string();
