@@ -14,6 +14,7 @@ use wirelab_ctl::campaign::{self, Event, RunConfig, RunError};
 use wirelab_ctl::control;
 use wirelab_ctl::expr::Expr;
 use wirelab_ctl::metrics::{self, Metrics};
+use wirelab_ctl::outcome::{rederive, report_json, summary_text};
 use wirelab_ctl::sweep;
 
 #[derive(Args, Debug)]
@@ -172,40 +173,14 @@ pub fn run(a: RunArgs) -> Result<()> {
     drop(server);
     let summary = wirelab_ctl::bundle::summarize(&outcome.dir)?;
     if a.json {
-        let j = serde_json::json!({
-            "schema": "wirelab.run/1",
-            "dir": outcome.dir,
-            "exit_code": outcome.exit_code(),
-            "done": outcome.done,
-            "aborted": outcome.aborted,
-            "failed": outcome.failed,
-            "skipped": outcome.skipped,
-            "searched_out": outcome.searched_out,
-            "interrupted": outcome.interrupted,
-            "failure": outcome.failure,
-            "summary": summary,
-        });
+        let j = report_json(&outcome, &summary);
         println!("{}", serde_json::to_string_pretty(&j)?);
     } else {
         print!("{}", summary_text(&summary));
-        println!(
-            "results: {} ({} done, {} aborted, {} failed{})",
-            outcome.dir.display(),
-            outcome.done,
-            outcome.aborted,
-            outcome.failed,
-            [
-                (outcome.skipped, "done before"),
-                (outcome.searched_out, "left out by the search")
-            ]
-            .iter()
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, what)| format!(", {n} {what}"))
-            .collect::<String>()
-        );
+        println!("{outcome}");
     }
     // The page of the results (never fails the campaign: its results stand).
-    match super::report::campaign(&outcome.dir, None, None) {
+    match super::report::campaign(&outcome.dir) {
         Ok(page) if a.json => eprintln!("report: {}", page.display()),
         Ok(page) => println!("report: {}", page.display()),
         Err(e) => eprintln!("wirelab: warning: no report.html: {e:#}"),
@@ -223,46 +198,6 @@ pub fn run(a: RunArgs) -> Result<()> {
         0 => Ok(()),
         code => std::process::exit(code),
     }
-}
-
-/// One line per flow of every point.
-pub fn summary_text(s: &wirelab_ctl::bundle::Summary) -> String {
-    let mut t = String::new();
-    for r in &s.rows {
-        let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let n = |v: Option<u64>| v.map_or("-".into(), |x| x.to_string());
-        let us = |v: Option<i64>| v.map_or("-".into(), |x| format!("{:.1}us", x as f64 / 1e3));
-        let rtt = match (r.rtt_mean_ns, r.rtt_p99_ns) {
-            (Some(m), p99) => format!(" rtt mean {:.1}us p99 {}", m / 1e3, us(p99)),
-            _ => String::new(),
-        };
-        // A cross-host flow's OWD: corrected by the clock offset, ± U; or
-        // only relative (OWD − min) when U is over the campaign's limit.
-        let clock = match (r.owd_uncertainty_ns, r.owd_relative) {
-            (Some(u), false) if u > 0 => format!(" ±{:.1}us", u as f64 / 1e3),
-            (Some(u), true) => format!(" relative (±{:.1}us over the limit)", u as f64 / 1e3),
-            _ => String::new(),
-        };
-        t.push_str(&format!(
-            "{:>4} {} {:<11} {:<10} sent {:>8} recv {:>8} lost {:>6} (by seq {}) owd p99 {} max {}{clock}{rtt}  {}{}\n",
-            r.index + 1,
-            r.point,
-            r.status.as_str(),
-            r.flow,
-            n(r.sent),
-            n(r.received),
-            n(r.lost),
-            n(r.lost_by_sequence),
-            us(r.owd_p99_ns),
-            us(r.owd_max_ns),
-            params.join(" "),
-            r.reason
-                .as_deref()
-                .map(|x| format!("  [{x}]"))
-                .unwrap_or_default()
-        ));
-    }
-    t
 }
 
 /// Live progress: a bar over the campaign's points and a line per flow on
@@ -401,20 +336,14 @@ impl Drop for View {
 
 /// `wirelab analyze DIR`: the summary re-derived from a results bundle.
 pub fn analyze_bundle(dir: &std::path::Path, json: bool) -> Result<()> {
-    let s = wirelab_ctl::bundle::summarize(dir)?;
-    let text = s.to_json();
-    if let Ok(stored) = std::fs::read_to_string(dir.join("summary.json")) {
-        if stored != text {
-            eprintln!(
-                "wirelab: warning: the summary re-derived from the records differs from {}",
-                dir.join("summary.json").display()
-            );
-        }
+    let r = rederive(dir)?;
+    if let Some(w) = r.warning() {
+        eprintln!("wirelab: warning: {w}");
     }
     if json {
-        print!("{text}");
+        print!("{}", r.json);
     } else {
-        print!("{}", summary_text(&s));
+        print!("{}", summary_text(&r.summary));
     }
     Ok(())
 }
