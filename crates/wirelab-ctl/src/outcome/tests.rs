@@ -8,7 +8,7 @@ fn point(id: &str, status: PointStatus) -> PointFile {
         id: id.into(),
         index: 2,
         repetition: 0,
-        params: BTreeMap::from([("loss".to_string(), serde_json::json!("1%"))]),
+        params: BTreeMap::from([("loss".to_string(), crate::expr::Value::Str("1%".into()))]),
         status,
         reason: (status == PointStatus::Aborted).then(|| "lost > 10".to_string()),
         began_unix_ns: 0,
@@ -71,7 +71,7 @@ fn a_flow_is_a_line_and_the_outcome_one_more() {
     assert_eq!(
         summary_text(&s),
         "   3 92f4d4c36f5315c5 aborted     sut        sent     1000 recv      990 lost     10 \
-         (by seq 9) owd p99 71.3us max 90.0us ±1.5us  loss=\"1%\"  [lost > 10]\n"
+         (by seq 9) owd p99 71.3us max 90.0us ±1.5us  loss=1%  [lost > 10]\n"
     );
     let o = outcome(Path::new("results/q"));
     assert_eq!(

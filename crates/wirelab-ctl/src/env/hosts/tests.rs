@@ -88,7 +88,7 @@ fn what_was_done_as_text_and_json() {
         reverted_text("local", "tok", &a.changes),
         "local: reverted tok\n  the MTU of eth1: 9000 -> 1500\n"
     );
-    let j = applied_json(&[a.clone()]);
+    let j = applied_json(std::slice::from_ref(&a));
     assert_eq!(j["schema"], "wirelab.env.applied/1");
     assert_eq!(j["hosts"][0]["token"], "t-netns:rx");
     let j = reverted_json("local", "tok", &a.changes);
@@ -97,12 +97,17 @@ fn what_was_done_as_text_and_json() {
     let mut x = Snapshot::new("x", 1);
     x.values.insert("kernel.release".into(), "6.1".into());
     let y = Snapshot::new("y", 2);
-    assert_eq!(snapshots_text(&[x.clone()]), "# x\nkernel.release = 6.1\n");
+    assert_eq!(
+        snapshots_text(std::slice::from_ref(&x)),
+        "# x\nkernel.release = 6.1\n"
+    );
     assert_eq!(
         snapshots_text(&[x.clone(), y.clone()]),
         "# x\nkernel.release = 6.1\n\n# y\n"
     );
-    assert!(snapshots_json(&[x.clone()]).unwrap().starts_with('{'));
+    assert!(snapshots_json(std::slice::from_ref(&x))
+        .unwrap()
+        .starts_with('{'));
     assert!(snapshots_json(&[x, y]).unwrap().starts_with('['));
 }
 
