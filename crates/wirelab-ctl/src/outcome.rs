@@ -1,10 +1,12 @@
-//! What `wirelab run` says when a campaign ends, rendered from its typed
+//! What `wirelab run` says, rendered from its typed values: as it runs
+//! (the texts of its progress), and when a campaign ends, from its
 //! [`Outcome`] and [`Summary`]: a line per flow of every point, the
 //! results line, the `wirelab.run/1` document; and the summary
 //! `wirelab analyze DIR` re-derives from a bundle.
 
-use crate::bundle::{self, BundleError, Summary};
+use crate::bundle::{self, BundleError, PointStatus, Summary};
 use crate::campaign::Outcome;
+use crate::sweep::Point;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -49,6 +51,49 @@ impl fmt::Display for Outcome {
             }
         }
         f.write_str(")")
+    }
+}
+
+/// `wirelab run: N point(s) (S done before) -> DIR`.
+pub fn started_line(points: usize, skipped: usize, dir: &Path) -> String {
+    let before = match skipped {
+        0 => String::new(),
+        n => format!(" ({n} done before)"),
+    };
+    format!(
+        "wirelab run: {points} point(s){before} -> {}",
+        dir.display()
+    )
+}
+
+/// A point as progress names it: `ID K=V …`.
+pub fn point_label(point: &Point) -> String {
+    let params: Vec<String> = point
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!("{} {}", point.id, params.join(" "))
+}
+
+/// A point's end: `ID STATUS[: REASON]`.
+pub fn ended_note(point: &Point, status: PointStatus, reason: Option<&str>) -> String {
+    let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+    format!("{} {}{reason}", point.id, status.as_str())
+}
+
+impl Outcome {
+    /// What is left to say after the results: the failure, and how to go
+    /// on after an interruption.
+    pub fn end_notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self.failure.iter().map(|f| format!("error: {f}")).collect();
+        if self.interrupted {
+            notes.push(format!(
+                "interrupted: continue with --resume {}",
+                self.dir.display()
+            ));
+        }
+        notes
     }
 }
 

@@ -113,3 +113,44 @@ fn a_rederived_summary_is_compared_with_the_stored_one() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn progress_and_end_notes_name_the_point_and_what_to_do() {
+    let p = crate::sweep::Point {
+        id: "92f4d4c36f5315c5".into(),
+        index: 0,
+        repetition: 0,
+        params: BTreeMap::from([
+            ("loss".to_string(), crate::expr::Value::Str("1%".into())),
+            ("size".to_string(), crate::expr::Value::Int(80)),
+        ]),
+    };
+    assert_eq!(point_label(&p), "92f4d4c36f5315c5 loss=1% size=80");
+    assert_eq!(
+        ended_note(&p, PointStatus::Aborted, Some("lost > 10")),
+        "92f4d4c36f5315c5 aborted: lost > 10"
+    );
+    assert_eq!(
+        ended_note(&p, PointStatus::Done, None),
+        "92f4d4c36f5315c5 done"
+    );
+    let dir = Path::new("results/q");
+    assert_eq!(
+        started_line(4, 0, dir),
+        "wirelab run: 4 point(s) -> results/q"
+    );
+    assert_eq!(
+        started_line(4, 1, dir),
+        "wirelab run: 4 point(s) (1 done before) -> results/q"
+    );
+    let mut o = outcome(dir);
+    assert!(o.end_notes().is_empty());
+    (o.interrupted, o.failure) = (true, Some("agent rx lost".into()));
+    assert_eq!(
+        o.end_notes(),
+        [
+            "error: agent rx lost",
+            "interrupted: continue with --resume results/q"
+        ]
+    );
+}

@@ -14,7 +14,9 @@ use wirelab_ctl::campaign::{self, Event, RunConfig, RunError};
 use wirelab_ctl::control;
 use wirelab_ctl::expr::Expr;
 use wirelab_ctl::metrics::{self, Metrics};
-use wirelab_ctl::outcome::{rederive, report_json, summary_text};
+use wirelab_ctl::outcome::{
+    ended_note, point_label, rederive, report_json, started_line, summary_text,
+};
 use wirelab_ctl::sweep;
 
 #[derive(Args, Debug)]
@@ -185,14 +187,8 @@ pub fn run(a: RunArgs) -> Result<()> {
         Ok(page) => println!("report: {}", page.display()),
         Err(e) => eprintln!("wirelab: warning: no report.html: {e:#}"),
     }
-    if let Some(f) = &outcome.failure {
-        eprintln!("wirelab: error: {f}");
-    }
-    if outcome.interrupted {
-        eprintln!(
-            "wirelab: interrupted: continue with --resume {}",
-            outcome.dir.display()
-        );
+    for note in outcome.end_notes() {
+        eprintln!("wirelab: {note}");
     }
     match outcome.exit_code() {
         0 => Ok(()),
@@ -241,15 +237,7 @@ impl View {
                 points,
                 skipped,
             } => {
-                eprintln!(
-                    "wirelab run: {points} point(s){} -> {}",
-                    if skipped > 0 {
-                        format!(" ({skipped} done before)")
-                    } else {
-                        String::new()
-                    },
-                    dir.display()
-                );
+                eprintln!("{}", started_line(points, skipped, dir));
                 if self.tty {
                     let b = self.multi.add(ProgressBar::new(points as u64));
                     b.set_style(
@@ -261,17 +249,10 @@ impl View {
                     self.bar = Some(b);
                 }
             }
-            Event::Point { n, total, point } => {
-                let params: Vec<String> = point
-                    .params
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                match &self.bar {
-                    Some(b) => b.set_message(format!("{} {}", point.id, params.join(" "))),
-                    None => eprintln!("[{n}/{total}] {} {}", point.id, params.join(" ")),
-                }
-            }
+            Event::Point { n, total, point } => match &self.bar {
+                Some(b) => b.set_message(point_label(point)),
+                None => eprintln!("[{n}/{total}] {}", point_label(point)),
+            },
             Event::Flow {
                 name,
                 received,
@@ -295,12 +276,7 @@ impl View {
                 reason,
                 ..
             } => {
-                let note = format!(
-                    "{} {}{}",
-                    point.id,
-                    status.as_str(),
-                    reason.map(|r| format!(": {r}")).unwrap_or_default()
-                );
+                let note = ended_note(point, status, reason);
                 match &self.bar {
                     Some(b) => {
                         b.inc(1);
