@@ -257,7 +257,16 @@ impl LinkModel for DirModel {
         // `drd ... congest`); the mark is set when the copy leaves. Only
         // such links parse the headers.
         let ect = l.link.uses_ect() && wirelab_wire::rewrite::ecn::is_ect(frame);
-        let a = l.link.arrive(t_ns, frame.len() as u32, seq, ect);
+        // Links that tell flows apart (`per-flow`, `sched drr|fq_codel`)
+        // get the frame's addresses, protocol and ports; only they parse.
+        let flow = if l.link.uses_flows() {
+            link::FlowTuple::from_frame(frame)
+        } else {
+            None
+        };
+        let a = l
+            .link
+            .arrive_flow(t_ns, frame.len() as u32, seq, ect, flow.as_ref());
         out.rule = l.rule;
         out.seq = seq;
         for (copy, f) in a.copies().iter().enumerate() {

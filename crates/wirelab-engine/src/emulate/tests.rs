@@ -738,3 +738,28 @@ fn ecn_capable_frames_are_marked_ce_instead_of_dropped() {
         assert_eq!(csum::finish(csum::sum(&d.bytes[14..34], 0)), 0);
     }
 }
+
+#[test]
+fn the_direction_model_passes_each_frames_flow_to_the_link() {
+    // 58-byte frames to two ports, 1 ms apart each, into 2 Mbit/s pipes
+    // per port (232 µs per frame: no queue) — each frame leaves 232 µs
+    // after it came, which one shared pipe could not do for both ports at
+    // once — and the link counts two flows; a non-IP frame is a third.
+    let mut m = DirModel::new(vec![], default_rule("rate 2mbit per-flow dport"));
+    let mut adm = Admission::default();
+    let mut out = Vec::new();
+    for i in 0..100u64 {
+        let t = 1_000_000 + i * 1_000_000;
+        m.arrive(t, &udp(2 * i, 5001), 2 * i, &mut adm);
+        m.arrive(t, &udp(2 * i + 1, 5002), 2 * i + 1, &mut adm);
+    }
+    m.arrive(200_000_000, &[0u8; 60], 200, &mut adm);
+    m.drain(&mut out);
+    assert_eq!(out.len(), 201);
+    for r in &out {
+        let cost = if r.index == 200 { 240_000 } else { 232_000 };
+        assert_eq!(r.deadline_ns - r.arrival_ns, cost, "{r:?}");
+    }
+    let c = m.default_link().link.counters();
+    assert_eq!((c.flows, c.flow_overflow, c.arrivals), (3, 0, 201));
+}
