@@ -114,6 +114,7 @@ fn d5_two_masked_flows_each_get_the_full_rate() {
         let b = bytes_in(&rel, &flow_of, 2, S / 2, 3 * S / 2);
         for (f, &bytes) in b.iter().enumerate() {
             let rate = mbit(bytes, S);
+            eprintln!("{spec}: flow {f} {rate:.4} Mbit/s");
             assert!((rate - 10.0).abs() <= 0.2, "{spec}: flow {f} {rate} Mbit/s");
         }
         assert_eq!(l.counters().flows, 2, "{spec}");
@@ -218,6 +219,7 @@ fn d6_drr_weights_split_the_rate() {
         let (rel, flow_of) = run(&mut l, &flows, streams, true);
         let b = bytes_in(&rel, &flow_of, 2, S / 2, 5 * S / 2);
         let ratio = b[1] as f64 / b[0] as f64;
+        eprintln!("{spec}: {ratio:.4} ({b:?})");
         assert!(
             (ratio / want - 1.0).abs() <= 0.05,
             "{spec}: {ratio} ({b:?})"
