@@ -174,12 +174,9 @@ fn d5_flows_past_the_bound_share_one_overflow_pipe() {
     assert_eq!(c.flows, 2);
     assert_eq!(c.flow_overflow, 3 * 500);
     let b = bytes_in(&rel, &flow_of, 5, S / 2, 3 * S / 2);
-    for f in 0..2 {
-        assert!(
-            (mbit(b[f], S) - 1.0).abs() <= 0.02,
-            "flow {f}: {}",
-            mbit(b[f], S)
-        );
+    for (f, &bytes) in b[..2].iter().enumerate() {
+        let rate = mbit(bytes, S);
+        assert!((rate - 1.0).abs() <= 0.02, "flow {f}: {rate}");
     }
     let overflow: u64 = b[2..].iter().sum();
     assert!(
@@ -291,7 +288,11 @@ fn d6_fq_codel_keeps_a_sparse_flow_fast_next_to_a_bulk_flow() {
     let sparse = sojourns(&rel, &flow_of, 1);
     assert_eq!(sparse.len(), 300, "no sparse frame dropped");
     let frame = 1_200_000;
-    assert!(sparse[0] <= 2 * frame + 80_000, "first sparse sojourn {}", sparse[0]);
+    assert!(
+        sparse[0] <= 2 * frame + 80_000,
+        "first sparse sojourn {}",
+        sparse[0]
+    );
     let worst = *sparse[1..].iter().max().unwrap();
     assert!(worst <= frame + 80_000, "worst sparse sojourn {worst} ns");
     let bulk = bytes_in(&rel, &flow_of, 2, S, 5 * S)[0];
