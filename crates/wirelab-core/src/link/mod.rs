@@ -61,6 +61,7 @@
 
 mod bottleneck;
 mod codel;
+mod decisions;
 mod flow;
 mod mmlink;
 pub mod mmlog;

@@ -12,6 +12,7 @@ use thiserror::Error;
 use crate::trace::{Action, ActionSource};
 
 use super::bottleneck::{Bottleneck, Item, Out};
+use super::decisions::{push_actions, Recording};
 use super::flow::{FlowKey, FlowTuple};
 use super::mmlink::OpportunitySource;
 use super::perflow::Pipes;
@@ -200,24 +201,12 @@ impl Arrival {
     /// the last as a duplicate, with its delay from arrival to release; a
     /// packet with no released copy is one `Drop`. Copies are identical,
     /// so which copy was dropped does not matter. CE marks and corruption
-    /// have no trace record and are not replayed. Only for links without a
-    /// bottleneck ([`LinkConfig::has_bottleneck`]): with one, release
-    /// times are decided after the arrival.
+    /// have no trace record and are not replayed. Only complete for links
+    /// without a bottleneck ([`LinkConfig::has_bottleneck`]): with one,
+    /// release times are decided after the arrival (its waiting copies
+    /// record as drops here) — [`Link::record_decisions`] covers every link.
     pub fn record(&self, out: &mut Vec<Action>) {
-        let mut delays = self
-            .queued()
-            .map(|q| q.deadline_ns - self.arrival_ns)
-            .peekable();
-        if delays.peek().is_none() {
-            out.push(Action::Drop);
-        }
-        while let Some(delay_ns) = delays.next() {
-            out.push(if delays.peek().is_some() {
-                Action::Duplicate { delay_ns }
-            } else {
-                Action::Delay { delay_ns }
-            });
-        }
+        push_actions(self.queued().map(|q| q.deadline_ns - self.arrival_ns), out);
     }
 }
 
@@ -480,6 +469,8 @@ pub struct Link {
     /// `per-flow` without a scheduler: the pipes that do the work (this
     /// link only counts).
     pipes: Option<Box<Pipes>>,
+    /// `--record-decisions`: packets whose records wait for releases.
+    recording: Option<Box<Recording>>,
 }
 
 impl fmt::Debug for Link {
@@ -659,7 +650,29 @@ impl Link {
             trace_ended: false,
             profile: None,
             pipes: None,
+            recording: None,
         }
+    }
+
+    /// Records every later packet's decisions, for
+    /// [`Link::take_decisions`]: what [`Arrival::record`] gives, for any
+    /// link — with a bottleneck, a packet's records are complete once
+    /// each of its copies has left it or was dropped.
+    pub fn record_decisions(&mut self) {
+        self.recording.get_or_insert_with(Box::default);
+    }
+
+    /// Appends the records of the packets whose copies have all been
+    /// decided, in arrival order (each packet once; see
+    /// [`Arrival::record`]); returns how many records. After the last
+    /// `pop_due(u64::MAX)` every packet is complete.
+    pub fn take_decisions(&mut self, out: &mut Vec<Action>) -> usize {
+        self.recording.as_mut().map_or(0, |r| r.take(out))
+    }
+
+    /// A recorded packet still waits for one of its copies to leave.
+    pub fn decisions_waiting(&self) -> bool {
+        self.recording.as_ref().is_some_and(|r| r.waiting())
     }
 
     /// A pipe's copy of the link's profile.
@@ -738,6 +751,21 @@ impl Link {
     /// of those are one flow). The link keeps the fields its mask names
     /// (`per-flow`, else the 5-tuple) to pick the frame's pipe or queue.
     pub fn arrive_flow(
+        &mut self,
+        now_ns: u64,
+        frame_len: u32,
+        packet_index: u64,
+        ect: bool,
+        flow: Option<&FlowTuple>,
+    ) -> Arrival {
+        let a = self.arrive_inner(now_ns, frame_len, packet_index, ect, flow);
+        if let Some(r) = &mut self.recording {
+            r.arrived(&a);
+        }
+        a
+    }
+
+    fn arrive_inner(
         &mut self,
         now_ns: u64,
         frame_len: u32,
@@ -1274,6 +1302,15 @@ impl Link {
     /// its deadline. A release with `dropped` set was dropped in the queue
     /// at its deadline and is not to be sent.
     pub fn pop_due(&mut self, now_ns: u64, out: &mut Vec<Release>) -> usize {
+        let start = out.len();
+        let n = self.pop_inner(now_ns, out);
+        if let Some(r) = &mut self.recording {
+            r.released(&out[start..]);
+        }
+        n
+    }
+
+    fn pop_inner(&mut self, now_ns: u64, out: &mut Vec<Release>) -> usize {
         if let Some(p) = &mut self.pipes {
             return p.pop_due(&mut self.counters, now_ns, out);
         }
