@@ -670,6 +670,11 @@ impl Link {
         self.recording.as_mut().map_or(0, |r| r.take(out))
     }
 
+    /// [`Link::record_decisions`] was called.
+    pub fn records_decisions(&self) -> bool {
+        self.recording.is_some()
+    }
+
     /// A recorded packet still waits for one of its copies to leave.
     pub fn decisions_waiting(&self) -> bool {
         self.recording.as_ref().is_some_and(|r| r.waiting())
