@@ -12,7 +12,8 @@ use wirelab_analysis::emuverify::{
     verify_captures, Configuration, Side, VerifyConfig, VerifyError, VerifyReport,
 };
 use wirelab_core::link::{
-    DelaySpec, Direction, Link, LinkConfig, LinkKey, Release, SpecError, TraceEnd, TraceSpec,
+    DelaySpec, Direction, FlowTuple, Link, LinkConfig, LinkKey, Release, SpecError, TraceEnd,
+    TraceSpec,
 };
 
 /// What the emulator was configured with.
@@ -125,8 +126,26 @@ struct Model {
 
 impl Configuration for Model {
     fn decide(&mut self, index: u64, t_ns: u64, len: u32, delays: &mut Vec<u64>) {
-        // Frames are not inspected for ECN capability, as in the forwarder.
-        let a = self.link.arrive(t_ns, len, index, false);
+        self.decide_frame(index, t_ns, len, &[], delays)
+    }
+
+    fn decide_frame(
+        &mut self,
+        index: u64,
+        t_ns: u64,
+        len: u32,
+        head: &[u8],
+        delays: &mut Vec<u64>,
+    ) {
+        // Frames are not inspected for ECN capability, as in the forwarder;
+        // their flow is, where the stages tell flows apart (`per-flow`, `sched`).
+        let a = if self.link.uses_flows() {
+            let flow = FlowTuple::from_frame(head);
+            self.link
+                .arrive_flow(t_ns, len, index, false, flow.as_ref())
+        } else {
+            self.link.arrive(t_ns, len, index, false)
+        };
         let from = delays.len();
         delays.extend(a.queued().map(|q| q.deadline_ns.saturating_sub(t_ns)));
         self.max = delays[from..].iter().fold(self.max, |m, &d| m.max(d));
@@ -252,5 +271,53 @@ mod tests {
             e.to_string().starts_with("IN /nonexistent/in.pcap: "),
             "{e}"
         );
+    }
+
+    /// Ethernet + IPv4 + UDP headers of a frame to `dport`.
+    fn udp_head(dport: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 42];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[23] = 17;
+        f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+        f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+        f[34..36].copy_from_slice(&5000u16.to_be_bytes());
+        f[36..38].copy_from_slice(&dport.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn flows_are_told_apart_from_the_frame_head() {
+        // Two 1500-byte frames at once into a 1 Mbit/s pipe (12 ms each):
+        // per destination port each has a pipe of its own; without the
+        // frame (or without `per-flow`) the second waits for the first.
+        let delays = |stages: &str, heads: [&[u8]; 2]| {
+            let (cfg, _) = Configured::Stages(stages.into()).link_config().unwrap();
+            let key = LinkKey {
+                seed: 1,
+                rule: 0,
+                direction: Direction::AToB,
+            };
+            let mut m = Model {
+                link: open_link(&cfg, key).unwrap(),
+                due: Vec::new(),
+                max: 0,
+            };
+            let mut d = Vec::new();
+            for (i, h) in heads.into_iter().enumerate() {
+                m.decide_frame(i as u64, 0, 1500, h, &mut d);
+            }
+            d
+        };
+        let (a, b) = (udp_head(9000), udp_head(9001));
+        assert_eq!(
+            delays("rate 1mbit per-flow dport", [&a, &b]),
+            [12_000_000; 2]
+        );
+        assert_eq!(
+            delays("rate 1mbit per-flow dport", [&a, &a]),
+            [12_000_000, 24_000_000]
+        );
+        assert_eq!(delays("rate 1mbit", [&a, &b]), [12_000_000, 24_000_000]);
     }
 }
