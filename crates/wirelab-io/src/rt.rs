@@ -39,6 +39,23 @@ pub fn set_fifo_priority(prio: i32) -> Result<(), RtError> {
     Ok(())
 }
 
+/// The kernel's real-time bandwidth limit: SCHED_FIFO threads together may
+/// run `runtime_us` of every `period_us` (`kernel.sched_rt_runtime_us`,
+/// `kernel.sched_rt_period_us`); `None` when it is off (runtime -1) or
+/// cannot be read.
+pub fn rt_bandwidth() -> Option<(u64, u64)> {
+    let read = |name: &str| -> Option<i64> {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let runtime = u64::try_from(read("sched_rt_runtime_us")?).ok()?;
+    let period = u64::try_from(read("sched_rt_period_us")?).ok()?;
+    Some((runtime, period))
+}
+
 /// Number of online CPUs.
 pub fn online_cpus() -> usize {
     std::thread::available_parallelism()

@@ -173,6 +173,11 @@ fn emulate(a: EmulateArgs) -> Result<()> {
         Some(_) => (stages("--both", &a.both), stages("--both", &a.both)),
         None => (stages("--a2b", &a.a2b), stages("--b2a", &a.b2a)),
     };
+    let spec_rt = RtSetup {
+        cpu: a.cpu,
+        fifo_priority: a.rt_priority,
+        mlock: a.rt_priority.is_some(),
+    };
     let spec = EmulateSpec {
         a: if_a.clone(),
         b: if_b.clone(),
@@ -184,11 +189,7 @@ fn emulate(a: EmulateArgs) -> Result<()> {
         duration: a.duration.map(Duration::from_nanos),
         spin_ns: a.spin,
         learn: !a.fixed_spin,
-        rt: RtSetup {
-            cpu: a.cpu,
-            fifo_priority: a.rt_priority,
-            mlock: a.rt_priority.is_some(),
-        },
+        rt: spec_rt,
         log: a.log,
         tap: a.tap,
         record_decisions: a.record_decisions,
@@ -204,6 +205,9 @@ fn emulate(a: EmulateArgs) -> Result<()> {
         }
     })?;
     let stop = stop_on_signals()?;
+    if let Some(w) = spec_rt.throttle_warning() {
+        eprintln!("emulate: warning: {w}");
+    }
     if !a.json {
         eprintln!(
             "emulate: bridging {if_a} <-> {if_b}{}{}; Ctrl-C to stop",
