@@ -37,6 +37,9 @@
 //! * [`capture`] — pcap/pcapng captures as input: wirelab and LUNA probes
 //!   as receive records ([`CaptureRecords`]), RTP streams measured as
 //!   Wireshark measures them ([`capture::rtp`]).
+//! * [`inputs`] — what `wirelab analyze` reads besides records' statistics:
+//!   a set of captures and its report sections, file warnings, an emulator
+//!   log's summary.
 //! * [`PacketJoin`] — the streaming per-packet join of a sender's and a
 //!   receiver's records (`wirelab export TX RX`), tables defined once in
 //!   [`columns`] for every export format.
@@ -54,6 +57,7 @@ pub mod error;
 pub mod export;
 pub mod fidelity;
 pub mod flow;
+pub mod inputs;
 pub mod join;
 pub mod ks;
 pub mod latency;

@@ -13,6 +13,9 @@
 //!   `offload.FEATURE`, any sysctl by its dotted name), a revert file per
 //!   application (named by a token) written before anything changes, and
 //!   the revert.
+//! - [`hosts`]: `local` or an agent's host: snapshots, settings applied on
+//!   several hosts in turn and put back when one refuses, and the text and
+//!   JSON of what was done.
 //!
 //! A snapshot holds settings and states, not measurements (no counters,
 //! no clock offsets), so two snapshots of an unchanged host are equal.
@@ -21,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod apply;
+pub mod hosts;
 pub mod parse;
 pub mod read;
 

@@ -6,7 +6,7 @@
 //! [`proto`]) and the controller's way to reach it ([`transport`]), the
 //! campaign runner ([`campaign`]), its stressors ([`stress`]), the clock
 //! offsets between its hosts ([`clocks`]) and its results bundle
-//! ([`bundle`]), with each host's [`counters`], [`samples`] taken while a
+//! ([`bundle`]) and what is said of it at the end ([`outcome`]), with each host's [`counters`], [`samples`] taken while a
 //! point runs and the [`attribution`] of loss; `wirelab env`: a host's
 //! environment, its differences and its settings applied and reverted
 //! ([`env`]).
@@ -24,6 +24,7 @@ pub mod env;
 pub mod expr;
 pub mod lab;
 pub mod metrics;
+pub mod outcome;
 pub mod proto;
 pub mod samples;
 pub mod stress;

@@ -12,7 +12,9 @@
 //! - [`capture`]: TPACKET_V3 capture to pcapng/pcap with the adaptive wait of seed 001.
 //! - [`emulate`]: the link emulator's forwarding loop: ring → link model →
 //!   release on absolute deadlines, never early.
+//! - [`emulate_setup`]: `wirelab emulate`'s job from its stage lists and rules.
 //! - [`recordlog`]: buffered append-only record files.
+//! - [`trace`]: the `wirelab trace` tools' jobs (files in, files out).
 //! - [`job`]: what each subcommand runs, from configuration to report.
 //! - [`phase`]: the start phase of a schedule, calibrated to miss periodic stalls.
 //! - [`pace`]: waiting on a [`wirelab_core::pace::Pacer`] and the one send retry policy,
@@ -21,6 +23,7 @@
 
 pub mod capture;
 pub mod emulate;
+pub mod emulate_setup;
 pub mod job;
 pub mod pace;
 pub mod phase;
@@ -29,6 +32,7 @@ pub mod recordlog;
 pub mod replay;
 pub mod sender;
 pub mod stop;
+pub mod trace;
 pub mod txpath;
 
 pub use stop::StopFlag;

@@ -4,6 +4,7 @@
 //! whole record ([`ReadNotes::partial_bytes`]); read errors end the stream
 //! and are returned once it is done.
 
+use crate::output::{self, OutputError};
 use crate::{ExportError, PacketSink, RecordSink};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
@@ -48,6 +49,11 @@ pub enum FileError {
     Export(#[from] ExportError),
     #[error(transparent)]
     Analysis(#[from] AnalysisError),
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    /// Flushing a finished table to its output.
+    #[error(transparent)]
+    Flush(io::Error),
 }
 
 /// What reading a file skipped.
@@ -60,6 +66,115 @@ pub struct ReadNotes {
     pub partial_bytes: usize,
     /// Records of a kind this version does not know.
     pub unknown_kind: u64,
+}
+
+impl ReadNotes {
+    /// What reading skipped, a line each (none when the file was whole).
+    pub fn lines(&self) -> Vec<String> {
+        let mut l = Vec::new();
+        if self.unknown_kind > 0 {
+            l.push(format!(
+                "{}: skipped {} records of an unknown kind (written by a newer wirelab, or damaged)",
+                self.path.display(),
+                self.unknown_kind
+            ));
+        }
+        if self.partial_bytes > 0 {
+            l.push(format!(
+                "{}: read {} whole record(s); ignored a partial record of {} bytes \
+                 at the end (file cut short?)",
+                self.path.display(),
+                self.records,
+                self.partial_bytes
+            ));
+        }
+        l
+    }
+}
+
+/// A join's counts, then what it could not join or skipped, a line each;
+/// `what` names the pair.
+pub fn join_lines(what: &str, s: &JoinStats, cfg: &JoinConfig) -> Vec<String> {
+    let mut l = vec![format!(
+        "{what}: {} probes sent, {} received, {} lost",
+        s.sent, s.received, s.lost
+    )];
+    if s.unmatched > 0 {
+        l.push(format!(
+            "{what}: {} arrival(s) not joined: probes the sender did not record, or \
+             that came more than --join-window ({} ms) out of send order",
+            s.unmatched,
+            cfg.window_ns / 1_000_000
+        ));
+    }
+    if s.ignored > 0 || s.repeated_tx > 0 {
+        l.push(format!(
+            "{what}: skipped {} record(s) of a kind the file's role does not write and \
+             {} repeated sender record(s)",
+            s.ignored, s.repeated_tx
+        ));
+    }
+    l
+}
+
+/// The table a pair is joined into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairFormat {
+    Csv,
+    Jsonl,
+    Parquet,
+}
+
+/// A pair exported: its name (`TX + RX`), the join's counts, both files'
+/// notes.
+#[derive(Debug)]
+pub struct PairExport {
+    pub what: String,
+    pub stats: JoinStats,
+    pub notes: [ReadNotes; 2],
+}
+
+impl PairExport {
+    /// The files' notes, then the join's lines.
+    pub fn lines(&self, cfg: &JoinConfig) -> Vec<String> {
+        let mut l: Vec<String> = self.notes.iter().flat_map(ReadNotes::lines).collect();
+        l.extend(join_lines(&self.what, &self.stats, cfg));
+        l
+    }
+}
+
+/// Joins a sender and a receiver file (either order) into `output` (or
+/// stdout). A failed export leaves nothing under the output's name.
+pub fn export_pair(
+    x: &Path,
+    y: &Path,
+    output: Option<&Path>,
+    format: PairFormat,
+    cfg: JoinConfig,
+) -> Result<PairExport, FileError> {
+    let p = Pair::open(x, y, cfg.window_ns)?;
+    let what = format!("{} + {}", p.tx.path().display(), p.rx.path().display());
+    output::check_not_input(output, &[x, y])?;
+    let mut out = output::open(output, format == PairFormat::Parquet)?;
+    let joined = match format {
+        PairFormat::Parquet => {
+            PacketSink::new(out, &[])
+                .map_err(FileError::from)
+                .and_then(|mut sink| {
+                    let r = p.join_parquet(cfg, &mut sink)?;
+                    sink.finish()?.1.flush().map_err(FileError::Flush)?;
+                    Ok(r)
+                })
+        }
+        f => p.join_text(cfg, f == PairFormat::Jsonl, &mut out),
+    };
+    let (stats, notes) = joined.inspect_err(|_| {
+        // No half-written table left under the name asked for.
+        if let Some(o) = output {
+            let _ = std::fs::remove_file(o);
+        }
+    })?;
+    Ok(PairExport { what, stats, notes })
 }
 
 /// An open record file, an iterator of its records.

@@ -13,10 +13,17 @@
 //! and `I64` signed 64-bit integers (a `U64` value above 2^63−1, which
 //! wirelab never writes, is refused with [`ExportError::TooLarge`]), `Bool`
 //! booleans, `Str` UTF-8 strings.
+//!
+//! * [`files`] — one record file, or a sender/receiver pair joined.
+//! * [`campaign`] — a campaign's results directory as a dataset.
+//! * [`points`] — JSON rows as typed columns.
+//! * [`output`] — where an export goes (a file, stdout) and what it refuses.
 #![forbid(unsafe_code)]
 
 mod batch;
+pub mod campaign;
 pub mod files;
+pub mod output;
 pub mod points;
 
 pub use arrow_schema;

@@ -12,6 +12,7 @@
 //! * [`json_page`] — the page of `--json` reports (tables).
 //! * [`replay`] — the page of a replay departure log (`replay --log`).
 //! * [`emulate`] — the page of an emulator per-copy log (`emulate --log`).
+//! * [`inputs`] — given paths, which page they make, and the page.
 #![forbid(unsafe_code)]
 
 pub mod bucket;
@@ -19,6 +20,7 @@ pub mod campaign;
 pub mod emulate;
 pub mod error;
 pub mod html;
+pub mod inputs;
 pub mod json_page;
 pub mod plot;
 pub mod probes;

@@ -54,7 +54,25 @@ pub trait Configuration {
     /// `t_ns`: appends the configured delay (ns) of every copy the
     /// configuration forwards to `delays`; none means it drops the frame.
     fn decide(&mut self, index: u64, t_ns: u64, len: u32, delays: &mut Vec<u64>);
+
+    /// As [`decide`](Self::decide), with the first bytes of the frame
+    /// (up to [`FRAME_HEAD`]) for a configuration that tells flows apart.
+    fn decide_frame(
+        &mut self,
+        index: u64,
+        t_ns: u64,
+        len: u32,
+        _head: &[u8],
+        delays: &mut Vec<u64>,
+    ) {
+        self.decide(index, t_ns, len, delays)
+    }
 }
+
+/// How many leading bytes of an IN frame a [`Configuration`] is shown:
+/// enough for Ethernet, VLAN tags, an IPv6 header with an extension
+/// header and the ports (the flow the forwarder reads from whole frames).
+pub const FRAME_HEAD: usize = 128;
 
 impl<F: FnMut(u64, u64, u32, &mut Vec<u64>)> Configuration for F {
     fn decide(&mut self, index: u64, t_ns: u64, len: u32, delays: &mut Vec<u64>) {
@@ -399,11 +417,23 @@ impl Verifier {
         len: u32,
         model: &mut (impl Configuration + ?Sized),
     ) {
+        self.ingress_frame(t_ns, digest, len, &[], model)
+    }
+
+    /// [`ingress`](Self::ingress) with the frame's first bytes for `model`.
+    pub fn ingress_frame(
+        &mut self,
+        t_ns: u64,
+        digest: u64,
+        len: u32,
+        head: &[u8],
+        model: &mut (impl Configuration + ?Sized),
+    ) {
         self.advance(t_ns);
         let index = self.r.in_frames;
         self.r.in_frames += 1;
         let mut delays = Vec::new();
-        model.decide(index, t_ns, len, &mut delays);
+        model.decide_frame(index, t_ns, len, head, &mut delays);
         delays.sort_unstable();
         self.r.expected_copies += delays.len() as u64;
         let e = Entry {

@@ -6,7 +6,7 @@ use std::io::Read;
 use thiserror::Error;
 use wirelab_pcap::{PcapError, PcapReader};
 
-use super::{digest, Configuration, Verifier, VerifyConfig, VerifyReport};
+use super::{digest, Configuration, Verifier, VerifyConfig, VerifyReport, FRAME_HEAD};
 
 /// Which capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +56,9 @@ struct Head {
     t_ns: u64,
     digest: u64,
     len: u32,
+    /// The frame's first bytes, for a configuration that tells flows apart.
+    head: [u8; FRAME_HEAD],
+    head_len: usize,
 }
 
 struct Stream<R> {
@@ -113,10 +116,15 @@ impl<R: Read> Stream<R> {
         }
         self.last_t = self.last_t.max(p.ts_ns);
         let (frame, len) = p.without_fcs();
+        let head_len = frame.len().min(FRAME_HEAD);
+        let mut head = [0; FRAME_HEAD];
+        head[..head_len].copy_from_slice(&frame[..head_len]);
         Ok(Some(Head {
             t_ns: p.ts_ns,
             digest: digest(p.linktype, frame, len),
             len,
+            head,
+            head_len,
         }))
     }
 
@@ -159,7 +167,7 @@ pub fn verify_captures<A: Read, B: Read>(
     loop {
         match (ha, hb) {
             (Some(x), y) if y.is_none_or(|y| x.t_ns <= y.t_ns) => {
-                v.ingress(x.t_ns, x.digest, x.len, model);
+                v.ingress_frame(x.t_ns, x.digest, x.len, &x.head[..x.head_len], model);
                 ha = a.next(&mut linktype)?;
             }
             (_, Some(y)) => {

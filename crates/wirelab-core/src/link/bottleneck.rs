@@ -20,15 +20,15 @@
 //! would run into an off period pauses and resumes when the link is on
 //! again; opportunities during an off period are wasted.
 
-use std::collections::VecDeque;
-
-use super::codel::{Codel, Fifo};
+use super::codel::Codel;
+use super::flow::FlowKey;
 use super::mmlink::{Opportunities, OpportunityLog, OpportunitySource, OPPORTUNITY_BYTES};
 use super::model::{Corrupt, DropReason, HORIZON_NS};
 use super::onoff::OnOff;
 use super::pie::Pie;
 use super::rate::RateLink;
-use super::spec::{LinkConfig, QueueKind, RateSpec};
+use super::sched::{Queue, Queues, SchedParams, DEFAULT_QUANTUM, FQ_CODEL_FLOWS};
+use super::spec::{LinkConfig, QueueKind, RateSpec, SchedSpec};
 
 /// One copy in the bottleneck.
 #[derive(Debug, Clone, Copy)]
@@ -58,43 +58,6 @@ pub(crate) enum Out {
     Dropped(Item, u64, DropReason),
 }
 
-#[derive(Default)]
-struct Queue {
-    items: VecDeque<Item>,
-    bytes: u64,
-}
-
-impl Queue {
-    fn pop(&mut self) -> Option<Item> {
-        let it = self.items.pop_front()?;
-        self.bytes -= u64::from(it.len);
-        Some(it)
-    }
-}
-
-/// The queue as CoDel sees it: a head it drops goes to `out`.
-struct Guarded<'a> {
-    q: &'a mut Queue,
-    out: &'a mut Vec<Out>,
-    now: u64,
-}
-
-impl Fifo for Guarded<'_> {
-    fn head(&self) -> Option<(u64, u32)> {
-        self.q.items.front().map(|i| (i.enq, i.len))
-    }
-
-    fn pop_head(&mut self) {
-        if let Some(it) = self.q.pop() {
-            self.out.push(Out::Dropped(it, self.now, DropReason::Aqm));
-        }
-    }
-
-    fn bytes(&self) -> u64 {
-        self.q.bytes
-    }
-}
-
 enum Server {
     /// Serialization at the rate (none: a frame leaves when dequeued).
     Serial {
@@ -112,37 +75,16 @@ enum Server {
 }
 
 pub(crate) struct Bottleneck {
-    queue: Queue,
+    queues: Queues,
     kind: QueueKind,
     limit_packets: u64,
     limit_bytes: u64,
-    codel: Option<Codel>,
     pie: Option<Pie>,
     server: Server,
     gate: Option<OnOff>,
     gate_drops: bool,
     now: u64,
     maxpacket: u32,
-}
-
-fn dequeue(
-    q: &mut Queue,
-    codel: &mut Option<Codel>,
-    maxpacket: u32,
-    now: u64,
-    out: &mut Vec<Out>,
-) -> Option<Item> {
-    match codel {
-        Some(c) => {
-            let d = c.dequeue(&mut Guarded { q, out, now }, now, maxpacket);
-            if d.got {
-                q.pop()
-            } else {
-                None
-            }
-        }
-        None => q.pop(),
-    }
 }
 
 impl Bottleneck {
@@ -166,14 +108,54 @@ impl Bottleneck {
                 busy: None,
             },
         };
+        let codel = q
+            .filter(|q| q.kind == QueueKind::Codel)
+            .map(|q| Codel::new(q.target(), q.interval()));
+        let limit_packets = config
+            .limit
+            .packets
+            .unwrap_or(super::model::DEFAULT_LIMIT_PACKETS);
+        let limit_bytes = config.limit.bytes.unwrap_or(u64::MAX);
+        let max_flows = config
+            .per_flow
+            .and_then(|p| p.max_flows)
+            .unwrap_or(super::spec::DEFAULT_MAX_FLOWS);
+        let queues = match &config.sched {
+            None | Some(SchedSpec::Fifo) => Queues::Fifo {
+                q: Queue::default(),
+                codel,
+            },
+            Some(SchedSpec::Drr { weights, quantum }) => Queues::sched(
+                SchedParams::Drr {
+                    weights: weights.clone(),
+                    quantum: quantum.unwrap_or(DEFAULT_QUANTUM),
+                    max_flows,
+                },
+                limit_packets,
+                limit_bytes,
+            ),
+            Some(SchedSpec::FqCodel {
+                target_ns,
+                interval_ns,
+                quantum,
+                flows,
+            }) => Queues::sched(
+                SchedParams::FqCodel {
+                    target: target_ns.unwrap_or(super::spec::CODEL_TARGET_NS),
+                    interval: interval_ns.unwrap_or(super::spec::CODEL_INTERVAL_NS),
+                    quantum: quantum.unwrap_or(DEFAULT_QUANTUM),
+                    flows: flows.unwrap_or(FQ_CODEL_FLOWS),
+                    seed: key,
+                },
+                limit_packets,
+                limit_bytes,
+            ),
+        };
         Bottleneck {
-            queue: Queue::default(),
+            queues,
             kind,
             limit_packets: q.and_then(|q| q.packets).unwrap_or(u64::MAX),
             limit_bytes: q.and_then(|q| q.bytes).unwrap_or(u64::MAX),
-            codel: q
-                .filter(|q| q.kind == QueueKind::Codel)
-                .map(|q| Codel::new(q.target(), q.interval())),
             pie: q
                 .filter(|q| q.kind == QueueKind::Pie)
                 .map(|q| Pie::new(q.target(), q.interval())),
@@ -226,7 +208,7 @@ impl Bottleneck {
             Server::Serial { busy, .. } => busy.is_some(),
             Server::Opportunities { transit, .. } => transit.is_some(),
         };
-        self.queue.items.len() + usize::from(serving)
+        self.queues.len() + usize::from(serving)
     }
 
     fn gate_on(&self, t: u64) -> u64 {
@@ -236,7 +218,7 @@ impl Bottleneck {
     /// When the server next does something (a lower bound for
     /// opportunities during an off period).
     pub(crate) fn next_event(&self) -> Option<u64> {
-        let waiting = !self.queue.items.is_empty();
+        let waiting = !self.queues.is_empty();
         match &self.server {
             Server::Serial {
                 busy: Some((_, done)),
@@ -251,7 +233,7 @@ impl Bottleneck {
     /// Runs every event up to `until`, in time order.
     pub(crate) fn advance(&mut self, until: u64, out: &mut Vec<Out>) {
         loop {
-            if self.queue.items.is_empty() {
+            if self.queues.is_empty() {
                 if let Some(p) = &mut self.pie {
                     p.skip_idle(until);
                 }
@@ -291,10 +273,9 @@ impl Bottleneck {
     fn pie_update(&mut self, t: u64) {
         self.set_now(t);
         let qdelay = self
-            .queue
-            .items
-            .front()
-            .map_or(0, |i| t.saturating_sub(i.enq));
+            .queues
+            .head_enq()
+            .map_or(0, |enq| t.saturating_sub(enq));
         if let Some(p) = &mut self.pie {
             p.update(qdelay);
         }
@@ -310,8 +291,7 @@ impl Bottleneck {
                 }
             }
             Server::Serial { spec, link, busy } => {
-                let Some(it) = dequeue(&mut self.queue, &mut self.codel, self.maxpacket, now, out)
-                else {
+                let Some(it) = self.queues.dequeue(now, self.maxpacket, out) else {
                     return;
                 };
                 let Some(bps) = it.rate.or(spec.map(|s| s.bits_per_sec)) else {
@@ -353,13 +333,10 @@ impl Bottleneck {
             } => {
                 if *dead || opps.peek().is_none() {
                     *dead = true;
-                    let drained = transit
-                        .take()
-                        .map(|(it, _)| it)
-                        .into_iter()
-                        .chain(self.queue.items.drain(..));
-                    out.extend(drained.map(|it| Out::Dropped(it, now, DropReason::LinkDead)));
-                    self.queue.bytes = 0;
+                    if let Some((it, _)) = transit.take() {
+                        out.push(Out::Dropped(it, now, DropReason::LinkDead));
+                    }
+                    self.queues.drain(now, DropReason::LinkDead, out);
                     return;
                 }
                 opps.take();
@@ -371,7 +348,7 @@ impl Bottleneck {
                 // bounded by the queue.
                 while left > 0 {
                     if transit.is_none() {
-                        match dequeue(&mut self.queue, &mut self.codel, self.maxpacket, now, out) {
+                        match self.queues.dequeue(now, self.maxpacket, out) {
                             Some(it) => *transit = Some((it, it.len)),
                             None => break,
                         }
@@ -399,7 +376,7 @@ impl Bottleneck {
             dead,
         } = &mut self.server
         {
-            if self.queue.items.is_empty() {
+            if self.queues.is_empty() {
                 // One opportunity per turn, up to the arrival: bounded by
                 // the trace's rate times the idle time.
                 while opps.peek().is_some_and(|o| o <= t) {
@@ -412,12 +389,19 @@ impl Bottleneck {
         }
     }
 
-    /// Puts a copy arriving at `t` in the queue (after `advance(t)`), or
-    /// says why not. Drophead's drops go to `out`. `u`: a uniform draw for
-    /// PIE.
+    /// (Flow queues made, packets in the overflow queue) of a per-flow
+    /// scheduler.
+    pub(crate) fn flow_counts(&self) -> (u64, u64) {
+        self.queues.flow_counts()
+    }
+
+    /// Puts a copy of flow `flow` arriving at `t` in the queue (after
+    /// `advance(t)`), or says why not. Drophead's and the schedulers'
+    /// drops go to `out`. `u`: a uniform draw for PIE.
     pub(crate) fn enqueue(
         &mut self,
         mut it: Item,
+        flow: &FlowKey,
         t: u64,
         u: f64,
         out: &mut Vec<Out>,
@@ -433,7 +417,9 @@ impl Bottleneck {
         it.enq = x;
         self.maxpacket = self.maxpacket.max(it.len);
         let len = u64::from(it.len);
-        let q = &mut self.queue;
+        let Some(q) = self.queues.fifo() else {
+            return self.queues.enqueue_flow(it, flow, x, out);
+        };
         let fits = |q: &Queue| {
             (q.items.len() as u64) < self.limit_packets && q.bytes + len <= self.limit_bytes
         };

@@ -31,6 +31,13 @@
 //! - **Limit** counts copies whose deadline is after the current arrival
 //!   (netem's: waiting for the rate and the delay alike), default
 //!   [`DEFAULT_LIMIT_PACKETS`]; nothing waits longer than [`HORIZON_NS`].
+//! - **Flows** (`per-flow MASK`, `sched drr|fq_codel`): the driver passes
+//!   each frame's header fields ([`FlowTuple::from_frame`]) to
+//!   [`Link::arrive_flow`]; `per-flow` alone gives each flow a pipe of its
+//!   own (a link of the same stages), a scheduler a queue of its own on
+//!   the one bottleneck. Flows past the bound share an overflow pipe or
+//!   queue (counted); fq_codel hashes into its buckets. Each pipe holds
+//!   up to its own limit, so memory is the limit times the flow bound.
 //! - **Memory** is bounded by the limit: the release queue, the in-flight
 //!   set, the bottleneck's queue and the slot state hold at most what the
 //!   limit admits (plus 65536 slot checkpoints).
@@ -54,15 +61,19 @@
 
 mod bottleneck;
 mod codel;
+mod decisions;
+mod flow;
 mod mmlink;
 pub mod mmlog;
 mod model;
 mod onoff;
+mod perflow;
 mod pie;
 mod process;
 pub mod profile;
 mod rate;
 mod rng;
+mod sched;
 mod slot;
 mod spec;
 mod timecsv;
@@ -71,18 +82,23 @@ mod trace_stage;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_flows;
+#[cfg(test)]
 mod tests_stages;
 
+pub use flow::{AddrMask, FlowKey, FlowMask, FlowTuple};
 pub use mmlink::{OpportunityLog, OpportunitySource, OPPORTUNITY_BYTES};
 pub use model::{
     Arrival, Corrupt, Direction, DropCounts, DropReason, Fate, Link, LinkCounters, LinkError,
     LinkKey, Queued, Release, Sources, Waiting, DEFAULT_LIMIT_PACKETS, HORIZON_NS, MAX_COPIES,
 };
+pub use sched::{DEFAULT_QUANTUM, FQ_CODEL_FLOWS};
 pub use spec::{
     Chance, DelayDist, DelaySpec, DrdSpec, Limit, LinkConfig, LossModel, MmLinkSpec, OnOffKind,
-    OnOffSpec, Order, ProfileSpec, QueueKind, QueueSpec, RateSpec, Reorder, SlotSpec, SpecError,
-    SpecErrorKind, TimelineSpec, TraceEnd, TraceSpec, CODEL_INTERVAL_NS, CODEL_TARGET_NS, DRD_TOP,
-    MIN_ONOFF_NS, MIN_SLOT_NS, PIE_INTERVAL_NS, PIE_TARGET_NS,
+    OnOffSpec, Order, PerFlowSpec, ProfileSpec, QueueKind, QueueSpec, RateSpec, Reorder, SchedSpec,
+    SlotSpec, SpecError, SpecErrorKind, TimelineSpec, TraceEnd, TraceSpec, CODEL_INTERVAL_NS,
+    CODEL_TARGET_NS, DEFAULT_MAX_FLOWS, DRD_TOP, MAX_FLOWS, MIN_ONOFF_NS, MIN_QUANTUM, MIN_SLOT_NS,
+    PIE_INTERVAL_NS, PIE_TARGET_NS,
 };
 pub use timecsv::{RowAt, RowSource};
 pub use trace_stage::Looping;

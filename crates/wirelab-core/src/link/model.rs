@@ -12,7 +12,10 @@ use thiserror::Error;
 use crate::trace::{Action, ActionSource};
 
 use super::bottleneck::{Bottleneck, Item, Out};
+use super::decisions::{push_actions, Recording};
+use super::flow::{FlowKey, FlowTuple};
 use super::mmlink::OpportunitySource;
+use super::perflow::Pipes;
 use super::process::{Correlated, DelaySampler, LossProcess};
 use super::rate::RateLink;
 use super::rng::{link_key, Domain, Stream};
@@ -198,24 +201,12 @@ impl Arrival {
     /// the last as a duplicate, with its delay from arrival to release; a
     /// packet with no released copy is one `Drop`. Copies are identical,
     /// so which copy was dropped does not matter. CE marks and corruption
-    /// have no trace record and are not replayed. Only for links without a
-    /// bottleneck ([`LinkConfig::has_bottleneck`]): with one, release
-    /// times are decided after the arrival.
+    /// have no trace record and are not replayed. Only complete for links
+    /// without a bottleneck ([`LinkConfig::has_bottleneck`]): with one,
+    /// release times are decided after the arrival (its waiting copies
+    /// record as drops here) — [`Link::record_decisions`] covers every link.
     pub fn record(&self, out: &mut Vec<Action>) {
-        let mut delays = self
-            .queued()
-            .map(|q| q.deadline_ns - self.arrival_ns)
-            .peekable();
-        if delays.peek().is_none() {
-            out.push(Action::Drop);
-        }
-        while let Some(delay_ns) = delays.next() {
-            out.push(if delays.peek().is_some() {
-                Action::Duplicate { delay_ns }
-            } else {
-                Action::Delay { delay_ns }
-            });
-        }
+        push_actions(self.queued().map(|q| q.deadline_ns - self.arrival_ns), out);
     }
 }
 
@@ -322,6 +313,47 @@ pub struct LinkCounters {
     pub queue_packets_max: u64,
     /// Most bytes in the link at once.
     pub queue_bytes_max: u64,
+    /// Flows told apart (`per-flow`: pipes made; `sched drr`: flow
+    /// queues made; `sched fq_codel`: buckets used); 0 without either.
+    pub flows: u64,
+    /// Packets of flows past the bound, in the shared overflow pipe or
+    /// queue.
+    pub flow_overflow: u64,
+}
+
+impl LinkCounters {
+    /// Adds what a pipe did between `before` and `after` (queue
+    /// occupancy: summed over the pipes, each as of its last arrival).
+    pub(crate) fn absorb(&mut self, before: &LinkCounters, after: &LinkCounters) {
+        fn add(x: &mut u64, b: u64, a: u64) {
+            *x = x.wrapping_add(a.wrapping_sub(b));
+        }
+        add(&mut self.arrivals, before.arrivals, after.arrivals);
+        add(&mut self.duplicates, before.duplicates, after.duplicates);
+        add(&mut self.queued, before.queued, after.queued);
+        add(&mut self.released, before.released, after.released);
+        let (d, b, a) = (&mut self.dropped, &before.dropped, &after.dropped);
+        add(&mut d.loss, b.loss, a.loss);
+        add(&mut d.trace, b.trace, a.trace);
+        add(&mut d.trace_end, b.trace_end, a.trace_end);
+        add(&mut d.limit, b.limit, a.limit);
+        add(&mut d.horizon, b.horizon, a.horizon);
+        add(&mut d.aqm, b.aqm, a.aqm);
+        add(&mut d.drd, b.drd, a.drd);
+        add(&mut d.link_dead, b.link_dead, a.link_dead);
+        add(&mut self.corrupted, before.corrupted, after.corrupted);
+        add(&mut self.ecn_marked, before.ecn_marked, after.ecn_marked);
+        add(&mut self.reordered, before.reordered, after.reordered);
+        add(&mut self.dup_capped, before.dup_capped, after.dup_capped);
+        add(
+            &mut self.queue_packets,
+            before.queue_packets,
+            after.queue_packets,
+        );
+        add(&mut self.queue_bytes, before.queue_bytes, after.queue_bytes);
+        self.queue_packets_max = self.queue_packets_max.max(self.queue_packets);
+        self.queue_bytes_max = self.queue_bytes_max.max(self.queue_bytes);
+    }
 }
 
 /// A link cannot be built this way.
@@ -434,6 +466,11 @@ pub struct Link {
     counters: LinkCounters,
     trace_ended: bool,
     profile: Option<super::profile::Profile>,
+    /// `per-flow` without a scheduler: the pipes that do the work (this
+    /// link only counts).
+    pipes: Option<Box<Pipes>>,
+    /// `--record-decisions`: packets whose records wait for releases.
+    recording: Option<Box<Recording>>,
 }
 
 impl fmt::Debug for Link {
@@ -458,6 +495,7 @@ struct CopyState {
     ce: bool,
     reordered: bool,
     rate: Option<u64>,
+    flow: FlowKey,
 }
 
 impl Link {
@@ -538,7 +576,21 @@ impl Link {
             (None, Some(_)) => return Err(LinkError::NoSuchStage("timeline")),
             (None, None) => None,
         };
-        let mut link = Link::build(config, key, trace, opportunities, timeline);
+        let dir = match key.direction {
+            Direction::AToB => 0,
+            Direction::BToA => 1,
+        };
+        let key = link_key(key.seed, key.rule, dir);
+        if let Some(pf) = config.per_flow.filter(|_| config.flow_pipes()) {
+            let mut pipe = config.clone();
+            pipe.per_flow = None;
+            let mut link = Link::build_keyed(&pipe, key, None, None, None);
+            let max = pf.max_flows.unwrap_or(super::spec::DEFAULT_MAX_FLOWS);
+            link.pipes = Some(Box::new(Pipes::new(pipe, key, profile, pf.mask, max)));
+            link.config = config.clone();
+            return Ok(link);
+        }
+        let mut link = Link::build_keyed(config, key, trace, opportunities, timeline);
         link.profile = profile;
         Ok(link)
     }
@@ -551,18 +603,19 @@ impl Link {
         Ok(())
     }
 
-    fn build(
+    /// A pipe of `per-flow`: a link without sources under `key`.
+    pub(crate) fn pipe(config: &LinkConfig, key: u64) -> Link {
+        Link::build_keyed(config, key, None, None, None)
+    }
+
+    /// A link under `key` (the mixed key of its random streams).
+    fn build_keyed(
         config: &LinkConfig,
-        key: LinkKey,
+        key: u64,
         trace: Option<TraceCursor>,
         opportunities: Option<OpportunitySource>,
         timeline: Option<TimelineState>,
     ) -> Link {
-        let dir = match key.direction {
-            Direction::AToB => 0,
-            Direction::BToA => 1,
-        };
-        let key = link_key(key.seed, key.rule, dir);
         let bottleneck = config
             .has_bottleneck()
             .then(|| Bottleneck::new(config, key, opportunities));
@@ -596,7 +649,46 @@ impl Link {
             counters: LinkCounters::default(),
             trace_ended: false,
             profile: None,
+            pipes: None,
+            recording: None,
         }
+    }
+
+    /// Records every later packet's decisions, for
+    /// [`Link::take_decisions`]: what [`Arrival::record`] gives, for any
+    /// link — with a bottleneck, a packet's records are complete once
+    /// each of its copies has left it or was dropped.
+    pub fn record_decisions(&mut self) {
+        self.recording.get_or_insert_with(Box::default);
+    }
+
+    /// Appends the records of the packets whose copies have all been
+    /// decided, in arrival order (each packet once; see
+    /// [`Arrival::record`]); returns how many records. After the last
+    /// `pop_due(u64::MAX)` every packet is complete.
+    pub fn take_decisions(&mut self, out: &mut Vec<Action>) -> usize {
+        self.recording.as_mut().map_or(0, |r| r.take(out))
+    }
+
+    /// [`Link::record_decisions`] was called.
+    pub fn records_decisions(&self) -> bool {
+        self.recording.is_some()
+    }
+
+    /// A recorded packet still waits for one of its copies to leave.
+    pub fn decisions_waiting(&self) -> bool {
+        self.recording.as_ref().is_some_and(|r| r.waiting())
+    }
+
+    /// A pipe's copy of the link's profile.
+    pub(crate) fn set_profile(&mut self, profile: Option<super::profile::Profile>) {
+        self.profile = profile;
+    }
+
+    /// Decisions depend on the frame's flow (`per-flow`, `sched drr`,
+    /// `sched fq_codel`): pass it with [`Link::arrive_flow`].
+    pub fn uses_flows(&self) -> bool {
+        self.config.uses_flows()
     }
 
     /// The stage list.
@@ -642,6 +734,9 @@ impl Link {
 
     /// Copies in the bottleneck's queue and server.
     pub fn bottleneck_held(&self) -> usize {
+        if let Some(p) = &self.pipes {
+            return p.bottleneck_held();
+        }
         self.bottleneck.as_ref().map_or(0, Bottleneck::held)
     }
 
@@ -650,11 +745,50 @@ impl Link {
     /// through a bottleneck, its place in the queue). `packet_index` keys
     /// the randomness (the caller counts packets per rule and direction);
     /// `ect`: the frame is IP with ECT(0) or ECT(1) (only used with `ecn`
-    /// and `drd ... congest`).
+    /// and `drd ... congest`). Every frame is of one flow: for links whose
+    /// decisions depend on flows, use [`Link::arrive_flow`].
     pub fn arrive(&mut self, now_ns: u64, frame_len: u32, packet_index: u64, ect: bool) -> Arrival {
+        self.arrive_flow(now_ns, frame_len, packet_index, ect, None)
+    }
+
+    /// [`Link::arrive`] for a frame of flow `flow` (its header fields,
+    /// [`FlowTuple::from_frame`]; `None` for a frame that is not IP: all
+    /// of those are one flow). The link keeps the fields its mask names
+    /// (`per-flow`, else the 5-tuple) to pick the frame's pipe or queue.
+    pub fn arrive_flow(
+        &mut self,
+        now_ns: u64,
+        frame_len: u32,
+        packet_index: u64,
+        ect: bool,
+        flow: Option<&FlowTuple>,
+    ) -> Arrival {
+        let a = self.arrive_inner(now_ns, frame_len, packet_index, ect, flow);
+        if let Some(r) = &mut self.recording {
+            r.arrived(&a);
+        }
+        a
+    }
+
+    fn arrive_inner(
+        &mut self,
+        now_ns: u64,
+        frame_len: u32,
+        packet_index: u64,
+        ect: bool,
+        flow: Option<&FlowTuple>,
+    ) -> Arrival {
         let first = self.last_arrival.is_none();
         let t = self.last_arrival.map_or(now_ns, |last| now_ns.max(last));
         self.last_arrival = Some(t);
+        if let Some(p) = &mut self.pipes {
+            return p.arrive(&mut self.counters, t, frame_len, packet_index, ect, flow);
+        }
+        let flow = if self.config.flow_queues() {
+            self.config.flow_mask().key(flow)
+        } else {
+            FlowKey::default()
+        };
         self.first_arrival.get_or_insert(t);
         if let Some(b) = &mut self.bottleneck {
             if first {
@@ -701,6 +835,7 @@ impl Link {
             ce: false,
             reordered: false,
             rate: params.rate_bps,
+            flow,
         };
         if self.trace.is_some() {
             self.trace_copies(&mut arrival, base, &params, ect, &mut rng);
@@ -904,6 +1039,10 @@ impl Link {
     }
 
     fn admits(&self, len: u32, params: &Params) -> bool {
+        if self.config.flow_queues() {
+            // The scheduler's queues hold the limit, and make room.
+            return true;
+        }
         let limit = params.limit.unwrap_or(self.limit_packets);
         self.counters.queue_packets < limit
             && self.counters.queue_bytes + u64::from(len) <= self.limit_bytes
@@ -943,7 +1082,8 @@ impl Link {
             } else {
                 1.0
             };
-            let res = b.enqueue(item, c.t, u, &mut self.outs);
+            let res = b.enqueue(item, &c.flow, c.t, u, &mut self.outs);
+            (self.counters.flows, self.counters.flow_overflow) = b.flow_counts();
             self.take_outs();
             return match res {
                 Err(r) => Fate::Dropped(r),
@@ -1150,6 +1290,9 @@ impl Link {
     /// or the bottleneck's next event (a dequeue, a departure, a delivery
     /// opportunity), whichever is first.
     pub fn next_deadline(&self) -> Option<u64> {
+        if let Some(p) = &self.pipes {
+            return p.next_deadline();
+        }
         let release = self.releases.peek().map(|Reverse(e)| e.0.deadline_ns);
         let event = self.bottleneck.as_ref().and_then(Bottleneck::next_event);
         match (release, event) {
@@ -1164,6 +1307,18 @@ impl Link {
     /// its deadline. A release with `dropped` set was dropped in the queue
     /// at its deadline and is not to be sent.
     pub fn pop_due(&mut self, now_ns: u64, out: &mut Vec<Release>) -> usize {
+        let start = out.len();
+        let n = self.pop_inner(now_ns, out);
+        if let Some(r) = &mut self.recording {
+            r.released(&out[start..]);
+        }
+        n
+    }
+
+    fn pop_inner(&mut self, now_ns: u64, out: &mut Vec<Release>) -> usize {
+        if let Some(p) = &mut self.pipes {
+            return p.pop_due(&mut self.counters, now_ns, out);
+        }
         if let Some(b) = &mut self.bottleneck {
             if self.last_arrival.is_some() {
                 b.advance(now_ns, &mut self.outs);

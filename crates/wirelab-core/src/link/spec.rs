@@ -22,6 +22,8 @@ use std::fmt;
 
 use thiserror::Error;
 
+use super::flow::FlowMask;
+
 use crate::units::{parse_bytes, parse_duration_ns, parse_number, UnitError};
 
 /// A probability with the lag-1 correlation of its events.
@@ -388,7 +390,58 @@ pub struct LinkConfig {
     pub timeline: Option<TimelineSpec>,
     /// Dummynet's empirical airtime and loss profile (`profile FILE`).
     pub profile: Option<ProfileSpec>,
+    /// A pipe per flow, or the flows of a scheduler's queues.
+    pub per_flow: Option<PerFlowSpec>,
+    /// How the bottleneck serves its queues.
+    pub sched: Option<SchedSpec>,
 }
+
+/// `per-flow MASK [flows N]`: Dummynet's dynamic pipes (or, with
+/// `sched drr|fq_codel`, how flows are told apart for their queues).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerFlowSpec {
+    /// The fields that make a flow.
+    pub mask: FlowMask,
+    /// Most flows with a pipe (or a DRR queue) of their own; later flows
+    /// share one overflow pipe (queue). `None`: [`DEFAULT_MAX_FLOWS`].
+    pub max_flows: Option<u64>,
+}
+
+/// Flows with a pipe of their own when `per-flow` sets no bound (as many
+/// as fq_codel's default buckets).
+pub const DEFAULT_MAX_FLOWS: u64 = 1024;
+/// The largest bound `per-flow ... flows N` and `fq_codel flows N` take.
+pub const MAX_FLOWS: u64 = 65_536;
+
+/// `sched fifo|drr ...|fq_codel ...`: how the bottleneck serves its
+/// queues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchedSpec {
+    /// One queue (the bottleneck as without `sched`).
+    Fifo,
+    /// Deficit round robin over flow queues.
+    Drr {
+        /// Flow `k` (in order of first appearance) gets `weights[k]`,
+        /// later flows 1.
+        weights: Vec<u32>,
+        /// Bytes per round per unit of weight (`None`: 1514).
+        quantum: Option<u64>,
+    },
+    /// fq_codel (RFC 8290).
+    FqCodel {
+        /// CoDel's target (`None`: 5 ms).
+        target_ns: Option<u64>,
+        /// CoDel's interval (`None`: 100 ms).
+        interval_ns: Option<u64>,
+        /// Deficit refill in bytes (`None`: 1514).
+        quantum: Option<u64>,
+        /// Hash buckets (`None`: 1024).
+        flows: Option<u64>,
+    },
+}
+
+/// The smallest quantum (bounds a scheduler's rounds per packet).
+pub const MIN_QUANTUM: u64 = 64;
 
 /// `profile FILE`: a Dummynet pipe profile (the caller opens the file).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -401,7 +454,31 @@ impl LinkConfig {
     /// `onoff`): release times are decided as model time passes, not at
     /// arrival.
     pub fn has_bottleneck(&self) -> bool {
-        self.queue.is_some() || self.link.is_some() || self.onoff.is_some()
+        self.queue.is_some() || self.link.is_some() || self.onoff.is_some() || self.sched.is_some()
+    }
+
+    /// A scheduler with a queue per flow (`sched drr` or `fq_codel`).
+    pub fn flow_queues(&self) -> bool {
+        matches!(
+            self.sched,
+            Some(SchedSpec::Drr { .. } | SchedSpec::FqCodel { .. })
+        )
+    }
+
+    /// Each flow gets a pipe of its own (`per-flow` without a scheduler).
+    pub fn flow_pipes(&self) -> bool {
+        self.per_flow.is_some() && !self.flow_queues()
+    }
+
+    /// Decisions depend on the frame's flow: the driver should pass it
+    /// ([`super::Link::arrive_flow`]).
+    pub fn uses_flows(&self) -> bool {
+        self.per_flow.is_some() || self.flow_queues()
+    }
+
+    /// The fields that make a flow: `per-flow`'s mask, else the 5-tuple.
+    pub fn flow_mask(&self) -> FlowMask {
+        self.per_flow.map_or(FlowMask::FIVE_TUPLE, |p| p.mask)
     }
 }
 
@@ -458,7 +535,8 @@ pub enum SpecErrorKind {
 }
 
 const KEYWORDS: &str = "delay, dist, loss, ecn, duplicate, corrupt, reorder, rate, burst, slot, \
-                        limit, order, seed, trace, queue, link, onoff, drd, timeline";
+                        limit, order, seed, trace, queue, link, onoff, drd, timeline, profile, \
+                        per-flow, sched";
 
 /// Shortest slot accepted (bounds the work of finding slot edges).
 pub const MIN_SLOT_NS: u64 = 1_000;
@@ -606,6 +684,8 @@ struct Seen {
     drd: Option<usize>,
     timeline: Option<usize>,
     profile: Option<usize>,
+    per_flow: Option<usize>,
+    sched: Option<usize>,
 }
 
 impl LinkConfig {
@@ -731,6 +811,14 @@ impl LinkConfig {
                 "timeline" => {
                     slot_for(&mut seen.timeline, "timeline", &p)?;
                     c.timeline = Some(parse_timeline(&mut p)?);
+                }
+                "per-flow" => {
+                    slot_for(&mut seen.per_flow, "per-flow", &p)?;
+                    c.per_flow = Some(parse_per_flow(&mut p)?);
+                }
+                "sched" => {
+                    slot_for(&mut seen.sched, "sched", &p)?;
+                    c.sched = Some(parse_sched(&mut p)?);
                 }
                 _ => return Err(p.err_at(at, SpecErrorKind::Unknown)),
             }
@@ -1151,6 +1239,123 @@ fn parse_queue(p: &mut Parser) -> Result<QueueSpec, SpecError> {
     Ok(q)
 }
 
+fn parse_per_flow(p: &mut Parser) -> Result<PerFlowSpec, SpecError> {
+    let t = p.need("per-flow", "a mask such as src/24,dport")?;
+    let mask = p.value("per-flow", FlowMask::parse(t))?;
+    let mut max_flows = None;
+    if p.peek() == Some("flows") {
+        p.pos += 1;
+        let n = p.count("per-flow flows", "per-flow flows")?;
+        max_flows = Some(p.value("per-flow flows", flow_bound(n))?);
+    }
+    Ok(PerFlowSpec { mask, max_flows })
+}
+
+fn flow_bound(n: u64) -> Result<u64, String> {
+    if (1..=MAX_FLOWS).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("must be 1 to {MAX_FLOWS}"))
+    }
+}
+
+fn quantum(t: &str) -> Result<u64, String> {
+    let q = size(t)?;
+    if q < MIN_QUANTUM {
+        return Err(format!("at least {MIN_QUANTUM} bytes"));
+    }
+    Ok(q)
+}
+
+fn parse_sched(p: &mut Parser) -> Result<SchedSpec, SpecError> {
+    const KINDS: &str = "fifo, drr or fq_codel";
+    let once = |set: bool, p: &Parser| {
+        if set {
+            Err(p.err_prev(SpecErrorKind::Repeated("a sched argument")))
+        } else {
+            Ok(())
+        }
+    };
+    match p.need("sched", KINDS)? {
+        "fifo" => Ok(SchedSpec::Fifo),
+        "drr" => {
+            let (mut weights, mut q) = (None, None);
+            loop {
+                match p.peek() {
+                    Some("weights") => {
+                        p.pos += 1;
+                        once(weights.is_some(), p)?;
+                        let t = p.need("sched drr weights", "weights such as 1,3")?;
+                        let w = t
+                            .split(',')
+                            .map(|w| match w.parse::<u32>() {
+                                Ok(n) if (1..=65_535).contains(&n) => Ok(n),
+                                _ => Err(format!(
+                                    "{w:?}: a weight is a whole number from 1 to 65535 (weights separated by commas, no spaces: 1,3)"
+                                )),
+                            })
+                            .collect::<Result<Vec<u32>, String>>();
+                        weights = Some(p.value("sched drr weights", w)?);
+                    }
+                    Some("quantum") => {
+                        p.pos += 1;
+                        once(q.is_some(), p)?;
+                        let t = p.need("sched drr quantum", "a size such as 1514")?;
+                        q = Some(p.value("sched drr quantum", quantum(t))?);
+                    }
+                    _ => break,
+                }
+            }
+            Ok(SchedSpec::Drr {
+                weights: weights.unwrap_or_default(),
+                quantum: q,
+            })
+        }
+        "fq_codel" => {
+            let (mut target_ns, mut interval_ns, mut q, mut flows) = (None, None, None, None);
+            loop {
+                match p.peek() {
+                    Some("target") => {
+                        p.pos += 1;
+                        once(target_ns.is_some(), p)?;
+                        let d = p.duration("sched fq_codel target", "fq_codel target")?;
+                        target_ns = Some(p.value("fq_codel target", at_least_one(d))?);
+                    }
+                    Some("interval") => {
+                        p.pos += 1;
+                        once(interval_ns.is_some(), p)?;
+                        let d = p.duration("sched fq_codel interval", "fq_codel interval")?;
+                        interval_ns = Some(p.value("fq_codel interval", at_least_one(d))?);
+                    }
+                    Some("quantum") => {
+                        p.pos += 1;
+                        once(q.is_some(), p)?;
+                        let t = p.need("sched fq_codel quantum", "a size such as 1514")?;
+                        q = Some(p.value("fq_codel quantum", quantum(t))?);
+                    }
+                    Some("flows") => {
+                        p.pos += 1;
+                        once(flows.is_some(), p)?;
+                        let n = p.count("sched fq_codel flows", "fq_codel flows")?;
+                        flows = Some(p.value("fq_codel flows", flow_bound(n))?);
+                    }
+                    _ => break,
+                }
+            }
+            Ok(SchedSpec::FqCodel {
+                target_ns,
+                interval_ns,
+                quantum: q,
+                flows,
+            })
+        }
+        _ => Err(p.err_prev(SpecErrorKind::Value {
+            what: "sched",
+            reason: format!("expected {KINDS}"),
+        })),
+    }
+}
+
 fn at_least_one(v: u64) -> Result<u64, String> {
     if v == 0 {
         Err("must be more than 0".to_string())
@@ -1326,7 +1531,55 @@ fn validate(c: &mut LinkConfig, seen: &Seen, p: &Parser) -> Result<(), SpecError
             return Err(conflict(
                 at.max(*other),
                 &format!(
-                    "profile adds airtime to the rate's serialization, which {name} replaces                      with a queue simulated in time: use profile with rate (or the profile's bw)"
+                    "profile adds airtime to the rate's serialization, which {name} replaces with a queue simulated in time: use profile with rate (or the profile's bw)"
+                ),
+            ));
+        }
+    }
+    if let Some(at) = seen.sched {
+        if c.rate.is_none() && c.link.is_none() && c.onoff.is_none() {
+            return Err(conflict(
+                at,
+                "a scheduler serves a bottleneck: add rate R, link FILE or onoff \
+                 (e.g. sched drr weights 1,3 rate 10mbit)",
+            ));
+        }
+        if let (Some(q), true) = (seen.queue, c.flow_queues()) {
+            return Err(conflict(
+                at.max(q),
+                "sched drr and fq_codel keep a queue per flow, bounded together by limit \
+                 (fq_codel runs CoDel on each): remove queue",
+            ));
+        }
+        if let (Some(pf), Some(SchedSpec::Fifo)) = (seen.per_flow, &c.sched) {
+            return Err(conflict(
+                at.max(pf),
+                "sched fifo serves one queue: use per-flow alone for a pipe per flow, or \
+                 sched drr|fq_codel for a queue per flow on one link",
+            ));
+        }
+        if let (Some(pf), Some(SchedSpec::FqCodel { .. })) = (seen.per_flow, &c.sched) {
+            if c.per_flow.is_some_and(|p| p.max_flows.is_some()) {
+                return Err(conflict(
+                    at.max(pf),
+                    "fq_codel hashes flows into its buckets: give their number to it \
+                     (sched fq_codel flows N), not to per-flow",
+                ));
+            }
+        }
+    }
+    if let (Some(at), true) = (seen.per_flow, c.flow_pipes()) {
+        let files = [
+            (seen.trace, "trace"),
+            (seen.link, "link"),
+            (seen.timeline, "timeline"),
+        ];
+        if let Some((Some(other), name)) = files.iter().find(|(s, _)| s.is_some()) {
+            return Err(conflict(
+                at.max(*other),
+                &format!(
+                    "per-flow gives each flow a pipe of its own, but the {name} file has one \
+                     cursor: use a rule per flow (--rule FILTER '{name} ...') instead"
                 ),
             ));
         }
@@ -1659,6 +1912,49 @@ impl fmt::Display for LinkConfig {
         }
         if self.order == Order::Fifo {
             parts.push("order fifo".to_string());
+        }
+        if let Some(p) = self.per_flow {
+            let mut s = format!("per-flow {}", p.mask);
+            if let Some(n) = p.max_flows {
+                s += &format!(" flows {n}");
+            }
+            parts.push(s);
+        }
+        match &self.sched {
+            None => {}
+            Some(SchedSpec::Fifo) => parts.push("sched fifo".to_string()),
+            Some(SchedSpec::Drr { weights, quantum }) => {
+                let mut s = "sched drr".to_string();
+                if !weights.is_empty() {
+                    let w: Vec<String> = weights.iter().map(u32::to_string).collect();
+                    s += &format!(" weights {}", w.join(","));
+                }
+                if let Some(q) = quantum {
+                    s += &format!(" quantum {q}");
+                }
+                parts.push(s);
+            }
+            Some(SchedSpec::FqCodel {
+                target_ns,
+                interval_ns,
+                quantum,
+                flows,
+            }) => {
+                let mut s = "sched fq_codel".to_string();
+                if let Some(t) = target_ns {
+                    s += &format!(" target {}", fmt_duration(*t));
+                }
+                if let Some(i) = interval_ns {
+                    s += &format!(" interval {}", fmt_duration(*i));
+                }
+                if let Some(q) = quantum {
+                    s += &format!(" quantum {q}");
+                }
+                if let Some(n) = flows {
+                    s += &format!(" flows {n}");
+                }
+                parts.push(s);
+            }
         }
         if let Some(s) = self.seed {
             parts.push(format!("seed {s}"));
@@ -2075,7 +2371,7 @@ mod tests {
 
         #[test]
         fn keyword_soup_never_panics(words in proptest::collection::vec(
-            "(delay|loss|gemodel|state|random|ecn|duplicate|corrupt|reorder|gap|rate|slot|packets|bytes|limit|order|fifo|seed|trace|scale|offset|at-end|dist|normal|1%|100%|-5|10ms|0|1mbit|64k|x|burst|queue|codel|pie|droptail|drophead|packets=5|bytes=3k|target=5ms|interval=1s|link|once|onoff|exp|periodic|drop|drd|congest|timeline|period|1s|7)",
+            "(delay|loss|gemodel|state|random|ecn|duplicate|corrupt|reorder|gap|rate|slot|packets|bytes|limit|order|fifo|seed|trace|scale|offset|at-end|dist|normal|1%|100%|-5|10ms|0|1mbit|64k|x|burst|queue|codel|pie|droptail|drophead|packets=5|bytes=3k|target=5ms|interval=1s|link|once|onoff|exp|periodic|drop|drd|congest|timeline|period|1s|7|per-flow|src/24,dport|dst/64|sched|drr|fq_codel|weights|1,3|quantum|flows|interval|target|3000)",
             0..12,
         )) {
             let s = words.join(" ");

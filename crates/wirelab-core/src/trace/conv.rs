@@ -58,6 +58,15 @@ impl ConvFormat {
     }
 }
 
+/// The packet format an output file's name tells (a `.csv` file is
+/// pkt-csv); `None`: the name tells none (or kbit-ms, not a packet trace's).
+pub fn packet_output(path: &str) -> Option<Format> {
+    match ConvFormat::for_output(path, ConvFormat::Trace(Format::PktCsv)) {
+        Some(ConvFormat::Trace(f)) => Some(f),
+        _ => None,
+    }
+}
+
 fn is_kbit(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
     name.len() > ".kbit".len() && name.ends_with(".kbit")
@@ -150,6 +159,15 @@ mod tests {
             &mut out,
         )?;
         Ok(out)
+    }
+
+    #[test]
+    fn packet_output_names() {
+        assert_eq!(packet_output("a.bin"), Some(Format::NistBin));
+        assert_eq!(packet_output("dir/a.csv"), Some(Format::PktCsv));
+        assert_eq!(packet_output("a.up"), Some(Format::Mahimahi));
+        assert_eq!(packet_output("a.kbit"), None);
+        assert_eq!(packet_output("a.zz"), None);
     }
 
     #[test]

@@ -25,7 +25,7 @@
 
 use serde::Serialize;
 
-use super::{Action, Record};
+use super::{Action, Format, Record};
 
 /// Block lengths with fewer whole blocks than this are left out of the
 /// Hurst fit (their variances are too noisy).
@@ -262,6 +262,45 @@ pub struct TraceStatsReport {
     pub hurst: Option<HurstEstimate>,
 }
 
+impl TraceStatsReport {
+    /// The text `wirelab trace stats` prints for `file`, read as `format`
+    /// (delays in µs, 3 decimals).
+    pub fn text(&self, file: &str, format: Format) -> String {
+        let us = |ns: f64| format!("{:.3}us", ns / 1000.0);
+        let mut t = format!("{file}: {format}\n");
+        t.push_str(&format!(
+            "records  {}  (delay {}, drop {}, dup {}, corrupt {})\n",
+            self.records, self.delays, self.drops, self.dups, self.corrupts
+        ));
+        match (self.mean_ns, self.min_ns, self.max_ns) {
+            (Some(mean), Some(min), Some(max)) => t.push_str(&format!(
+                "delay    mean {}  σ {}  min {}  max {}  (over {} delays and duplicates)\n",
+                us(mean),
+                self.stddev_ns.map_or("-".into(), us),
+                us(min as f64),
+                us(max as f64),
+                self.values
+            )),
+            _ => t.push_str("delay    - (no delay or duplicate records)\n"),
+        }
+        t.push_str(&format!(
+            "lag-1    {}\n",
+            self.lag1
+                .map_or("- (needs 2 delays that differ)".into(), |v| format!(
+                    "{v:.4}"
+                ))
+        ));
+        match &self.hurst {
+            Some(h) => t.push_str(&format!(
+                "Hurst    {:.3}  ({}; block lengths {} to {}, {} lengths)\n",
+                h.hurst, h.method, h.min_block, h.max_block, h.block_lengths
+            )),
+            None => t.push_str("Hurst    - (needs at least 64 delays that vary)\n"),
+        }
+        t
+    }
+}
+
 /// Streaming statistics of a packet trace.
 #[derive(Debug, Clone, Default)]
 pub struct TraceStats {
@@ -434,5 +473,32 @@ mod tests {
         assert!(s.hurst().is_none());
         s.push(1.0);
         assert!(s.hurst().is_some());
+    }
+
+    #[test]
+    fn text_of_a_small_trace() {
+        let mut s = TraceStats::new();
+        for a in [
+            Action::Delay { delay_ns: 1000 },
+            Action::Drop,
+            Action::Duplicate { delay_ns: 3000 },
+        ] {
+            s.push(&Record::from(a));
+        }
+        assert_eq!(
+            s.report().text("t.delays", Format::Delays),
+            "t.delays: delays\n\
+             records  3  (delay 1, drop 1, dup 1, corrupt 0)\n\
+             delay    mean 2.000us  σ 1.414us  min 1.000us  max 3.000us  (over 2 delays and duplicates)\n\
+             lag-1    -0.5000\n\
+             Hurst    - (needs at least 64 delays that vary)\n"
+        );
+        assert_eq!(
+            TraceStats::new().report().text("e", Format::PktCsv),
+            "e: pkt-csv\nrecords  0  (delay 0, drop 0, dup 0, corrupt 0)\n\
+             delay    - (no delay or duplicate records)\n\
+             lag-1    - (needs 2 delays that differ)\n\
+             Hurst    - (needs at least 64 delays that vary)\n"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! socket on the other interface, with what it did counted, logged and
 //! tapped on request.
 
+pub mod client;
 pub mod ctl;
 pub mod forward;
 pub mod live;
@@ -12,6 +13,7 @@ pub mod recorder;
 pub mod rules;
 pub mod sink;
 pub mod tap;
+pub mod verify;
 
 pub use forward::{
     forward, Admission, Drops, ForwardConfig, ForwardStats, LinkModel, Outputs, Release,

@@ -1,8 +1,8 @@
 //! `--record-decisions`: one rule's decisions as a packet-indexed trace
 //! that replays them (`trace FILE`): per frame its released copies, each
 //! but the last as a duplicate, with its delay from arrival to release
-//! (rate, slot and order included), or one drop (the core's
-//! `Arrival::record`). pkt-csv keeps nanoseconds; nist-bin and nist-txt
+//! (rate, slot, order and a bottleneck included), or one drop (the core's
+//! `Link::take_decisions`, in arrival order once each copy has left). pkt-csv keeps nanoseconds; nist-bin and nist-txt
 //! round to µs. Written in chunks by a writer thread, complete once the
 //! run ends.
 
@@ -77,12 +77,20 @@ impl Recorder {
         })
     }
 
-    /// One frame's decisions.
+    /// One frame's decisions (a link without a bottleneck; any link's
+    /// come from `Link::take_decisions`, for [`Recorder::record_actions`]).
     pub fn record(&mut self, a: &Arrival) {
+        let mut actions = std::mem::take(&mut self.actions);
+        actions.clear();
+        a.record(&mut actions);
+        self.record_actions(&actions);
+        self.actions = actions;
+    }
+
+    /// Trace records, in order.
+    pub fn record_actions(&mut self, actions: &[Action]) {
         let Some(w) = self.w.as_mut() else { return };
-        self.actions.clear();
-        a.record(&mut self.actions);
-        for act in &self.actions {
+        for act in actions {
             if let Err(e) = w.write(&(*act).into()) {
                 self.error = Some(format!("record {}: {e}", self.records + 1));
                 self.w = None;

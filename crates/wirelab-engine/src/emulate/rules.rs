@@ -13,6 +13,7 @@ use super::forward::{Admission, LinkModel, Release};
 use super::recorder::{Recorded, Recorder};
 use std::collections::HashMap;
 use wirelab_core::link::{self, DropReason, Fate, Link};
+use wirelab_core::trace::Action;
 use wirelab_io::bpf::BpfProgram;
 use wirelab_wire::record::EmuFate;
 
@@ -54,6 +55,8 @@ pub struct RuleLink {
     frames: HashMap<u64, u64>,
     identity_below: u64,
     recorder: Option<Recorder>,
+    /// It gave its rule's decision trace on to a newer link.
+    handed_on: bool,
 }
 
 impl RuleLink {
@@ -76,13 +79,25 @@ impl RuleLink {
             frames: HashMap::new(),
             identity_below: 0,
             recorder: None,
+            handed_on: false,
         }
     }
 
     /// Records this rule's decisions as a packet trace.
     pub fn record_to(mut self, r: Recorder) -> RuleLink {
+        self.link.record_decisions();
         self.recorder = Some(r);
         self
+    }
+
+    /// Writes the decisions its link has completed (in arrival order).
+    fn write_decisions(&mut self, buf: &mut Vec<Action>) {
+        if let Some(r) = &mut self.recorder {
+            buf.clear();
+            if self.link.take_decisions(buf) > 0 {
+                r.record_actions(buf);
+            }
+        }
     }
 
     fn takes(&self, frame: &[u8]) -> bool {
@@ -126,6 +141,8 @@ pub struct DirModel {
     ended_rules: Vec<RuleState>,
     ctl: Option<CmdReceiver>,
     due: Vec<link::Release>,
+    /// Decision records on their way to a recorder.
+    actions: Vec<Action>,
     /// Makes the opportunity log of each link (`--mm-log`).
     opp_log: Option<Box<dyn Fn() -> link::OpportunityLog + Send>>,
 }
@@ -143,6 +160,7 @@ impl DirModel {
             ended_rules: Vec::new(),
             ctl: None,
             due: Vec::new(),
+            actions: Vec::new(),
             opp_log: None,
         }
     }
@@ -176,8 +194,15 @@ impl DirModel {
                 log_opps(&mut l, &self.opp_log);
                 if let Some(i) = at(&self.links, rule) {
                     let old = &mut self.links[i];
-                    if l.recorder.is_none() {
+                    // The rule's trace goes on in the new link once the
+                    // old one's frames are all decided (their records
+                    // come first); until then the new link's wait.
+                    if old.recorder.is_some() || old.link.decisions_waiting() {
+                        l.link.record_decisions();
+                    }
+                    if l.recorder.is_none() && !old.link.decisions_waiting() {
                         l.recorder = old.recorder.take();
+                        old.handed_on = true;
                     }
                     // Its frames go on counting: (rule, seq) stays unique.
                     l.next_seq = old.next_seq;
@@ -190,10 +215,7 @@ impl DirModel {
             }
             Cmd::Remove(rule, ack) => {
                 if let Some(i) = at(&self.links, rule) {
-                    let mut old = self.links.remove(i);
-                    if let Some(r) = old.recorder.take() {
-                        self.ended.push((rule, r));
-                    }
+                    let old = self.links.remove(i);
                     self.retire(old, "removed");
                 }
                 let _ = ack.send(());
@@ -210,11 +232,36 @@ impl DirModel {
             ended: Some(why),
             ..old.state()
         });
-        if let Some(r) = old.recorder.take() {
-            self.ended.push((old.rule, r));
+        // A trace whose frames are not all decided stays with its link.
+        if !old.link.decisions_waiting() {
+            old.write_decisions(&mut self.actions);
+            if let Some(r) = old.recorder.take() {
+                old.handed_on = true;
+                self.hand_over(old.rule, r);
+            }
         }
         if old.link.next_deadline().is_some() {
             self.retired.push(old);
+        }
+    }
+
+    /// Gives a rule's decision trace to its next link that records
+    /// without one (an updated rule's newer link, retired or not), which
+    /// writes what it has decided; else the trace has ended.
+    fn hand_over(&mut self, rule: u32, r: Recorder) {
+        let next = self
+            .retired
+            .iter_mut()
+            .chain(self.links.iter_mut())
+            .find(|l| {
+                l.rule == rule && l.recorder.is_none() && !l.handed_on && l.link.records_decisions()
+            });
+        match next {
+            Some(l) => {
+                l.recorder = Some(r);
+                l.write_decisions(&mut self.actions);
+            }
+            None => self.ended.push((rule, r)),
         }
     }
 
@@ -230,14 +277,18 @@ impl DirModel {
 
     /// Ends every decision trace: waits until each is in its file.
     pub fn finish_recording(&mut self) -> Vec<Recorded> {
+        for l in self.links.iter_mut().chain(self.retired.iter_mut()) {
+            l.write_decisions(&mut self.actions);
+        }
         let mut v: Vec<Recorded> = self
             .ended
             .drain(..)
             .map(|(rule, r)| r.finish(rule))
             .collect();
         v.extend(
-            self.links
+            self.retired
                 .iter_mut()
+                .chain(self.links.iter_mut())
                 .filter_map(|l| l.recorder.take().map(|r| r.finish(l.rule))),
         );
         v
@@ -257,7 +308,16 @@ impl LinkModel for DirModel {
         // `drd ... congest`); the mark is set when the copy leaves. Only
         // such links parse the headers.
         let ect = l.link.uses_ect() && wirelab_wire::rewrite::ecn::is_ect(frame);
-        let a = l.link.arrive(t_ns, frame.len() as u32, seq, ect);
+        // Links that tell flows apart (`per-flow`, `sched drr|fq_codel`)
+        // get the frame's addresses, protocol and ports; only they parse.
+        let flow = if l.link.uses_flows() {
+            link::FlowTuple::from_frame(frame)
+        } else {
+            None
+        };
+        let a = l
+            .link
+            .arrive_flow(t_ns, frame.len() as u32, seq, ect, flow.as_ref());
         out.rule = l.rule;
         out.seq = seq;
         for (copy, f) in a.copies().iter().enumerate() {
@@ -273,9 +333,7 @@ impl LinkModel for DirModel {
         } else if out.queued > 0 {
             l.frames.insert(seq, index);
         }
-        if let Some(r) = &mut l.recorder {
-            r.record(&a);
-        }
+        l.write_decisions(&mut self.actions);
     }
 
     fn next_deadline(&self) -> Option<u64> {
@@ -294,6 +352,7 @@ impl LinkModel for DirModel {
             if l.link.pop_due(now_ns, &mut self.due) == 0 {
                 continue;
             }
+            l.write_decisions(&mut self.actions);
             rules_due += 1;
             for r in &self.due {
                 let index = if r.packet_index < l.identity_below {
@@ -324,8 +383,22 @@ impl LinkModel for DirModel {
         if rules_due > 1 {
             out[start..].sort_by_key(|r| r.deadline_ns);
         }
-        if !self.retired.is_empty() {
-            self.retired.retain(|l| l.link.next_deadline().is_some());
+        // Retired links leave once empty, handing their decision trace on.
+        // Each turn removes one or steps past one: bounded by the list.
+        let mut k = 0;
+        while k < self.retired.len() {
+            let l = &self.retired[k];
+            // One waiting for its rule's trace keeps its records until then.
+            let awaits = l.recorder.is_none() && !l.handed_on && l.link.records_decisions();
+            if l.link.next_deadline().is_some() || awaits {
+                k += 1;
+                continue;
+            }
+            let mut gone = self.retired.remove(k);
+            gone.write_decisions(&mut self.actions);
+            if let Some(r) = gone.recorder.take() {
+                self.hand_over(gone.rule, r);
+            }
         }
     }
 

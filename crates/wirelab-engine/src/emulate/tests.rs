@@ -738,3 +738,114 @@ fn ecn_capable_frames_are_marked_ce_instead_of_dropped() {
         assert_eq!(csum::finish(csum::sum(&d.bytes[14..34], 0)), 0);
     }
 }
+
+#[test]
+fn the_direction_model_passes_each_frames_flow_to_the_link() {
+    // 58-byte frames to two ports, 1 ms apart each, into 2 Mbit/s pipes
+    // per port (232 µs per frame: no queue) — each frame leaves 232 µs
+    // after it came, which one shared pipe could not do for both ports at
+    // once — and the link counts two flows; a non-IP frame is a third.
+    let mut m = DirModel::new(vec![], default_rule("rate 2mbit per-flow dport"));
+    let mut adm = Admission::default();
+    let mut out = Vec::new();
+    for i in 0..100u64 {
+        let t = 1_000_000 + i * 1_000_000;
+        m.arrive(t, &udp(2 * i, 5001), 2 * i, &mut adm);
+        m.arrive(t, &udp(2 * i + 1, 5002), 2 * i + 1, &mut adm);
+    }
+    m.arrive(200_000_000, &[0u8; 60], 200, &mut adm);
+    m.drain(&mut out);
+    assert_eq!(out.len(), 201);
+    for r in &out {
+        let cost = if r.index == 200 { 240_000 } else { 232_000 };
+        assert_eq!(r.deadline_ns - r.arrival_ns, cost, "{r:?}");
+    }
+    let c = m.default_link().link.counters();
+    assert_eq!((c.flows, c.flow_overflow, c.arrivals), (3, 0, 201));
+}
+
+#[test]
+fn decisions_of_a_bottleneck_are_recorded_in_frame_order_across_an_update() {
+    // Rule 1 serializes 58-byte frames at 1 Mbit/s (464 µs each) behind a
+    // queue, frames every 100 µs: they wait. It is updated to `delay 1ms`
+    // while 15 of them are still queued, then removed. Its decision trace
+    // holds every frame of the rule in order with the delay it got — the
+    // queued ones' once they left, then the new stages' — and replays
+    // the bottleneck's releases exactly.
+    use super::ctl::Cmd;
+    let dir = TmpDir::new("bottleneck-rec");
+    let p = dir.0.join("r.pkt.csv");
+    let rec = Recorder::create(&p).unwrap();
+    let stages = "rate 1mbit queue droptail packets=50";
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut m = DirModel::new(
+        vec![rule(1, "udp dst port 5004", stages).record_to(rec)],
+        default_rule("delay 1ms"),
+    );
+    m.set_control(rx);
+    let mut out = Vec::new();
+    let mut adm = Admission::default();
+    let mut arrive = |m: &mut DirModel, out: &mut Vec<Release>, from: u64, n: u64| {
+        for i in from..from + n {
+            let t = 1_000_000 + i * 100_000;
+            m.arrive(t, &udp(i, 5004), i, &mut adm);
+            m.pop_due(t, out);
+        }
+    };
+    arrive(&mut m, &mut out, 0, 20);
+    let (a, ack) = std::sync::mpsc::channel();
+    tx.send(Cmd::Replace(
+        1,
+        rule(1, "udp dst port 5004", "delay 1ms"),
+        a,
+    ))
+    .unwrap();
+    m.control();
+    ack.try_recv().unwrap();
+    arrive(&mut m, &mut out, 20, 10);
+    let (a, ack) = std::sync::mpsc::channel();
+    tx.send(Cmd::Remove(1, a)).unwrap();
+    m.control();
+    ack.try_recv().unwrap();
+    arrive(&mut m, &mut out, 30, 5);
+    m.drain(&mut out);
+    let done = m.finish_recording();
+    assert_eq!(done.len(), 1);
+    assert_eq!(
+        (done[0].rule, done[0].records, &done[0].error),
+        (1, 30, &None)
+    );
+    let mut rule1: Vec<(u64, u64)> = out
+        .iter()
+        .filter(|r| r.rule == 1)
+        .map(|r| (r.seq, r.deadline_ns - r.arrival_ns))
+        .collect();
+    rule1.sort_unstable();
+    assert_eq!(rule1.len(), 30);
+    assert!(rule1[19].1 > 5_000_000, "the queue held them: {rule1:?}");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let recorded: Vec<u64> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (act, us) = l.split_once(',').unwrap();
+            assert_eq!(act, "pass");
+            (us.parse::<f64>().unwrap() * 1000.0).round() as u64
+        })
+        .collect();
+    let want: Vec<u64> = rule1.iter().map(|x| x.1).collect();
+    assert_eq!(recorded, want);
+    // Replayed as a trace, the bottleneck's first 20 frames leave at the
+    // same times.
+    let replay = format!("trace {} at-end stop", p.display());
+    let mut b = DirModel::new(vec![], default_rule(&replay));
+    let mut out2 = Vec::new();
+    let mut adm = Admission::default();
+    for i in 0..20u64 {
+        let t = 1_000_000 + i * 100_000;
+        b.arrive(t, &udp(i, 5004), i, &mut adm);
+    }
+    b.drain(&mut out2);
+    let got: Vec<u64> = out2.iter().map(|r| r.deadline_ns - r.arrival_ns).collect();
+    assert_eq!(got, want[..20]);
+}

@@ -614,6 +614,12 @@ impl EmulateReport<'_> {
                 l.queue_packets_max,
                 l.queue_bytes_max,
             );
+            if l.flows > 0 {
+                s += &format!(
+                    "    flows {} (past the flow bound: {} packets)\n",
+                    l.flows, l.flow_overflow
+                );
+            }
             if d.lateness.count > 0 {
                 s += &format!(
                     "    release lateness: p50 {:.1} us, p90 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us; early {}\n",

@@ -5,12 +5,11 @@ use crate::cli::AnalyzeArgs;
 use anyhow::{Context, Result};
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use wirelab_analysis::capture::{rtp, CaptureInput, RtpInput, WithCaptures};
+use wirelab_analysis::inputs::{self, CaptureSet};
 use wirelab_analysis::{
-    analyze_run, is_capture, render_text, AnalysisError, CaptureOptions, CaptureRecords, Warning,
+    analyze_run, is_capture, render_text, AnalysisError, CaptureOptions, Warning,
 };
-use wirelab_engine::job::records::{read_run, ReadError};
-use wirelab_wire::record::Record;
+use wirelab_engine::job::records::{read_run, ReadError, Run};
 
 /// `--rtp-clock PT=HZ`: a payload type (0–127) and its clock rate (at
 /// least 1000 Hz: the jitter is computed per ms of clock, as Wireshark's).
@@ -44,96 +43,13 @@ fn sniff_capture(path: &PathBuf) -> bool {
         .is_ok_and(|_| is_capture(&head))
 }
 
-/// What the captures gave: their receive records go into the run.
-struct Captures {
-    inputs: Vec<CaptureInput>,
-    rtp: Vec<RtpInput>,
-}
-
-fn read_captures(
-    paths: &[PathBuf],
-    a: &AnalyzeArgs,
-    rx: &mut Vec<Record>,
-    warnings: &mut Vec<Warning>,
-) -> Result<Captures> {
-    let mut out = Captures {
-        inputs: Vec::new(),
-        rtp: Vec::new(),
-    };
-    for p in paths {
-        let opts = CaptureOptions {
-            luna_ports: a.capture.luna_port.clone(),
-            rtp: !a.capture.no_rtp,
-            rtp_ports: a.capture.rtp_port.clone(),
-            rtp_clocks: a.capture.rtp_clock.iter().copied().collect(),
-            max_rtp_streams: a.max_flows as usize,
-        };
-        let f = std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
-        let mut c = CaptureRecords::new(std::io::BufReader::with_capacity(1 << 20, f), opts)
-            .with_context(|| format!("{}: not a readable pcap/pcapng capture", p.display()))?;
-        let mut error = None;
-        for r in c.by_ref() {
-            match r {
-                Ok(rec) => rx.push(rec),
-                Err(e) => error = Some(e.to_string()),
-            }
-        }
-        let name = p.display().to_string();
-        if let Some(e) = &error {
-            warnings.push(Warning {
-                code: "capture_damaged",
-                flow: None,
-                message: format!(
-                    "{name}: {e}: analysed the {} frames before it (the rest of the file is \
-                     unreadable; a capture cut short by a crash ends like this)",
-                    c.counts().frames
-                ),
-            });
-        }
-        let n = c.counts();
-        if !n.unknown_linktypes.is_empty() {
-            warnings.push(Warning {
-                code: "capture_link_type",
-                flow: None,
-                message: format!(
-                    "{name}: skipped frames of link types this wirelab does not read \
-                     (type, frames): {:?}; capture on an Ethernet interface or with -i any \
-                     (Linux cooked) instead",
-                    n.unknown_linktypes
-                ),
-            });
-        }
-        out.inputs.push(c.input(&name, error));
-        out.rtp.push(c.rtp_input(&name));
+/// `--max-flows` exceeded, said with the flag (`say` of the limit and the
+/// flows found).
+fn too_many(e: AnalysisError, say: impl FnOnce(usize, u64) -> String) -> anyhow::Error {
+    match e {
+        AnalysisError::TooManyFlows { limit, found } => anyhow::anyhow!(say(limit, found)),
+        e => e.into(),
     }
-    Ok(out)
-}
-
-fn capture_lines(c: &Captures, w: &mut impl Write) -> std::io::Result<()> {
-    for i in &c.inputs {
-        let n = &i.counts;
-        writeln!(
-            w,
-            "\ncapture {}: {} frames, {} UDP: {} wirelab probes, {} LUNA probes, {} echo replies, \
-             {} RTP packets, {} other UDP; {} not IP, {} other IP, {} later fragments, {} cut short",
-            i.file,
-            n.frames,
-            n.udp,
-            n.probes,
-            n.luna_probes,
-            n.echo_replies,
-            n.rtp_packets,
-            n.other_udp,
-            n.not_ip,
-            n.other_ip,
-            n.later_fragments,
-            n.truncated
-        )?;
-        for l in &i.luna_sources {
-            writeln!(w, "  LUNA flow {} = {}", l.flow, l.source)?;
-        }
-    }
-    rtp::render_text(&c.rtp, w)
 }
 
 pub fn run(a: AnalyzeArgs) -> Result<()> {
@@ -152,28 +68,30 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
         e => e.into(),
     })?;
     let mut warnings = Vec::new();
-    let captures = read_captures(&capture_files, &a, &mut run.records.rx, &mut warnings)?;
-    for (path, bytes) in &run.partial {
-        warnings.push(Warning {
-            code: "file_cut_short",
-            flow: None,
-            message: format!(
-                "{}: ignored a partial record of {bytes} bytes at the end (file cut short?)",
-                path.display()
-            ),
-        });
+    let mut captures = CaptureSet::default();
+    for p in &capture_files {
+        let opts = CaptureOptions {
+            luna_ports: a.capture.luna_port.clone(),
+            rtp: !a.capture.no_rtp,
+            rtp_ports: a.capture.rtp_port.clone(),
+            rtp_clocks: a.capture.rtp_clock.iter().copied().collect(),
+            max_rtp_streams: a.max_flows as usize,
+        };
+        let f = std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+        let f = std::io::BufReader::with_capacity(1 << 20, f);
+        let name = p.display().to_string();
+        captures.read(&name, f, opts, &mut run.records.rx, &mut warnings)?;
     }
-    for (path, earlier) in &run.repeated {
-        warnings.push(Warning {
-            code: "same_recording_twice",
-            flow: None,
-            message: format!(
-                "{} is the same recording as {} (same header and first record): read once",
-                path.display(),
-                earlier.display()
-            ),
-        });
-    }
+    warnings.extend(
+        run.partial
+            .iter()
+            .map(|(p, n)| inputs::file_cut_short(p, *n)),
+    );
+    warnings.extend(
+        run.repeated
+            .iter()
+            .map(|(p, e)| inputs::same_recording_twice(p, e)),
+    );
     if !run.emulated.is_empty() {
         if !(run.records.tx.is_empty() && run.records.rx.is_empty() && run.records.echo.is_empty())
         {
@@ -185,12 +103,13 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
         return emulator_log(&run, &warnings, &a);
     }
     let mut summary = analyze_run(&run.records, &run.requested, a.window, a.max_flows as usize)
-        .map_err(|e| match e {
-            AnalysisError::TooManyFlows { limit, found } => anyhow::anyhow!(
-                "the records hold {found} flows, more than --max-flows {limit}: raise --max-flows \
-             to analyze them (each flow's report is kept until the end)"
-            ),
-            e => e.into(),
+        .map_err(|e| {
+            too_many(e, |limit, found| {
+                format!(
+                    "the records hold {found} flows, more than --max-flows {limit}: raise \
+                     --max-flows to analyze them (each flow's report is kept until the end)"
+                )
+            })
         })?;
     summary.totals.ignored_records += run.ignored;
     summary.totals.unknown_kind_records = run.unknown_kind;
@@ -201,24 +120,13 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
         for w in &summary.warnings {
             eprintln!("wirelab: warning: {}", w.message);
         }
-        if capture_files.is_empty() {
-            println!("{}", summary.to_json()?);
-        } else {
-            // Captures add two sections (docs/analyze.md, "Captures and RTP").
-            let v = WithCaptures {
-                summary: &summary,
-                captures: &captures.inputs,
-                rtp: &captures.rtp,
-            };
-            println!("{}", serde_json::to_string_pretty(&v)?);
-        }
+        println!("{}", captures.report_json(&summary)?);
     } else {
         let mut out = std::io::stdout().lock();
-        // A capture without probes (RTP only) has no flow table to show.
-        if !summary.flows.is_empty() || capture_files.is_empty() || !summary.warnings.is_empty() {
+        if captures.shows_flow_table(&summary) {
             render_text(&summary, &mut out)?;
         }
-        capture_lines(&captures, &mut out)?;
+        captures.render_text(&mut out)?;
         out.flush()?;
     }
     Ok(())
@@ -226,25 +134,16 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
 
 /// An emulator log (`emulate --log`): per rule and direction, fates and
 /// delays (`wirelab.emulate-log/1`).
-fn emulator_log(
-    run: &wirelab_engine::job::records::Run,
-    warnings: &[Warning],
-    a: &AnalyzeArgs,
-) -> Result<()> {
-    let mut log = wirelab_analysis::emulog::EmuLog::new(a.max_flows as usize);
-    for r in &run.emulated {
-        log.add(r);
-    }
+fn emulator_log(run: &Run, warnings: &[Warning], a: &AnalyzeArgs) -> Result<()> {
     let cfg = run.emulate_config.as_ref();
-    let report = log
-        .finish(|rule, dir| wirelab_analysis::emulog::rule_label(cfg, rule, dir))
-        .map_err(|e| match e {
-            AnalysisError::TooManyFlows { limit, .. } => anyhow::anyhow!(
-                "the emulator log holds more than --max-flows {limit} flows (rule and direction \
-             pairs): raise --max-flows to analyze it"
-            ),
-            e => e.into(),
-        })?;
+    let report = inputs::emulator_log(&run.emulated, cfg, a.max_flows as usize).map_err(|e| {
+        too_many(e, |limit, _| {
+            format!(
+                "the emulator log holds more than --max-flows {limit} flows (rule and \
+                 direction pairs): raise --max-flows to analyze it"
+            )
+        })
+    })?;
     for w in warnings {
         eprintln!("wirelab: warning: {}", w.message);
     }

@@ -1,19 +1,17 @@
-//! `wirelab emulate`: flags to an [`EmulateJob`], its counters to stdout.
+//! `wirelab emulate`: flags to an [`EmulateSpec`], its job run, its
+//! counters to stdout; `emulate ctl` asks a running emulator.
 
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::Duration;
-use wirelab_core::link::{Direction, LinkConfig, LinkKey};
-use wirelab_engine::emulate::ctl::{self, CtlRule, CtlSetup};
-use wirelab_engine::emulate::recorder::decision_path;
-use wirelab_engine::emulate::{open_link, DirModel, LiveDir, Recorder, RuleLink};
-use wirelab_engine::job::emulate::{EmulateError, EmulateJob, MmLogSetup};
+use wirelab_engine::emulate::client::{answer_text, refusal};
+use wirelab_engine::emulate::ctl::{self, Request};
+use wirelab_engine::emulate_setup::{EmulateSpec, Stages};
+use wirelab_engine::job::emulate::EmulateError;
 use wirelab_engine::job::rt::RtSetup;
 use wirelab_engine::job::stop_on_signals;
-use wirelab_io::bpf::BpfProgram;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Stages (netem's syntax; see docs/emulate.md):\n  \
@@ -154,84 +152,6 @@ pub enum CtlOp {
     Stats,
 }
 
-fn link_config(flag: &str, stages: &str) -> Result<LinkConfig> {
-    LinkConfig::parse(stages).map_err(|e| usage(format!("{flag} '{stages}': {e}")))
-}
-
-/// One `--rule`: its number, directions, filter and stages.
-struct RuleArg {
-    rule: u32,
-    dirs: Vec<Direction>,
-    filter: String,
-    stages: String,
-}
-
-/// `rules`: the values of every `--rule`, two each.
-fn rule_args(rules: &[String]) -> Result<Vec<RuleArg>> {
-    let mut out = Vec::new();
-    for (i, r) in rules.chunks(2).enumerate() {
-        let (f, stages) = match r {
-            [f, s] => (f.trim(), s.clone()),
-            _ => return Err(usage("--rule takes two values: FILTER STAGES")),
-        };
-        let (dirs, filter) = if let Some(f) = f.strip_prefix("a2b:") {
-            (vec![Direction::AToB], f.trim())
-        } else if let Some(f) = f.strip_prefix("b2a:") {
-            (vec![Direction::BToA], f.trim())
-        } else {
-            (vec![Direction::AToB, Direction::BToA], f)
-        };
-        if filter.is_empty() {
-            return Err(usage(format!(
-                "--rule '{f}': the filter is empty; stages for every frame go in --a2b, --b2a or --both"
-            )));
-        }
-        out.push(RuleArg {
-            rule: i as u32 + 1,
-            dirs,
-            filter: filter.to_string(),
-            stages,
-        });
-    }
-    Ok(out)
-}
-
-fn dir_name(d: Direction) -> &'static str {
-    match d {
-        Direction::AToB => "a2b",
-        Direction::BToA => "b2a",
-    }
-}
-
-/// A rule's link to build for one direction.
-struct NewRule<'a> {
-    rule: u32,
-    filter: Option<BpfProgram>,
-    stages: &'a str,
-    dir: Direction,
-    /// Just added (a decision trace starts; an updated rule's goes on).
-    new: bool,
-}
-
-/// Builds one rule's link: stage list, seed, trace file, decision trace.
-fn rule_link(flag: &str, r: NewRule<'_>, seed: u64, decisions: Option<&Path>) -> Result<RuleLink> {
-    let c = link_config(flag, r.stages)?;
-    let key = LinkKey {
-        seed: c.seed.unwrap_or(seed),
-        rule: r.rule,
-        direction: r.dir,
-    };
-    let link = open_link(&c, key).map_err(|e| usage(format!("{flag}: {e}")))?;
-    let mut l = RuleLink::new(r.rule, r.filter, r.stages, key.seed, link);
-    if let (Some(base), false, true) = (decisions, r.stages.trim().is_empty(), r.new) {
-        let p = decision_path(base, dir_name(r.dir), r.rule)
-            .map_err(|e| usage(format!("--record-decisions: {e}")))?;
-        let rec = Recorder::create(&p).map_err(|e| anyhow::anyhow!("--record-decisions: {e}"))?;
-        l = l.record_to(rec);
-    }
-    Ok(l)
-}
-
 pub fn run(a: EmulateArgs) -> Result<()> {
     match a.cmd {
         Some(EmulateCmd::Ctl(c)) => ctl_run(c),
@@ -245,101 +165,21 @@ fn emulate(a: EmulateArgs) -> Result<()> {
         (Some(x), Some(y)) => (x.clone(), y.clone()),
         _ => return Err(usage("emulate needs --a IF and --b IF")),
     };
-    let (s_ab, s_ba) = match &a.both {
-        Some(s) => (s.as_str(), s.as_str()),
-        None => (
-            a.a2b.as_deref().unwrap_or(""),
-            a.b2a.as_deref().unwrap_or(""),
-        ),
+    let stages = |flag, s: &Option<String>| Stages {
+        flag,
+        stages: s.clone().unwrap_or_default(),
     };
-    let (f_ab, f_ba) = if a.both.is_some() {
-        ("--both", "--both")
-    } else {
-        ("--a2b", "--b2a")
+    let (a2b, b2a) = match &a.both {
+        Some(_) => (stages("--both", &a.both), stages("--both", &a.both)),
+        None => (stages("--a2b", &a.a2b), stages("--b2a", &a.b2a)),
     };
-    if let Some(p) = &a.record_decisions {
-        decision_path(p, "a2b", 0).map_err(|e| usage(format!("--record-decisions: {e}")))?;
-    }
-    let rules = rule_args(&a.rule)?;
-    let decisions = a.record_decisions.as_deref();
-    let model = |dir: Direction, flag: &str, stages: &str| -> Result<DirModel> {
-        let mut links = Vec::new();
-        for r in rules.iter().filter(|r| r.dirs.contains(&dir)) {
-            let flag = format!("--rule '{}'", r.filter);
-            let f = BpfProgram::compile(&r.filter, 1, 65_535)
-                .map_err(|e| usage(format!("--rule: {e}")))?;
-            let new = NewRule {
-                rule: r.rule,
-                filter: Some(f),
-                stages: &r.stages,
-                dir,
-                new: true,
-            };
-            links.push(rule_link(&flag, new, a.seed, decisions)?);
-        }
-        let new = NewRule {
-            rule: 0,
-            filter: None,
-            stages,
-            dir,
-            new: true,
-        };
-        let default = rule_link(flag, new, a.seed, decisions)?;
-        Ok(DirModel::new(links, default))
-    };
-    let mut m_ab = model(Direction::AToB, f_ab, s_ab)?;
-    let mut m_ba = model(Direction::BToA, f_ba, s_ba)?;
-    let live = [Arc::new(LiveDir::default()), Arc::new(LiveDir::default())];
-    let ctl = a.ctl.as_ref().map(|path| {
-        let (t_ab, r_ab) = std::sync::mpsc::channel();
-        let (t_ba, r_ba) = std::sync::mpsc::channel();
-        m_ab.set_control(r_ab);
-        m_ba.set_control(r_ba);
-        let seed = a.seed;
-        let decisions = a.record_decisions.clone();
-        CtlSetup {
-            path: path.clone(),
-            rules: rules
-                .iter()
-                .map(|r| CtlRule {
-                    rule: r.rule,
-                    directions: r.dirs.iter().map(|&d| dir_name(d)).collect(),
-                    filter: r.filter.clone(),
-                    stages: r.stages.clone(),
-                })
-                .collect(),
-            build: Box::new(move |rule, filter, stages, dir, new| {
-                let f = BpfProgram::compile(filter, 1, 65_535).map_err(|e| e.to_string())?;
-                let flag = format!("rule {rule} ({})", dir_name(dir));
-                let r = NewRule {
-                    rule,
-                    filter: Some(f),
-                    stages,
-                    dir,
-                    new,
-                };
-                rule_link(&flag, r, seed, decisions.as_deref()).map_err(|e| e.to_string())
-            }),
-            to: [t_ab, t_ba],
-            live: live.clone(),
-        }
-    });
-    let config = serde_json::json!({
-        "a": if_a, "b": if_b,
-        "a2b": s_ab, "b2a": s_ba,
-        "seed": [m_ab.default_link().seed, m_ba.default_link().seed],
-        "rules": rules.iter().map(|r| serde_json::json!({
-            "rule": r.rule,
-            "directions": r.dirs.iter().map(|d| dir_name(*d)).collect::<Vec<_>>(),
-            "filter": r.filter,
-            "stages": r.stages,
-        })).collect::<Vec<_>>(),
-    });
-    let job = EmulateJob {
+    let spec = EmulateSpec {
         a: if_a.clone(),
         b: if_b.clone(),
-        a2b: m_ab,
-        b2a: m_ba,
+        a2b,
+        b2a,
+        rules: a.rule,
+        seed: a.seed,
         ring_frames: a.ring_frames,
         duration: a.duration.map(Duration::from_nanos),
         spin_ns: a.spin,
@@ -349,19 +189,20 @@ fn emulate(a: EmulateArgs) -> Result<()> {
             fifo_priority: a.rt_priority,
             mlock: a.rt_priority.is_some(),
         },
-        live: live.clone(),
-        log: a.log.clone().map(|p| (p, config)),
-        tap: a.tap.clone(),
-        ctl,
-        mm_log: a.mm_log.clone().map(|dir| MmLogSetup {
-            dir,
-            command_line: std::env::args().collect::<Vec<_>>().join(" "),
-            titles: [
-                format!("a2b ({if_a} -> {if_b}) [{s_ab}]"),
-                format!("b2a ({if_b} -> {if_a}) [{s_ba}]"),
-            ],
-        }),
+        log: a.log,
+        tap: a.tap,
+        record_decisions: a.record_decisions,
+        mm_log: a.mm_log,
+        ctl: a.ctl.clone(),
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
+    let job = spec.job().map_err(|e| {
+        if e.is_usage() {
+            usage(e.to_string())
+        } else {
+            e.into()
+        }
+    })?;
     let stop = stop_on_signals()?;
     if !a.json {
         eprintln!(
@@ -375,6 +216,7 @@ fn emulate(a: EmulateArgs) -> Result<()> {
                 .unwrap_or_default()
         );
     }
+    let live = job.live.clone();
     let ticker = crate::progress::ticker(a.quiet, move |_| {
         format!(
             "a2b {} | b2a {}",
@@ -413,7 +255,6 @@ fn map_err(e: EmulateError) -> anyhow::Error {
 
 /// `wirelab emulate ctl`: one request, its answer on stdout.
 fn ctl_run(c: CtlArgs) -> Result<()> {
-    use ctl::Request;
     let req = match c.op {
         CtlOp::Add { filter, stages } => Request::Add { filter, stages },
         CtlOp::Update { rule, stages } => Request::Update { rule, stages },
@@ -425,88 +266,11 @@ fn ctl_run(c: CtlArgs) -> Result<()> {
     if c.json {
         println!("{}", serde_json::to_string_pretty(&v)?);
     }
-    if v["ok"] != true {
-        anyhow::bail!(
-            "{}",
-            v["error"]
-                .as_str()
-                .unwrap_or("the emulator refused the request")
-        );
+    if let Some(m) = refusal(&v) {
+        anyhow::bail!("{m}");
     }
-    if c.json {
-        return Ok(());
-    }
-    let rule_line = |r: &serde_json::Value| {
-        let dirs: Vec<&str> = r["directions"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|d| d.as_str()).collect())
-            .unwrap_or_default();
-        let stages = r["stages"].as_str().unwrap_or("");
-        format!(
-            "rule {} {} '{}' [{}]",
-            r["rule"],
-            dirs.join("+"),
-            r["filter"].as_str().unwrap_or(""),
-            if stages.is_empty() { "pass" } else { stages }
-        )
-    };
-    match req {
-        Request::Add { .. } => println!("added {}", rule_line(&v["rule"])),
-        Request::Update { .. } => println!("updated {}", rule_line(&v["rule"])),
-        Request::Del { .. } => println!("removed {}", rule_line(&v["rule"])),
-        Request::List => {
-            let rules = v["rules"].as_array().cloned().unwrap_or_default();
-            if rules.is_empty() {
-                println!("no rules");
-            }
-            for r in &rules {
-                println!("{}", rule_line(r));
-            }
-        }
-        Request::Stats => {
-            for d in ["a2b", "b2a"] {
-                let s = &v[d];
-                let l = &s["live"];
-                println!(
-                    "{d}: {} received, {} sent, {} duplicated, {} held",
-                    l["received"], l["sent"], l["duplicates"], l["held"]
-                );
-                for r in s["rules"].as_array().cloned().unwrap_or_default() {
-                    let link = &r["link"];
-                    let dropped: Vec<String> = link["dropped"]
-                        .as_object()
-                        .map(|o| {
-                            o.iter()
-                                .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
-                                .map(|(k, n)| format!("{} {n}", k.replace('_', " ")))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let stages = r["stages"].as_str().unwrap_or("");
-                    let name = if r["rule"] == 0 {
-                        "default".to_string()
-                    } else {
-                        format!(
-                            "rule {} '{}'",
-                            r["rule"],
-                            r["filter"].as_str().unwrap_or("")
-                        )
-                    };
-                    println!(
-                        "  {name} [{}]: {} frames, {} duplicated, dropped {}, {} queued",
-                        if stages.is_empty() { "pass" } else { stages },
-                        r["frames"],
-                        link["duplicates"],
-                        if dropped.is_empty() {
-                            "0".to_string()
-                        } else {
-                            dropped.join(", ")
-                        },
-                        link["queue_packets"]
-                    );
-                }
-            }
-        }
+    if !c.json {
+        print!("{}", answer_text(&req, &v));
     }
     Ok(())
 }

@@ -1,19 +1,14 @@
-//! `wirelab emulate verify IN OUT`: the emulator judged from captures of
-//! its input and output against its configuration, replayed through the
-//! same link model (so a trace's or a seed's per-packet decisions are the
-//! configured values), rendered from `wirelab.emulate.verify/1`.
+//! `wirelab emulate verify IN OUT`: flags to an
+//! [`wirelab_engine::emulate::verify::Verify`] job, its
+//! `wirelab.emulate.verify/1` report rendered.
 
 use crate::error::usage;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use std::fs::File;
-use std::io::BufReader;
 use std::path::PathBuf;
-use wirelab_analysis::emuverify::{verify_captures, Configuration, VerifyConfig, VerifyError};
-use wirelab_core::link::{
-    DelaySpec, Direction, Link, LinkConfig, LinkKey, Release, TraceEnd, TraceSpec,
-};
-use wirelab_engine::emulate::open_link;
+use wirelab_analysis::emuverify::VerifyConfig;
+use wirelab_core::link::Direction;
+use wirelab_engine::emulate::verify::{Configured, Verify};
 
 /// The direction the captures show (its decisions have their own random
 /// stream).
@@ -77,130 +72,29 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
-/// The configuration as the emulator's link model sees each IN frame.
-struct Model {
-    link: Link,
-    due: Vec<Release>,
-    /// The largest configured delay so far.
-    max: u64,
-}
-
-impl Configuration for Model {
-    fn decide(&mut self, index: u64, t_ns: u64, len: u32, delays: &mut Vec<u64>) {
-        // Frames are not inspected for ECN capability, as in the forwarder.
-        let a = self.link.arrive(t_ns, len, index, false);
-        let from = delays.len();
-        delays.extend(a.queued().map(|q| q.deadline_ns.saturating_sub(t_ns)));
-        self.max = delays[from..].iter().fold(self.max, |m, &d| m.max(d));
-        // Only the decisions matter: let the release queue drain.
-        self.due.clear();
-        self.link.pop_due(a.arrival_ns, &mut self.due);
-    }
-}
-
-/// `d` ns in the largest unit that keeps it whole.
-fn human(d: u64) -> String {
-    match d {
-        0 => "0".into(),
-        d if d % 1_000_000_000 == 0 => format!("{}s", d / 1_000_000_000),
-        d if d % 1_000_000 == 0 => format!("{}ms", d / 1_000_000),
-        d if d % 1_000 == 0 => format!("{}us", d / 1_000),
-        d => format!("{d}ns"),
-    }
-}
-
-/// The configuration and how the report names it.
-fn config(a: &VerifyArgs) -> Result<(LinkConfig, String)> {
-    if let Some(d) = a.delay {
-        let c = LinkConfig {
-            delay: Some(DelaySpec {
-                delay_ns: d,
-                jitter_ns: 0,
-                corr: 0.0,
-                dist: Default::default(),
-            }),
-            ..LinkConfig::default()
-        };
-        return Ok((c, format!("delay {}", human(d))));
-    }
-    if let Some(t) = &a.trace {
-        let file = t.to_string_lossy().into_owned();
-        let c = LinkConfig {
-            trace: Some(TraceSpec {
-                file: file.clone(),
-                scale: 1.0,
-                offset_ns: 0,
-                at_end: TraceEnd::default(),
-            }),
-            ..LinkConfig::default()
-        };
-        return Ok((c, format!("trace {file}")));
-    }
-    let s = a.stages.clone().unwrap_or_default();
-    let c = LinkConfig::parse(&s).map_err(|e| usage(format!("--stages '{s}': {e}")))?;
-    Ok((c, s))
-}
-
-fn open(path: &PathBuf, what: &str) -> Result<BufReader<File>> {
-    File::open(path)
-        .map(|f| BufReader::with_capacity(1 << 20, f))
-        .map_err(|e| usage(format!("{what} {}: {e}", path.display())))
-}
-
 pub fn run_verify(a: VerifyArgs) -> Result<()> {
-    let (cfg, configured) = config(&a)?;
-    let direction = match a.direction {
-        Dir::A2b => Direction::AToB,
-        Dir::B2a => Direction::BToA,
+    let configured = match (a.delay, a.trace, a.stages) {
+        (Some(d), _, _) => Configured::Delay(d),
+        (_, Some(t), _) => Configured::Trace(t),
+        (_, _, s) => Configured::Stages(s.unwrap_or_default()),
     };
-    let seed = cfg.seed.unwrap_or(a.seed);
-    let key = LinkKey {
-        seed,
-        rule: 0,
-        direction,
+    let job = Verify {
+        input: a.input,
+        output: a.output,
+        configured,
+        seed: a.seed,
+        direction: match a.direction {
+            Dir::A2b => Direction::AToB,
+            Dir::B2a => Direction::BToA,
+        },
+        config: VerifyConfig {
+            window_ns: a.window,
+            max_pending: usize::try_from(a.max_pending).unwrap_or(usize::MAX),
+            ks_samples: usize::try_from(a.ks_samples).unwrap_or(usize::MAX),
+            skip_in: a.skip,
+        },
     };
-    let flag = match (&a.trace, &a.stages) {
-        (Some(_), _) => "--trace",
-        (_, Some(_)) => "--stages",
-        _ => "--delay",
-    };
-    let link = open_link(&cfg, key).map_err(|e| usage(format!("{flag}: {e}")))?;
-    let mut model = Model {
-        link,
-        due: Vec::new(),
-        max: 0,
-    };
-    let vcfg = VerifyConfig {
-        window_ns: a.window,
-        max_pending: usize::try_from(a.max_pending).unwrap_or(usize::MAX),
-        ks_samples: usize::try_from(a.ks_samples).unwrap_or(usize::MAX),
-        skip_in: a.skip,
-    };
-    let input = open(&a.input, "IN")?;
-    let output = open(&a.output, "OUT")?;
-    let mut r = verify_captures(input, output, &vcfg, &mut model).map_err(|e| {
-        let path = match &e {
-            VerifyError::Pcap { side, .. }
-            | VerifyError::NoTimestamp { side, .. }
-            | VerifyError::LinkType { side, .. } => match side {
-                wirelab_analysis::emuverify::Side::In => &a.input,
-                wirelab_analysis::emuverify::Side::Out => &a.output,
-            },
-        };
-        usage(format!("{}: {e}", path.display()))
-    })?;
-    r.in_file = a.input.display().to_string();
-    r.out_file = a.output.display().to_string();
-    r.configured = configured;
-    r.seed = Some(seed);
-    if model.max > a.window {
-        r.warnings.push(format!(
-            "configured delays reach {}, above --window {}: copies that late count as lost and \
-             unknown; raise --window",
-            human(model.max),
-            human(a.window)
-        ));
-    }
+    let r = job.run().map_err(|e| usage(e.to_string()))?;
     if a.json {
         for w in &r.warnings {
             eprintln!("wirelab: warning: {w}");

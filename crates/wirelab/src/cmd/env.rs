@@ -1,14 +1,12 @@
 //! `wirelab env`: a host's environment snapshot, the differences between
-//! two, and settings applied and reverted (wirelab_ctl::env). `local` is
-//! read and changed by this process; other hosts through their agent.
+//! two, and settings applied and reverted (wirelab_ctl::env::hosts). `local`
+//! is read and changed by this process; other hosts through their agent.
 
 use crate::error::{usage, Privilege};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use std::path::Path;
-use wirelab_ctl::env::apply::{self, Change, EnvError};
-use wirelab_ctl::env::{self as wenv, Snapshot};
-use wirelab_ctl::transport::{AgentConn, Transport};
+use wirelab_ctl::env::apply::EnvError;
+use wirelab_ctl::env::hosts::{self, HostError, Hosts};
 
 #[derive(Args, Debug)]
 #[command(after_long_help = "EXAMPLES:
@@ -59,105 +57,6 @@ pub struct EnvArgs {
     pub ssh_options: Vec<String>,
 }
 
-/// A host: this process, or an agent.
-enum Host {
-    Local,
-    Agent(Box<AgentConn>),
-}
-
-struct Ctx<'a> {
-    a: &'a EnvArgs,
-}
-
-impl Ctx<'_> {
-    fn connect(&self, text: &str) -> Result<Host> {
-        let t: Transport = text.parse().map_err(|e| usage(format!("{e}")))?;
-        if t == Transport::Local {
-            return Ok(Host::Local);
-        }
-        let wirelab = match t {
-            Transport::Ssh { .. } => self.a.wirelab.clone(),
-            _ => std::env::current_exe()
-                .context("cannot find this wirelab binary")?
-                .to_string_lossy()
-                .into_owned(),
-        };
-        Ok(Host::Agent(Box::new(AgentConn::connect(
-            &t,
-            &wirelab,
-            &self.a.ssh_options,
-        )?)))
-    }
-
-    fn snapshot(&self, text: &str) -> Result<Snapshot> {
-        match self.connect(text)? {
-            Host::Local => Ok(wenv::read::snapshot(text)),
-            Host::Agent(mut c) => {
-                let s = c.env_snapshot(text)?;
-                c.close()?;
-                Ok(s)
-            }
-        }
-    }
-
-    /// Applies `settings` on a host, to stay until reverted by token.
-    fn apply_on(&self, h: &str, settings: &[(String, String)]) -> Result<(String, Vec<Change>)> {
-        let iface = self.a.iface.as_deref();
-        match self.connect(h)? {
-            Host::Local => {
-                let planned = apply::plan(settings, iface).map_err(env_error)?;
-                let token = apply::new_token();
-                let f = apply::apply(
-                    &mut apply::Local,
-                    Path::new(apply::STATE_DIR),
-                    &token,
-                    &planned,
-                )
-                .map_err(env_error)
-                .context("local")?;
-                Ok((token, f.changes))
-            }
-            Host::Agent(mut c) => {
-                let r = c.env_apply(settings, iface, true)?;
-                c.close()?;
-                Ok(r)
-            }
-        }
-    }
-
-    fn revert_on(&self, h: &str, token: &str) -> Result<Vec<Change>> {
-        match self.connect(h)? {
-            Host::Local => Ok(
-                apply::revert(&mut apply::Local, Path::new(apply::STATE_DIR), token)
-                    .map_err(env_error)?,
-            ),
-            Host::Agent(mut c) => {
-                let ch = c.env_revert(token)?;
-                c.close()?;
-                Ok(ch)
-            }
-        }
-    }
-
-    /// A host's snapshot, or one saved in a file.
-    fn snapshot_or_file(&self, text: &str) -> Result<Snapshot> {
-        if text.parse::<Transport>().is_ok() {
-            return self.snapshot(text);
-        }
-        let body = std::fs::read_to_string(text).map_err(|e| {
-            usage(format!(
-                "--diff {text}: neither a host (local, netns:NAME, ssh://HOST) nor a readable \
-                 snapshot file ({e})"
-            ))
-        })?;
-        serde_json::from_str(&body).map_err(|e| {
-            usage(format!(
-                "--diff {text}: not a snapshot saved with `wirelab env HOST --json` ({e})"
-            ))
-        })
-    }
-}
-
 /// An `--apply` error as its exit code wants it: a bad setting is a usage
 /// error, a refused revert file a missing privilege.
 fn env_error(e: EnvError) -> anyhow::Error {
@@ -171,25 +70,29 @@ fn env_error(e: EnvError) -> anyhow::Error {
     }
 }
 
-fn changes_text(changes: &[Change], back: bool) -> String {
-    let mut s = String::new();
-    for c in changes {
-        let (from, to) = if back {
-            (&c.value, &c.previous)
-        } else {
-            (&c.previous, &c.value)
-        };
-        s.push_str(&format!("  {}: {from} -> {to}\n", c.target));
+/// A host's error with its exit code: a bad host or `--diff` file is a
+/// usage error; settings as [`env_error`] says.
+fn host_error(e: HostError) -> anyhow::Error {
+    match e {
+        HostError::BadHost(_)
+        | HostError::NotASnapshotFile { .. }
+        | HostError::NotASnapshot { .. } => usage(e.to_string()),
+        HostError::Env(e) => env_error(e),
+        HostError::LocalApply(e) => env_error(e).context("local"),
+        HostError::RolledBack { notes, source } => host_error(*source).context(notes),
+        e => e.into(),
     }
-    s
 }
 
 pub fn run(a: EnvArgs) -> Result<()> {
-    let cx = Ctx { a: &a };
-    if !a.diff.is_empty() {
-        let x = cx.snapshot_or_file(&a.diff[0])?;
-        let y = cx.snapshot_or_file(&a.diff[1])?;
-        let d = wenv::diff(&x, &y);
+    let h = Hosts {
+        wirelab: a.wirelab.clone(),
+        ssh_options: a.ssh_options.clone(),
+    };
+    if let [x, y] = a.diff.as_slice() {
+        let x = h.snapshot_or_file(x).map_err(host_error)?;
+        let y = h.snapshot_or_file(y).map_err(host_error)?;
+        let d = wirelab_ctl::env::diff(&x, &y);
         if a.json {
             println!("{}", serde_json::to_string_pretty(&d)?);
         } else {
@@ -197,32 +100,23 @@ pub fn run(a: EnvArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let hosts = if a.hosts.is_empty() {
+    let names = if a.hosts.is_empty() {
         vec!["local".to_string()]
     } else {
         a.hosts.clone()
     };
     if let Some(token) = &a.revert {
-        if hosts.len() != 1 {
+        let [host] = names.as_slice() else {
             return Err(usage(
                 "--revert: name the one host the token was applied on",
             ));
-        }
-        let changes = cx.revert_on(&hosts[0], token)?;
+        };
+        let changes = h.revert(host, token).map_err(host_error)?;
         if a.json {
-            let j = serde_json::json!({
-                "schema": "wirelab.env.reverted/1",
-                "host": hosts[0],
-                "token": token,
-                "changes": changes,
-            });
+            let j = hosts::reverted_json(host, token, &changes);
             println!("{}", serde_json::to_string_pretty(&j)?);
         } else {
-            print!(
-                "{}: reverted {token}\n{}",
-                hosts[0],
-                changes_text(&changes, true)
-            );
+            print!("{}", hosts::reverted_text(host, token, &changes));
         }
         return Ok(());
     }
@@ -236,69 +130,30 @@ pub fn run(a: EnvArgs) -> Result<()> {
             })?;
             settings.push((k.trim().to_string(), v.trim().to_string()));
         }
-        // Checked here first, so that a bad setting touches no host.
-        apply::plan(&settings, a.iface.as_deref()).map_err(env_error)?;
-        let mut out = vec![];
-        let mut done: Vec<(&str, String)> = vec![];
-        for h in &hosts {
-            let (token, changes) = match cx.apply_on(h, &settings) {
-                Ok(r) => r,
-                Err(e) => {
-                    // One host refused: the hosts already changed go back.
-                    let mut notes = vec![];
-                    for (h2, t2) in done.iter().rev() {
-                        match cx.revert_on(h2, t2) {
-                            Ok(_) => notes.push(format!("{h2} was put back")),
-                            Err(e2) => notes.push(format!(
-                                "{h2} could not be put back ({e2}): wirelab env {h2} --revert {t2}"
-                            )),
-                        }
-                    }
-                    return Err(if notes.is_empty() {
-                        e
-                    } else {
-                        e.context(notes.join("; "))
-                    });
+        let iface = a.iface.as_deref();
+        let done = h
+            .apply_all(&names, &settings, iface, &mut |d| {
+                if !a.json {
+                    print!("{}", d.text());
                 }
-            };
-            if !a.json {
-                print!(
-                    "{h}: applied {token} (undo: wirelab env {h} --revert {token})\n{}",
-                    changes_text(&changes, false)
-                );
-            }
-            out.push(serde_json::json!({
-                "host": h,
-                "token": token,
-                "changes": changes,
-            }));
-            done.push((h, token));
-        }
+            })
+            .map_err(host_error)?;
         if a.json {
-            let j = serde_json::json!({ "schema": "wirelab.env.applied/1", "hosts": out });
-            println!("{}", serde_json::to_string_pretty(&j)?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&hosts::applied_json(&done))?
+            );
         }
         return Ok(());
     }
     let mut snaps = vec![];
-    for h in &hosts {
-        snaps.push(cx.snapshot(h)?);
+    for host in &names {
+        snaps.push(h.snapshot(host).map_err(host_error)?);
     }
     if a.json {
-        let text = if snaps.len() == 1 {
-            serde_json::to_string_pretty(&snaps[0])?
-        } else {
-            serde_json::to_string_pretty(&snaps)?
-        };
-        println!("{text}");
+        println!("{}", hosts::snapshots_json(&snaps)?);
     } else {
-        for (i, s) in snaps.iter().enumerate() {
-            if i > 0 {
-                println!();
-            }
-            println!("# {}", s.host);
-            print!("{}", s.to_text());
-        }
+        print!("{}", hosts::snapshots_text(&snaps));
     }
     Ok(())
 }

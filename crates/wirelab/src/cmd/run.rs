@@ -14,6 +14,9 @@ use wirelab_ctl::campaign::{self, Event, RunConfig, RunError};
 use wirelab_ctl::control;
 use wirelab_ctl::expr::Expr;
 use wirelab_ctl::metrics::{self, Metrics};
+use wirelab_ctl::outcome::{
+    ended_note, point_label, rederive, report_json, started_line, summary_text,
+};
 use wirelab_ctl::sweep;
 
 #[derive(Args, Debug)]
@@ -172,97 +175,25 @@ pub fn run(a: RunArgs) -> Result<()> {
     drop(server);
     let summary = wirelab_ctl::bundle::summarize(&outcome.dir)?;
     if a.json {
-        let j = serde_json::json!({
-            "schema": "wirelab.run/1",
-            "dir": outcome.dir,
-            "exit_code": outcome.exit_code(),
-            "done": outcome.done,
-            "aborted": outcome.aborted,
-            "failed": outcome.failed,
-            "skipped": outcome.skipped,
-            "searched_out": outcome.searched_out,
-            "interrupted": outcome.interrupted,
-            "failure": outcome.failure,
-            "summary": summary,
-        });
+        let j = report_json(&outcome, &summary);
         println!("{}", serde_json::to_string_pretty(&j)?);
     } else {
         print!("{}", summary_text(&summary));
-        println!(
-            "results: {} ({} done, {} aborted, {} failed{})",
-            outcome.dir.display(),
-            outcome.done,
-            outcome.aborted,
-            outcome.failed,
-            [
-                (outcome.skipped, "done before"),
-                (outcome.searched_out, "left out by the search")
-            ]
-            .iter()
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, what)| format!(", {n} {what}"))
-            .collect::<String>()
-        );
+        println!("{outcome}");
     }
     // The page of the results (never fails the campaign: its results stand).
-    match super::report::campaign(&outcome.dir, None, None) {
+    match super::report::campaign(&outcome.dir) {
         Ok(page) if a.json => eprintln!("report: {}", page.display()),
         Ok(page) => println!("report: {}", page.display()),
         Err(e) => eprintln!("wirelab: warning: no report.html: {e:#}"),
     }
-    if let Some(f) = &outcome.failure {
-        eprintln!("wirelab: error: {f}");
-    }
-    if outcome.interrupted {
-        eprintln!(
-            "wirelab: interrupted: continue with --resume {}",
-            outcome.dir.display()
-        );
+    for note in outcome.end_notes() {
+        eprintln!("wirelab: {note}");
     }
     match outcome.exit_code() {
         0 => Ok(()),
         code => std::process::exit(code),
     }
-}
-
-/// One line per flow of every point.
-pub fn summary_text(s: &wirelab_ctl::bundle::Summary) -> String {
-    let mut t = String::new();
-    for r in &s.rows {
-        let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let n = |v: Option<u64>| v.map_or("-".into(), |x| x.to_string());
-        let us = |v: Option<i64>| v.map_or("-".into(), |x| format!("{:.1}us", x as f64 / 1e3));
-        let rtt = match (r.rtt_mean_ns, r.rtt_p99_ns) {
-            (Some(m), p99) => format!(" rtt mean {:.1}us p99 {}", m / 1e3, us(p99)),
-            _ => String::new(),
-        };
-        // A cross-host flow's OWD: corrected by the clock offset, ± U; or
-        // only relative (OWD − min) when U is over the campaign's limit.
-        let clock = match (r.owd_uncertainty_ns, r.owd_relative) {
-            (Some(u), false) if u > 0 => format!(" ±{:.1}us", u as f64 / 1e3),
-            (Some(u), true) => format!(" relative (±{:.1}us over the limit)", u as f64 / 1e3),
-            _ => String::new(),
-        };
-        t.push_str(&format!(
-            "{:>4} {} {:<11} {:<10} sent {:>8} recv {:>8} lost {:>6} (by seq {}) owd p99 {} max {}{clock}{rtt}  {}{}\n",
-            r.index + 1,
-            r.point,
-            r.status.as_str(),
-            r.flow,
-            n(r.sent),
-            n(r.received),
-            n(r.lost),
-            n(r.lost_by_sequence),
-            us(r.owd_p99_ns),
-            us(r.owd_max_ns),
-            params.join(" "),
-            r.reason
-                .as_deref()
-                .map(|x| format!("  [{x}]"))
-                .unwrap_or_default()
-        ));
-    }
-    t
 }
 
 /// Live progress: a bar over the campaign's points and a line per flow on
@@ -306,15 +237,7 @@ impl View {
                 points,
                 skipped,
             } => {
-                eprintln!(
-                    "wirelab run: {points} point(s){} -> {}",
-                    if skipped > 0 {
-                        format!(" ({skipped} done before)")
-                    } else {
-                        String::new()
-                    },
-                    dir.display()
-                );
+                eprintln!("{}", started_line(points, skipped, dir));
                 if self.tty {
                     let b = self.multi.add(ProgressBar::new(points as u64));
                     b.set_style(
@@ -326,17 +249,10 @@ impl View {
                     self.bar = Some(b);
                 }
             }
-            Event::Point { n, total, point } => {
-                let params: Vec<String> = point
-                    .params
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                match &self.bar {
-                    Some(b) => b.set_message(format!("{} {}", point.id, params.join(" "))),
-                    None => eprintln!("[{n}/{total}] {} {}", point.id, params.join(" ")),
-                }
-            }
+            Event::Point { n, total, point } => match &self.bar {
+                Some(b) => b.set_message(point_label(point)),
+                None => eprintln!("[{n}/{total}] {}", point_label(point)),
+            },
             Event::Flow {
                 name,
                 received,
@@ -360,12 +276,7 @@ impl View {
                 reason,
                 ..
             } => {
-                let note = format!(
-                    "{} {}{}",
-                    point.id,
-                    status.as_str(),
-                    reason.map(|r| format!(": {r}")).unwrap_or_default()
-                );
+                let note = ended_note(point, status, reason);
                 match &self.bar {
                     Some(b) => {
                         b.inc(1);
@@ -401,20 +312,14 @@ impl Drop for View {
 
 /// `wirelab analyze DIR`: the summary re-derived from a results bundle.
 pub fn analyze_bundle(dir: &std::path::Path, json: bool) -> Result<()> {
-    let s = wirelab_ctl::bundle::summarize(dir)?;
-    let text = s.to_json();
-    if let Ok(stored) = std::fs::read_to_string(dir.join("summary.json")) {
-        if stored != text {
-            eprintln!(
-                "wirelab: warning: the summary re-derived from the records differs from {}",
-                dir.join("summary.json").display()
-            );
-        }
+    let r = rederive(dir)?;
+    if let Some(w) = r.warning() {
+        eprintln!("wirelab: warning: {w}");
     }
     if json {
-        print!("{text}");
+        print!("{}", r.json);
     } else {
-        print!("{}", summary_text(&s));
+        print!("{}", summary_text(&r.summary));
     }
     Ok(())
 }

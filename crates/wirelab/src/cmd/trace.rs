@@ -1,28 +1,18 @@
-//! `wirelab trace`: trace tools. Flags to `wirelab_core::trace` calls;
-//! files opened here. Bad input is a usage error (exit 2) naming its place
-//! (`FILE:LINE:COL: what`); reports go to stderr when stdout carries the
-//! output.
+//! `wirelab trace`: trace tools. Flags to `wirelab_engine::trace` jobs;
+//! their reports to stderr (stdout may carry the output), their errors to
+//! exit codes: bad input is a usage error (exit 2) naming its place
+//! (`FILE:LINE:COL: what`).
 
 use crate::error::usage;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
-use wirelab_core::trace::conv::{convert_any, ConvFormat, ConvSummary};
-use wirelab_core::trace::dist::DistTable;
-use wirelab_core::trace::dump::{encode_word, Dump, WordAction};
+use std::io::{self, BufWriter};
+use std::path::PathBuf;
+use wirelab_core::trace::dump::{encode_word, WordAction};
 use wirelab_core::trace::fgn::{DEFAULT_BLOCK, MAX_BLOCK, MIN_BLOCK};
-use wirelab_core::trace::gen::{GenConfig, Shape, TraceGen};
-use wirelab_core::trace::maketable::{write_table, Moments, TableBuilder};
-use wirelab_core::trace::measured::{JoinFail, OwdBase, RxIndex};
-use wirelab_core::trace::rate::describe;
-use wirelab_core::trace::stats::{TraceStats, TraceStatsReport};
-use wirelab_core::trace::{
-    Action, ByteOrder, ConvertError, Format, FormatError, Indexing, NegPolicy, PacketReader,
-    PacketWriter, Record, TraceError, TraceOptions, WriteError,
-};
-use wirelab_wire::record::{RecordReader, Role};
+use wirelab_core::trace::measured::OwdBase;
+use wirelab_core::trace::{ByteOrder, NegPolicy, TraceOptions};
+use wirelab_engine::trace::{self as job, FormatOpt, InputSpec, TraceJobError};
 
 #[derive(Args, Debug)]
 pub struct TraceArgs {
@@ -94,14 +84,12 @@ pub struct ReadOpts {
 }
 
 impl ReadOpts {
-    fn options(&self) -> TraceOptions {
-        TraceOptions {
-            order: self.order.order(),
-            neg: match self.neg {
-                NegArg::Error => NegPolicy::Error,
-                NegArg::Zero => NegPolicy::Zero,
-            },
-            period_ns: self.period,
+    fn input(&self, path: String) -> InputSpec {
+        let options = options(self.order.order(), self.neg, self.period);
+        InputSpec {
+            path,
+            format: fmt("--fmt", self.fmt.clone()),
+            options,
         }
     }
 }
@@ -332,581 +320,130 @@ fn block(s: &str) -> Result<usize, String> {
 
 pub fn run(a: TraceArgs) -> Result<()> {
     match a.cmd {
-        TraceCmd::Convert(c) => convert(c),
-        TraceCmd::Dump(d) => dump(d),
-        TraceCmd::Encode(e) => encode(e),
-        TraceCmd::Gen(g) => gen(g),
-        TraceCmd::Stats(s) => stats(s),
-        TraceCmd::FromRecords(f) => from_records(f),
-        TraceCmd::Maketable(m) => maketable(m),
-    }
-}
-
-// ---- files ----
-
-/// An input: a buffered file, or stdin for `-`.
-fn open_input(path: &str) -> Result<Box<dyn BufRead>> {
-    if path == "-" {
-        return Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin())));
-    }
-    let f = File::open(path).with_context(|| format!("cannot open {path}"))?;
-    Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
-}
-
-/// The format of input `path`: `fmt` (the value of `flag`), else from its
-/// name and first bytes.
-fn input_format(
-    path: &str,
-    flag: &str,
-    fmt: Option<&str>,
-    input: &mut dyn BufRead,
-) -> Result<Format> {
-    match input_conv_format(path, flag, fmt, input)? {
-        ConvFormat::Trace(f) => Ok(f),
-        ConvFormat::KbitMs => Err(usage(format!(
-            "{path}: kbit-ms is a rate series for `wirelab trace convert` (to mahimahi)"
-        ))),
-    }
-}
-
-/// As [`input_format`], kbit-ms included.
-fn input_conv_format(
-    path: &str,
-    flag: &str,
-    fmt: Option<&str>,
-    input: &mut dyn BufRead,
-) -> Result<ConvFormat> {
-    if let Some(f) = fmt {
-        return f
-            .parse::<ConvFormat>()
-            .map_err(|e| usage(format!("{flag}: {e}")));
-    }
-    if path == "-" {
-        return Err(usage(format!("reading stdin: give its format with {flag}")));
-    }
-    let head = input
-        .fill_buf()
-        .with_context(|| format!("cannot read {path}"))?;
-    ConvFormat::for_input(path, head).map_err(|e| {
-        usage(match e {
-            FormatError::Ambiguous { path, ext } => format!(
-                "{path}: the extension {ext} does not tell the trace format: add {flag} \
-                 nist-txt or {flag} delays"
-            ),
-            FormatError::NoExtension(path) => format!(
-                "{path}: cannot tell the trace format from the file name: add {flag} NAME \
-                 (nist-bin, nist-txt, delays, pkt-csv, mahimahi, csv, dist, kbit-ms)"
-            ),
-            e => e.to_string(),
-        })
-    })
-}
-
-/// An output file, removed again if the command fails before finishing it.
-struct Output {
-    path: Option<PathBuf>,
-    done: bool,
-}
-
-impl Output {
-    fn create(path: &str, append: bool) -> Result<(Output, Box<dyn Write>)> {
-        if path == "-" {
-            let w: Box<dyn Write> = Box::new(BufWriter::new(io::stdout().lock()));
-            return Ok((
-                Output {
-                    path: None,
-                    done: false,
+        TraceCmd::Convert(c) => {
+            let order = c.order.order();
+            let input = InputSpec {
+                path: c.input,
+                format: fmt("--from", c.from),
+                options: options(order, c.neg, c.period),
+            };
+            let to_options = TraceOptions {
+                order: c.to_order.map_or(order, OrderArg::order),
+                ..TraceOptions::default()
+            };
+            let (output, to) = (c.output, fmt("--to", c.to));
+            let job = job::Convert {
+                input,
+                output,
+                to,
+                to_options,
+            };
+            eprint!("{}", job.run().map_err(failed)?.text());
+        }
+        TraceCmd::Dump(d) => {
+            let (input, bits, json) = (d.read.input(d.file), d.bits, d.json);
+            let mut out = BufWriter::new(io::stdout().lock());
+            job::Dump { input, bits, json }
+                .run(&mut out)
+                .map_err(failed)?;
+        }
+        TraceCmd::Encode(e) => {
+            let action = match e.action {
+                ActionArg::Delay => WordAction::Delay,
+                ActionArg::Drop => WordAction::Drop,
+                ActionArg::Dup => WordAction::Dup,
+            };
+            let word =
+                encode_word(action, e.delay_us).map_err(|m| usage(format!("--delay-us: {m}")))?;
+            let bin = (e.format == WordFormat::Bin).then(|| e.order.order());
+            let output = e.output.map(|p| p.to_string_lossy().into_owned());
+            let job = job::Encode {
+                word,
+                bin,
+                output,
+                append: e.append,
+            };
+            job.run().map_err(failed)?;
+        }
+        TraceCmd::Gen(g) => {
+            let job = job::Gen {
+                dist: g.dist,
+                mean_ns: g.mean,
+                jitter_ns: g.jitter,
+                count: g.count,
+                loss: g.loss,
+                hurst: g.hurst,
+                block: g.block,
+                seed: g.seed,
+                output: g.output,
+                format: fmt("--format", g.format),
+                order: g.order.order(),
+            };
+            eprint!("{}", job.run().map_err(failed)?.text());
+        }
+        TraceCmd::Stats(s) => {
+            let r = job::Stats {
+                input: s.read.input(s.file),
+            }
+            .run()
+            .map_err(failed)?;
+            if s.json {
+                println!("{}", serde_json::to_string_pretty(&r.json())?);
+            } else {
+                print!("{}", r.text());
+            }
+        }
+        TraceCmd::FromRecords(f) => {
+            let job = job::FromRecords {
+                sender: f.sender.to_string_lossy().into_owned(),
+                receiver: f.receiver.to_string_lossy().into_owned(),
+                flow: f.flow,
+                base: if f.absolute {
+                    OwdBase::Absolute
+                } else {
+                    OwdBase::Relative
                 },
-                w,
-            ));
+                output: f.output,
+                format: fmt("--format", f.format),
+                order: f.order.order(),
+            };
+            eprint!("{}", job.run().map_err(failed)?.text());
         }
-        let f = File::options()
-            .write(true)
-            .create(true)
-            .append(append)
-            .truncate(!append)
-            .open(path)
-            .with_context(|| format!("cannot create {path}"))?;
-        Ok((
-            Output {
-                path: (!append).then(|| PathBuf::from(path)),
-                done: false,
-            },
-            Box::new(BufWriter::with_capacity(1 << 16, f)),
-        ))
-    }
-
-    fn keep(mut self) {
-        self.done = true;
-    }
-}
-
-impl Drop for Output {
-    fn drop(&mut self) {
-        if let (false, Some(p)) = (self.done, &self.path) {
-            let _ = std::fs::remove_file(p);
+        TraceCmd::Maketable(m) => {
+            let job = job::Maketable {
+                input: m.read.input(m.file),
+                output: m.output,
+            };
+            eprint!("{}", job.run().map_err(failed)?.text());
         }
     }
+    Ok(())
 }
 
-fn bad_trace(name: &str, e: TraceError) -> anyhow::Error {
-    usage(e.in_file(name).to_string())
+fn fmt(flag: &'static str, name: Option<String>) -> FormatOpt {
+    FormatOpt { flag, name }
 }
 
-/// The packet format of an output: `--format`, else its name (`.csv` is
-/// pkt-csv), else pkt-csv for stdout.
-fn packet_output_format(path: &str, flag: Option<&str>) -> Result<Format> {
-    let f = match flag {
-        Some(f) => f.parse().map_err(|e| usage(format!("--format: {e}")))?,
-        None if path == "-" => Format::PktCsv,
-        None => match ConvFormat::for_output(path, ConvFormat::Trace(Format::PktCsv)) {
-            Some(ConvFormat::Trace(f)) => f,
-            _ => {
-                return Err(usage(format!(
-                    "{path}: cannot tell the trace format from the file name: add --format \
-                     (pkt-csv, nist-bin, nist-txt or delays)"
-                )))
-            }
-        },
+fn options(order: ByteOrder, neg: NegArg, period_ns: Option<u64>) -> TraceOptions {
+    let neg = match neg {
+        NegArg::Error => NegPolicy::Error,
+        NegArg::Zero => NegPolicy::Zero,
     };
-    if f.indexing() != Indexing::Packet {
-        return Err(usage(format!(
-            "{f} is not a packet trace: write pkt-csv, nist-bin, nist-txt or delays"
-        )));
-    }
-    Ok(f)
-}
-
-fn write_failed(path: &str, record: u64, e: WriteError) -> anyhow::Error {
-    match e {
-        WriteError::Io(e) => anyhow::Error::new(e).context(format!("writing {path}")),
-        WriteError::Unrepresentable(m) => usage(format!("{path}: record {record}: {m}")),
-    }
-}
-
-// ---- convert ----
-
-fn convert(a: ConvertArgs) -> Result<()> {
-    let mut input = open_input(&a.input)?;
-    let from = input_conv_format(&a.input, "--from", a.from.as_deref(), &mut *input)?;
-    let to = match &a.to {
-        Some(f) => f
-            .parse::<ConvFormat>()
-            .map_err(|e| usage(format!("--to: {e}")))?,
-        None if a.output == "-" => return Err(usage("writing stdout: give its format with --to")),
-        None => ConvFormat::for_output(&a.output, from).ok_or_else(|| {
-            usage(format!(
-                "{}: cannot tell the output format from the file name: add --to FMT",
-                a.output
-            ))
-        })?,
-    };
-    let order = a.order.order();
-    let from_opts = TraceOptions {
+    TraceOptions {
         order,
-        neg: match a.neg {
-            NegArg::Error => NegPolicy::Error,
-            NegArg::Zero => NegPolicy::Zero,
-        },
-        period_ns: a.period,
-    };
-    let to_opts = TraceOptions {
-        order: a.to_order.map_or(order, OrderArg::order),
-        ..TraceOptions::default()
-    };
-    let (guard, out) = Output::create(&a.output, false)?;
-    let summary = convert_any(from, &from_opts, input, to, &to_opts, out).map_err(|e| match e {
-        ConvertError::Read(e) => bad_trace(&a.input, e),
-        ConvertError::Write {
-            source: WriteError::Unrepresentable(m),
-            record,
-        } => usage(format!("{}: record {record}: {m}", a.input)),
-        ConvertError::Write { record, source } => write_failed(&a.output, record, source),
-        ConvertError::Row { line, message } => usage(format!("{}:{line}: {message}", a.input)),
-        ConvertError::Output(m) => usage(format!("{}: {m}", a.input)),
-        e @ (ConvertError::Unsupported { .. } | ConvertError::Format(_)) => usage(e.to_string()),
-    })?;
-    guard.keep();
-    let what = match summary {
-        ConvSummary::Packets(n) => format!("{n} records"),
-        ConvSummary::Rate(s) => format!("{} records ({})", s.records, describe(&s)),
-    };
-    eprintln!(
-        "convert: {} ({from}) -> {} ({to}): {what}",
-        a.input, a.output
-    );
-    Ok(())
-}
-
-// ---- dump ----
-
-fn dump(a: DumpArgs) -> Result<()> {
-    let mut input = open_input(&a.file)?;
-    let format = input_format(&a.file, "--fmt", a.read.fmt.as_deref(), &mut *input)?;
-    if a.bits && !matches!(format, Format::NistBin | Format::NistTxt) {
-        return Err(usage(format!(
-            "--bits shows NIST Net words: {} is {format}, not nist-bin or nist-txt",
-            a.file
-        )));
-    }
-    let mut d = Dump::new(format, &a.read.options(), &a.file, input);
-    let mut out = BufWriter::new(io::stdout().lock());
-    let mut first_error = None;
-    for e in d.by_ref() {
-        if a.json {
-            writeln!(out, "{}", serde_json::to_string(&e)?)?;
-        } else {
-            writeln!(out, "{}", e.text(a.bits))?;
-        }
-        if let (None, wirelab_core::trace::dump::DumpValue::Error { error }) =
-            (&first_error, &e.value)
-        {
-            first_error = Some(error.clone());
-        }
-    }
-    out.flush()?;
-    match first_error {
-        None => Ok(()),
-        Some(first) if d.errors() == 1 => Err(usage(first)),
-        Some(first) => Err(usage(format!(
-            "{first} (and {} more bad records)",
-            d.errors() - 1
-        ))),
+        neg,
+        period_ns,
     }
 }
 
-// ---- encode ----
-
-fn encode(a: EncodeArgs) -> Result<()> {
-    let action = match a.action {
-        ActionArg::Delay => WordAction::Delay,
-        ActionArg::Drop => WordAction::Drop,
-        ActionArg::Dup => WordAction::Dup,
-    };
-    let word = encode_word(action, a.delay_us).map_err(|m| usage(format!("--delay-us: {m}")))?;
-    let bytes = match a.format {
-        WordFormat::Txt => format!("{}\n", word as i32).into_bytes(),
-        WordFormat::Bin => match a.order {
-            OrderArg::Le => word.to_le_bytes().to_vec(),
-            OrderArg::Be => word.to_be_bytes().to_vec(),
-        },
-    };
-    match &a.output {
-        Some(p) => {
-            let mut f = File::options()
-                .write(true)
-                .create(true)
-                .append(a.append)
-                .truncate(!a.append)
-                .open(p)
-                .with_context(|| format!("cannot create {}", p.display()))?;
-            f.write_all(&bytes)
-                .with_context(|| format!("writing {}", p.display()))?;
-        }
-        None => {
-            let mut out = io::stdout().lock();
-            out.write_all(&bytes)?;
-            out.flush()?;
-        }
-    }
-    Ok(())
-}
-
-// ---- gen ----
-
-fn gen(a: GenArgs) -> Result<()> {
-    let shape = match Shape::builtin(&a.dist) {
-        Some(s) => s,
-        None => {
-            let f = File::open(&a.dist).map_err(|e| {
-                usage(format!(
-                    "--dist {}: not const, uniform, normal, pareto, paretonormal or exp, and \
-                     not a readable .dist file ({e})",
-                    a.dist
-                ))
-            })?;
-            Shape::Table(DistTable::read(BufReader::new(f)).map_err(|e| bad_trace(&a.dist, e))?)
-        }
-    };
-    let format = packet_output_format(&a.output, a.format.as_deref())?;
-    let mut g = TraceGen::new(GenConfig {
-        shape,
-        mean_ns: a.mean,
-        jitter_ns: a.jitter,
-        count: a.count,
-        loss: a.loss,
-        hurst: a.hurst,
-        block: a.block,
-        seed: a.seed,
-    })
-    .map_err(|e| usage(e.to_string()))?;
-    let (guard, out) = Output::create(&a.output, false)?;
-    let opts = TraceOptions {
-        order: a.order.order(),
-        ..TraceOptions::default()
-    };
-    let mut w = packet_writer(format, &opts, out, &a.output)?;
-    let (mut n, mut drops) = (0u64, 0u64);
-    for rec in g.by_ref() {
-        n += 1;
-        drops += u64::from(rec.action == Action::Drop);
-        w.write(&rec).map_err(|e| write_failed(&a.output, n, e))?;
-    }
-    w.finish()
-        .with_context(|| format!("writing {}", a.output))?;
-    guard.keep();
-    let noise = match (a.hurst, g.block()) {
-        (Some(h), Some(b)) => format!("fractional Gaussian noise H={h}, blocks of {b}"),
-        _ => "independent".into(),
-    };
-    eprintln!(
-        "gen: {n} records ({drops} drops) to {} ({format}); {noise}; {} delays below 0 written as 0",
-        a.output,
-        g.clamped()
-    );
-    Ok(())
-}
-
-fn packet_writer(
-    format: Format,
-    opts: &TraceOptions,
-    out: Box<dyn Write>,
-    path: &str,
-) -> Result<PacketWriter<Box<dyn Write>>> {
-    PacketWriter::new(format, opts, out).map_err(|e| match e {
-        ConvertError::Write { record, source } => write_failed(path, record, source),
-        e => usage(e.to_string()),
-    })
-}
-
-// ---- stats ----
-
-fn packet_reader(
-    path: &str,
-    read: &ReadOpts,
-    what: &str,
-) -> Result<(Format, PacketReader<Box<dyn BufRead>>)> {
-    let mut input = open_input(path)?;
-    let format = input_format(path, "--fmt", read.fmt.as_deref(), &mut *input)?;
-    let r = PacketReader::new(format, &read.options(), input).map_err(|_| {
-        usage(format!(
-            "{path} is a {format} trace: {what} reads packet traces (nist-bin, nist-txt, \
-             delays, pkt-csv)"
-        ))
-    })?;
-    Ok((format, r))
-}
-
-fn stats(a: StatsArgs) -> Result<()> {
-    let (format, reader) = packet_reader(&a.file, &a.read, "stats")?;
-    let mut s = TraceStats::new();
-    for rec in reader {
-        s.push(&rec.map_err(|e| bad_trace(&a.file, e))?);
-    }
-    let r = s.report();
-    if a.json {
-        let mut j = serde_json::json!({
-            "schema": "wirelab.trace.stats/1",
-            "file": a.file,
-            "format": format.name(),
-        });
-        if let (Some(obj), serde_json::Value::Object(fields)) =
-            (j.as_object_mut(), serde_json::to_value(&r)?)
-        {
-            obj.extend(fields);
-        }
-        println!("{}", serde_json::to_string_pretty(&j)?);
+/// Bad input is a usage error (exit 2); a file the machine cannot open,
+/// read or write a runtime failure (exit 1).
+fn failed(e: TraceJobError) -> anyhow::Error {
+    if e.is_usage() {
+        usage(e.to_string())
     } else {
-        print!("{}", stats_text(&a.file, format, &r));
+        e.into()
     }
-    Ok(())
-}
-
-fn us(ns: f64) -> String {
-    format!("{:.3}us", ns / 1000.0)
-}
-
-fn stats_text(file: &str, format: Format, r: &TraceStatsReport) -> String {
-    let mut t = format!("{file}: {format}\n");
-    t.push_str(&format!(
-        "records  {}  (delay {}, drop {}, dup {}, corrupt {})\n",
-        r.records, r.delays, r.drops, r.dups, r.corrupts
-    ));
-    match (r.mean_ns, r.min_ns, r.max_ns) {
-        (Some(mean), Some(min), Some(max)) => t.push_str(&format!(
-            "delay    mean {}  σ {}  min {}  max {}  (over {} delays and duplicates)\n",
-            us(mean),
-            r.stddev_ns.map_or("-".into(), us),
-            us(min as f64),
-            us(max as f64),
-            r.values
-        )),
-        _ => t.push_str("delay    - (no delay or duplicate records)\n"),
-    }
-    t.push_str(&format!(
-        "lag-1    {}\n",
-        r.lag1
-            .map_or("- (needs 2 delays that differ)".into(), |v| format!(
-                "{v:.4}"
-            ))
-    ));
-    match &r.hurst {
-        Some(h) => t.push_str(&format!(
-            "Hurst    {:.3}  ({}; block lengths {} to {}, {} lengths)\n",
-            h.hurst, h.method, h.min_block, h.max_block, h.block_lengths
-        )),
-        None => t.push_str("Hurst    - (needs at least 64 delays that vary)\n"),
-    }
-    t
-}
-
-// ---- from-records ----
-
-fn open_records(path: &Path) -> Result<RecordReader<BufReader<File>>> {
-    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    RecordReader::new(BufReader::with_capacity(1 << 20, f))
-        .map_err(|e| usage(format!("{}: {e}", path.display())))
-}
-
-fn from_records(a: FromRecordsArgs) -> Result<()> {
-    let format = packet_output_format(&a.output, a.format.as_deref())?;
-    let mut sender = open_records(&a.sender)?;
-    let mut receiver = open_records(&a.receiver)?;
-    if sender.header().role != Role::Sender {
-        return Err(usage(format!(
-            "{} is a {} record file: give the sender's file first, then the receiver's",
-            a.sender.display(),
-            sender.header().role.as_str()
-        )));
-    }
-    if receiver.header().role == Role::Sender {
-        return Err(usage(format!(
-            "{} is a sender record file: the second file is the receiver's (or reflector's)",
-            a.receiver.display()
-        )));
-    }
-    let read_err = |p: &Path, e| usage(format!("{}: {e}", p.display()));
-    let mut idx = RxIndex::new(a.flow);
-    while let Some(r) = receiver
-        .next_record()
-        .map_err(|e| read_err(&a.receiver, e))?
-    {
-        idx.push(&r);
-    }
-    let base = if a.absolute {
-        OwdBase::Absolute
-    } else {
-        OwdBase::Relative
-    };
-    let mut join = idx.finish(base);
-    let (guard, out) = Output::create(&a.output, false)?;
-    let opts = TraceOptions {
-        order: a.order.order(),
-        ..TraceOptions::default()
-    };
-    let mut w = packet_writer(format, &opts, out, &a.output)?;
-    let mut n = 0u64;
-    while let Some(r) = sender.next_record().map_err(|e| read_err(&a.sender, e))? {
-        join.packet(&r, |rec: Record| {
-            n += 1;
-            w.write(&rec)
-        })
-        .map_err(|e| match e {
-            JoinFail::Measured(e) => usage(format!(
-                "{}: {e}: leave out --absolute",
-                a.receiver.display()
-            )),
-            JoinFail::Out(e) => write_failed(&a.output, n, e),
-        })?;
-    }
-    w.finish()
-        .with_context(|| format!("writing {}", a.output))?;
-    let s = join.summary();
-    if s.sent == 0 {
-        return Err(usage(format!(
-            "{}: no probes{} in the sender's records: no trace",
-            a.sender.display(),
-            a.flow.map(|f| format!(" of flow {f}")).unwrap_or_default()
-        )));
-    }
-    guard.keep();
-    let base = match join.base() {
-        OwdBase::Relative => format!(
-            "delays relative to the smallest one-way delay, {}",
-            us(s.subtracted_ns as f64)
-        ),
-        OwdBase::Absolute => "delays as measured".into(),
-    };
-    eprintln!(
-        "from-records: {} probes sent, {} lost, {} duplicate copies -> {} records in {} ({format}); {base}",
-        s.sent, s.lost, s.duplicates, s.records, a.output
-    );
-    if s.repeats > 0 {
-        eprintln!(
-            "from-records: {} packets re-sent under a recorded sequence number (end-marker \
-             repeats) left out",
-            s.repeats
-        );
-    }
-    if s.unexpected > 0 {
-        eprintln!(
-            "wirelab: warning: {} received probes are not in the sender's records (left out)",
-            s.unexpected
-        );
-    }
-    if s.receiver_no_time > 0 {
-        eprintln!(
-            "wirelab: warning: {} receiver records have no send or receive time (left out)",
-            s.receiver_no_time
-        );
-    }
-    Ok(())
-}
-
-// ---- maketable ----
-
-fn maketable(a: MaketableArgs) -> Result<()> {
-    if a.file == "-" {
-        return Err(usage(
-            "maketable reads its samples twice (the mean first): give a file, not stdin",
-        ));
-    }
-    let sample = |r: Result<Record, TraceError>| -> Result<Option<f64>> {
-        Ok(match r.map_err(|e| bad_trace(&a.file, e))?.action {
-            Action::Delay { delay_ns } | Action::Duplicate { delay_ns } => {
-                Some(delay_ns as f64 / 1000.0)
-            }
-            Action::Drop => None,
-        })
-    };
-    let (_, reader) = packet_reader(&a.file, &a.read, "maketable")?;
-    let mut m = Moments::default();
-    for r in reader {
-        if let Some(x) = sample(r)? {
-            m.push(x);
-        }
-    }
-    let (mu, sigma) = m.finish().map_err(|e| usage(format!("{}: {e}", a.file)))?;
-    let (_, reader) = packet_reader(&a.file, &a.read, "maketable")?;
-    let mut b = TableBuilder::new(mu, sigma);
-    for r in reader {
-        if let Some(x) = sample(r)? {
-            b.push(x).map_err(|e| usage(format!("{}: {e}", a.file)))?;
-        }
-    }
-    let table = b.finish().map_err(|e| usage(format!("{}: {e}", a.file)))?;
-    let (guard, out) = Output::create(&a.output, false)?;
-    write_table(&table, out).with_context(|| format!("writing {}", a.output))?;
-    guard.keep();
-    eprintln!(
-        "maketable: {} samples, mean {:.3}us, σ {:.3}us -> {} ({} entries)",
-        m.count(),
-        mu,
-        sigma,
-        a.output,
-        table.len()
-    );
-    Ok(())
 }
 
 #[cfg(test)]

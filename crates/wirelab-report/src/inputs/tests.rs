@@ -1,0 +1,170 @@
+use super::*;
+use wirelab_wire::record::{RecordFileHeader, Role};
+use wirelab_wire::{Record, RecordKind};
+
+const T0: u64 = 1_700_000_000_000_000_000;
+
+fn records(
+    path: &Path,
+    role: Role,
+    kind: RecordKind,
+    seqs: impl Iterator<Item = u64>,
+    tail: &[u8],
+) {
+    let mut b = RecordFileHeader {
+        role,
+        metadata: "{}".into(),
+    }
+    .to_bytes();
+    for seq in seqs {
+        let r = Record {
+            flow: 1,
+            seq,
+            size: 100,
+            tx_ns: T0 + seq * 1_000_000,
+            rx_ns: if kind == RecordKind::Rx {
+                T0 + seq * 1_000_000 + 50_000
+            } else {
+                0
+            },
+            kind,
+            ..Record::default()
+        };
+        b.extend_from_slice(&r.to_bytes());
+    }
+    b.extend_from_slice(tail);
+    std::fs::write(path, b).unwrap();
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("wl-report-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn request<'a>(inputs: &'a [PathBuf], output: &'a Path) -> Request<'a> {
+    Request {
+        inputs,
+        output,
+        title: None,
+        window_ns: 1_000_000_000,
+        max_flows: 64,
+        requested: &|_| Requested::default(),
+    }
+}
+
+#[test]
+fn inputs_are_told_apart_by_their_first_bytes() {
+    let d = tmpdir("kinds");
+    let (rec, cap, json, text) = (
+        d.join("r.wlr"),
+        d.join("c.pcap"),
+        d.join("j.json"),
+        d.join("t.txt"),
+    );
+    records(&rec, Role::Receiver, RecordKind::Rx, 0..1, &[]);
+    std::fs::write(&cap, 0xa1b2_c3d4u32.to_le_bytes()).unwrap();
+    std::fs::write(&json, r#"{"schema": "something/9"}"#).unwrap();
+    std::fs::write(&text, "hello").unwrap();
+    assert_eq!(kind_of(&rec).unwrap(), Kind::Records);
+    assert_eq!(kind_of(&cap).unwrap(), Kind::Capture);
+    let e = kind_of(&json).unwrap_err().to_string();
+    assert!(
+        e.contains("j.json: a JSON file but not a report of wirelab"),
+        "{e}"
+    );
+    let e = kind_of(&text).unwrap_err().to_string();
+    assert!(
+        e.contains("t.txt: not a wirelab record file nor a pcap/pcapng capture"),
+        "{e}"
+    );
+    assert!(matches!(kind_of(&d), Err(InputError::NotResultsDir { .. })));
+    assert!(matches!(
+        kind_of(&d.join("none")),
+        Err(InputError::Read { .. })
+    ));
+    // A --json report is read as one; other JSON is not.
+    std::fs::write(&json, r#"{"schema": "wirelab.recv/1"}"#).unwrap();
+    assert!(json_report(&json).is_some() && json_report(&text).is_none());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn the_output_is_checked_before_any_input_is_read() {
+    let d = tmpdir("output");
+    let inputs = [d.join("missing.wlr")];
+    let out = d.join("no/such/page.html");
+    let e = page(&request(&inputs, &out)).unwrap_err();
+    assert!(matches!(e, InputError::NoOutputDir { .. }), "{e}");
+    let e = page(&request(&inputs, &d)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "-o {} is a directory: give a file name such as report.html",
+            d.display()
+        )
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_page_of_record_files_says_what_it_holds_and_what_they_lacked() {
+    let d = tmpdir("records");
+    let (tx, rx) = (d.join("tx.wlr"), d.join("rx.wlr"));
+    records(&tx, Role::Sender, RecordKind::Tx, 0..100, &[]);
+    records(
+        &rx,
+        Role::Receiver,
+        RecordKind::Rx,
+        (0..100).filter(|s| s % 10 != 0),
+        &[7; 5],
+    );
+    let inputs = [tx.clone(), rx.clone()];
+    let out = d.join("run.html");
+    let p = page(&request(&inputs, &out)).unwrap();
+    assert_eq!(p.kind, PageKind::Probes { flows: 1 });
+    assert_eq!(
+        p.warnings,
+        [format!(
+            "{}: ignored a partial record of 5 bytes at the end (file cut short?)",
+            rx.display()
+        )]
+    );
+    let line = p.to_string();
+    assert!(
+        line.starts_with(&format!("report: {} (1 flows, ", out.display())),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(&format!(" figures, {} bytes)", p.html.len())),
+        "{line}"
+    );
+    assert!(p.html.contains("wirelab report: tx.wlr + rx.wlr"));
+    assert!(!out.exists());
+    p.write().unwrap();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), p.html);
+    assert!(!out.with_extension("html.tmp").exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn json_reports_go_alone() {
+    let d = tmpdir("json");
+    let (json, rx) = (d.join("recv.json"), d.join("rx.wlr"));
+    std::fs::write(&json, r#"{"schema": "wirelab.recv/1", "flows": []}"#).unwrap();
+    records(&rx, Role::Receiver, RecordKind::Rx, 0..10, &[]);
+    let out = d.join("j.html");
+    let mixed = [json.clone(), rx];
+    assert!(matches!(
+        page(&request(&mixed, &out)),
+        Err(InputError::Mixed)
+    ));
+    let alone = [json];
+    let p = page(&request(&alone, &out)).unwrap();
+    assert_eq!(
+        p.to_string(),
+        format!("report: {} (1 JSON reports)", out.display())
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
