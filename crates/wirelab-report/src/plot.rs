@@ -61,13 +61,15 @@ fn range(lo: f64, hi: f64) -> std::ops::Range<f64> {
     (lo - pad)..(hi + pad)
 }
 
+/// A chart on an SVG drawing area with the coordinates `X` × `Y`.
+type ChartOn<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
+
 /// A chart on `root` with the page's margins and label areas.
 fn chart<'a, 'b, X: AsRangedCoord, Y: AsRangedCoord>(
     root: &'a DrawingArea<SVGBackend<'b>, Shift>,
     x: X,
     y: Y,
-) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<X::CoordDescType, Y::CoordDescType>>, ReportError>
-{
+) -> Result<ChartOn<'a, 'b, X::CoordDescType, Y::CoordDescType>, ReportError> {
     ChartBuilder::on(root)
         .margin(12)
         .x_label_area_size(36)
@@ -80,7 +82,11 @@ fn chart<'a, 'b, X: AsRangedCoord, Y: AsRangedCoord>(
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// The axes' descriptions and a light grid.
-fn mesh(c: &mut Chart, x_desc: impl Into<String>, y_desc: impl Into<String>) -> Result<(), ReportError> {
+fn mesh(
+    c: &mut Chart,
+    x_desc: impl Into<String>,
+    y_desc: impl Into<String>,
+) -> Result<(), ReportError> {
     c.configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
@@ -90,8 +96,8 @@ fn mesh(c: &mut Chart, x_desc: impl Into<String>, y_desc: impl Into<String>) -> 
 }
 
 /// The legend box of the labelled series, at `pos`.
-fn legend<CT: CoordTranslate>(
-    c: &mut ChartContext<SVGBackend, CT>,
+fn legend<'a, 'b: 'a, CT: CoordTranslate>(
+    c: &mut ChartContext<'a, SVGBackend<'b>, CT>,
     pos: SeriesLabelPosition,
 ) -> Result<(), ReportError> {
     c.configure_series_labels()

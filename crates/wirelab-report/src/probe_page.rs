@@ -7,8 +7,8 @@ use crate::html::{value_text, Cell, Page};
 use crate::plot::{self, ns_unit};
 use crate::probes::ProbeData;
 use crate::source::Side;
-use wirelab_analysis::text::{fmt_bps, fmt_ns, fmt_pps};
 use wirelab_analysis::capture::rtp::RTP_HEADS;
+use wirelab_analysis::text::{fmt_bps, fmt_ns, fmt_pps};
 use wirelab_analysis::{DelayStats, FlowReport};
 
 /// Figure titles, in page order (receiver figures, then the sender's).

@@ -14,7 +14,6 @@ use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 /// Every host's counters are there, before and after, and no counter
 /// went down between them; the change of `key` on `host`.
@@ -40,7 +39,7 @@ fn counters_of(pdir: &Path, hosts: &[&str], host: &str, key: &str) -> u64 {
 /// The summary derived again by `wirelab analyze DIR`, byte for byte, and
 /// the loss causes in summary.csv.
 fn derives_again_with_causes(b: &Path) {
-    derives_again_with_causes(b);
+    derives_again(b);
     let csv = std::fs::read_to_string(b.join("summary.csv")).unwrap();
     let head = csv.lines().next().unwrap();
     for c in [
@@ -226,7 +225,7 @@ recv_args = ["--rcvbuf", "4096"]
 /// The flood's loss, the receiver's RcvbufErrors and its attribution.
 fn rcvbuf_loss_is_the_stacks(b: &Path) {
     let (pdir, p) = the_point(b);
-    let rows = summary_rows(&b);
+    let rows = summary_rows(b);
     let r = &rows[0];
     let lost = r["lost"].as_u64().unwrap();
     assert!(lost >= 1000, "the flood lost only {lost}: {r}");

@@ -7,7 +7,7 @@
 mod common;
 
 use common::bundle::{run_campaign, summary_rows};
-use common::files::{json_file, scratch, text};
+use common::files::{scratch, text};
 use common::{exe, flow, json, netns_available, run, tools_available, Lab};
 use serde_json::Value;
 use std::collections::HashSet;

@@ -8,7 +8,7 @@
 mod common;
 
 use common::bundle::{run_command, summary_rows, the_bundle};
-use common::files::{json_file, scratch};
+use common::files::scratch;
 use common::prom::{parse, scrape};
 use common::{netns_available, tools_available};
 

@@ -8,13 +8,13 @@
 
 mod common;
 
-use common::bundle::{run_command, run_campaign, summary_rows, the_bundle};
+use common::bundle::{run_campaign, run_command, summary_rows, the_bundle};
 use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
 use serde_json::Value;
 use std::io::BufReader;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use wirelab_wire::record::{RecordKind, RecordReader};

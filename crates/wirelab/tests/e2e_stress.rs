@@ -14,7 +14,6 @@ use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available, tools_available};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -345,7 +344,8 @@ kind = "get"
     let o = run_command(&dir, &control(1000))
         .arg("-q")
         .args(&opts)
-        .output().unwrap();
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let b = the_bundle(&dir.join("results"));
     let (_, p) = the_point(&b);

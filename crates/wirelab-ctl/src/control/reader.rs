@@ -320,7 +320,9 @@ impl<'a, 'i> Tbl<'a, 'i> {
 
     /// A sub-table (`[a.b]` or an inline `{ ... }`).
     pub fn table(&self, key: &str) -> Result<Option<Tbl<'a, 'i>>, ControlError> {
-        self.get(key).map(|v| self.sub(key, v, "a table")).transpose()
+        self.get(key)
+            .map(|v| self.sub(key, v, "a table"))
+            .transpose()
     }
 
     /// The table value of an entry already found by [`Tbl::entries`].
