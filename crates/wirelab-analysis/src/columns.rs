@@ -4,6 +4,8 @@
 //! their headers, keys and schemas from here, and docs/analyze.md lists
 //! the same columns.
 
+use std::io::{self, Write};
+
 /// A column's values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColType {
@@ -149,6 +151,96 @@ pub const PACKET_COLUMNS: [Column; 13] = [
 /// The CSV header line of a table (without the newline).
 pub fn csv_header(cols: &[Column]) -> String {
     cols.iter().map(|c| c.name).collect::<Vec<_>>().join(",")
+}
+
+/// One value of a row, as the CSV and JSON lines exports write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    U64(u64),
+    I64(i64),
+    Bool(bool),
+    /// A name that needs no JSON escaping (a record kind).
+    Name(&'static str),
+    /// An absent value of a nullable column.
+    Null,
+}
+
+impl Value {
+    /// `v`, or [`Value::Null`] when absent.
+    pub fn or_null<T: Into<Value>>(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
+    }
+
+    fn write_bare(self, w: &mut impl Write) -> io::Result<()> {
+        match self {
+            Value::U64(x) => write!(w, "{x}"),
+            Value::I64(x) => write!(w, "{x}"),
+            Value::Bool(b) => write!(w, "{b}"),
+            Value::Name(s) => w.write_all(s.as_bytes()),
+            Value::Null => Ok(()),
+        }
+    }
+}
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Value {
+        Value::U64(v)
+    }
+}
+
+impl From<u32> for Value {
+    fn from(v: u32) -> Value {
+        Value::U64(v.into())
+    }
+}
+
+impl From<u8> for Value {
+    fn from(v: u8) -> Value {
+        Value::U64(v.into())
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::I64(v)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Bool(v)
+    }
+}
+
+/// Writes one CSV line of `values`: names as they are, nulls as empty
+/// fields.
+pub fn write_csv_line(w: &mut impl Write, values: &[Value]) -> io::Result<()> {
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        v.write_bare(w)?;
+    }
+    w.write_all(b"\n")
+}
+
+/// Writes one JSON object on a line, `values` keyed by the names of
+/// `cols` (same order and length): names quoted, nulls `null`.
+pub fn write_json_line(w: &mut impl Write, cols: &[Column], values: &[Value]) -> io::Result<()> {
+    debug_assert_eq!(cols.len(), values.len());
+    w.write_all(b"{")?;
+    for (i, (c, v)) in cols.iter().zip(values).enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        write!(w, "\"{}\":", c.name)?;
+        match v {
+            Value::Name(s) => write!(w, "\"{s}\"")?,
+            Value::Null => w.write_all(b"null")?,
+            v => v.write_bare(w)?,
+        }
+    }
+    w.write_all(b"}\n")
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! integers (u64 in JSON may exceed 2^53: consumers that parse JSON numbers
 //! as doubles lose precision above that, as with any u64 in JSON).
 
+use crate::columns::{write_csv_line, write_json_line, Value, RECORD_COLUMNS};
 use crate::error::AnalysisError;
 use std::borrow::Borrow;
 use std::io::Write;
@@ -27,6 +28,24 @@ pub fn kind_name(k: RecordKind) -> &'static str {
     }
 }
 
+/// A record's values in [`RECORD_COLUMNS`] order.
+fn record_values(r: &Record) -> [Value; 12] {
+    [
+        r.flow.into(),
+        Value::Name(kind_name(r.kind)),
+        r.seq.into(),
+        r.size.into(),
+        r.sched_ns.into(),
+        r.tx_ns.into(),
+        r.rx_ns.into(),
+        r.refl_rx_ns.into(),
+        r.refl_tx_ns.into(),
+        r.probe_flags.into(),
+        r.rec_flags.into(),
+        r.tos.into(),
+    ]
+}
+
 /// Writes a CSV header and one line per record; returns the records written.
 pub fn export_csv<I>(records: I, w: &mut impl Write) -> Result<u64, AnalysisError>
 where
@@ -36,23 +55,7 @@ where
     writeln!(w, "{CSV_HEADER}")?;
     let mut n = 0u64;
     for r in records {
-        let r = r.borrow();
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
-            r.flow,
-            kind_name(r.kind),
-            r.seq,
-            r.size,
-            r.sched_ns,
-            r.tx_ns,
-            r.rx_ns,
-            r.refl_rx_ns,
-            r.refl_tx_ns,
-            r.probe_flags,
-            r.rec_flags,
-            r.tos
-        )?;
+        write_csv_line(w, &record_values(r.borrow()))?;
         n += 1;
     }
     Ok(n)
@@ -66,23 +69,7 @@ where
 {
     let mut n = 0u64;
     for r in records {
-        let r = r.borrow();
-        writeln!(
-            w,
-            "{{\"flow\":{},\"kind\":\"{}\",\"seq\":{},\"size_bytes\":{},\"sched_ns\":{},\"tx_ns\":{},\"rx_ns\":{},\"refl_rx_ns\":{},\"refl_tx_ns\":{},\"probe_flags\":{},\"rec_flags\":{},\"tos\":{}}}",
-            r.flow,
-            kind_name(r.kind),
-            r.seq,
-            r.size,
-            r.sched_ns,
-            r.tx_ns,
-            r.rx_ns,
-            r.refl_rx_ns,
-            r.refl_tx_ns,
-            r.probe_flags,
-            r.rec_flags,
-            r.tos
-        )?;
+        write_json_line(w, &RECORD_COLUMNS, &record_values(r.borrow()))?;
         n += 1;
     }
     Ok(n)

@@ -394,18 +394,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn both_sides_exact_loss() {
-        let (txs, rxs) = run();
-        let s = analyze(
+    /// The analysis of both sides' records with the sender's settings.
+    fn both(tx: &[Record], rx: &[Record]) -> Summary {
+        analyze(
             &RecordSets {
-                tx: Some(&txs),
-                rx: Some(&rxs),
+                tx: Some(tx),
+                rx: Some(rx),
                 echo: None,
             },
             &cfg(),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn both_sides_exact_loss() {
+        let (txs, rxs) = run();
+        let s = both(&txs, &rxs);
         let f = &s.flows[0];
         assert_eq!(f.sent, Some(20));
         assert_eq!(f.sent_source, Some(SentSource::SenderRecords));
@@ -491,15 +496,7 @@ mod tests {
     #[test]
     fn json_schema_shape() {
         let (txs, rxs) = run();
-        let s = analyze(
-            &RecordSets {
-                tx: Some(&txs),
-                rx: Some(&rxs),
-                echo: None,
-            },
-            &cfg(),
-        )
-        .unwrap();
+        let s = both(&txs, &rxs);
         let v: serde_json::Value = serde_json::from_str(&s.to_json().unwrap()).unwrap();
         assert_eq!(v["schema"], "wirelab.analysis/1");
         let f = &v["flows"][0];
@@ -629,15 +626,7 @@ mod tests {
         // The sender's file holds seqs 0..38, the receiver got 0..100.
         let txs: Vec<Record> = (0..100).map(|s| tx(1, s, 0)).collect();
         let rxs: Vec<Record> = txs.iter().map(|t| rx(t, 50_000)).collect();
-        let s = analyze(
-            &RecordSets {
-                tx: Some(&txs[..38]),
-                rx: Some(&rxs),
-                echo: None,
-            },
-            &cfg(),
-        )
-        .unwrap();
+        let s = both(&txs[..38], &rxs);
         let f = &s.flows[0];
         assert_eq!((f.sent, f.received, f.lost), (Some(38), Some(100), Some(0)));
         assert_eq!(f.receiver.as_ref().unwrap().unexpected, Some(62));
@@ -658,15 +647,7 @@ mod tests {
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(v["warnings"][0]["code"], "sender_records_incomplete");
         // A consistent run has none.
-        let s = analyze(
-            &RecordSets {
-                tx: Some(&txs),
-                rx: Some(&rxs),
-                echo: None,
-            },
-            &cfg(),
-        )
-        .unwrap();
+        let s = both(&txs, &rxs);
         assert!(s.warnings.is_empty());
     }
 
@@ -687,15 +668,7 @@ mod tests {
         let mut txs2 = txs.clone();
         txs2.iter_mut().for_each(|r| r.flow = 9);
         let all_tx: Vec<Record> = txs.iter().chain(&txs2).copied().collect();
-        let s = analyze(
-            &RecordSets {
-                tx: Some(&all_tx),
-                rx: Some(&rxs),
-                echo: None,
-            },
-            &cfg(),
-        )
-        .unwrap();
+        let s = both(&all_tx, &rxs);
         let mut out = Vec::new();
         crate::text::render_text(&s, &mut out).unwrap();
         let t = String::from_utf8(out).unwrap();

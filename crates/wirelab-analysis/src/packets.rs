@@ -20,7 +20,7 @@
 //! (reordered or delayed by more than the window) or that the sender never
 //! recorded is counted in [`JoinStats::unmatched`], not joined.
 
-use crate::columns::{csv_header, PACKET_COLUMNS};
+use crate::columns::{csv_header, write_csv_line, write_json_line, Value, PACKET_COLUMNS};
 use crate::error::AnalysisError;
 use crate::report::diff_ns;
 use std::collections::{HashMap, VecDeque};
@@ -321,6 +321,25 @@ impl<T: Iterator<Item = Record>, R: Iterator<Item = Record>> Iterator for Packet
     }
 }
 
+/// A row's values in [`PACKET_COLUMNS`] order.
+fn row_values(r: &PacketRow) -> [Value; 13] {
+    [
+        r.flow.into(),
+        r.seq.into(),
+        r.size.into(),
+        r.sched_ns.into(),
+        r.tx_ns.into(),
+        Value::or_null(r.rx_ns),
+        Value::or_null(r.owd_ns),
+        r.lost().into(),
+        r.duplicates.into(),
+        r.reordered.into(),
+        r.warmup.into(),
+        r.tos.into(),
+        Value::or_null(r.rx_flags),
+    ]
+}
+
 /// Writes a CSV header and one line per row (empty fields for nulls);
 /// returns the rows written.
 pub fn packets_csv<I>(rows: I, w: &mut impl Write) -> Result<u64, AnalysisError>
@@ -330,26 +349,7 @@ where
     writeln!(w, "{}", csv_header(&PACKET_COLUMNS))?;
     let mut n = 0u64;
     for r in rows {
-        let r = r?;
-        let (rx, owd, fl) = (
-            r.rx_ns.map(|v| v.to_string()).unwrap_or_default(),
-            r.owd_ns.map(|v| v.to_string()).unwrap_or_default(),
-            r.rx_flags.map(|v| v.to_string()).unwrap_or_default(),
-        );
-        writeln!(
-            w,
-            "{},{},{},{},{},{rx},{owd},{},{},{},{},{},{fl}",
-            r.flow,
-            r.seq,
-            r.size,
-            r.sched_ns,
-            r.tx_ns,
-            r.lost(),
-            r.duplicates,
-            r.reordered,
-            r.warmup,
-            r.tos,
-        )?;
+        write_csv_line(w, &row_values(&r?))?;
         n += 1;
     }
     Ok(n)
@@ -361,27 +361,9 @@ pub fn packets_jsonl<I>(rows: I, w: &mut impl Write) -> Result<u64, AnalysisErro
 where
     I: IntoIterator<Item = Result<PacketRow, AnalysisError>>,
 {
-    let null = |v: Option<String>| v.unwrap_or_else(|| "null".into());
     let mut n = 0u64;
     for r in rows {
-        let r = r?;
-        writeln!(
-            w,
-            "{{\"flow\":{},\"seq\":{},\"size_bytes\":{},\"sched_ns\":{},\"tx_ns\":{},\"rx_ns\":{},\"owd_ns\":{},\"lost\":{},\"duplicates\":{},\"reordered\":{},\"warmup\":{},\"tos\":{},\"rx_flags\":{}}}",
-            r.flow,
-            r.seq,
-            r.size,
-            r.sched_ns,
-            r.tx_ns,
-            null(r.rx_ns.map(|v| v.to_string())),
-            null(r.owd_ns.map(|v| v.to_string())),
-            r.lost(),
-            r.duplicates,
-            r.reordered,
-            r.warmup,
-            r.tos,
-            null(r.rx_flags.map(|v| v.to_string())),
-        )?;
+        write_json_line(w, &PACKET_COLUMNS, &row_values(&r?))?;
         n += 1;
     }
     Ok(n)
@@ -647,8 +629,17 @@ mod tests {
         );
         let mut js = Vec::new();
         packets_jsonl(rows(), &mut js).unwrap();
-        let lines: Vec<serde_json::Value> = String::from_utf8(js)
-            .unwrap()
+        let js = String::from_utf8(js).unwrap();
+        assert_eq!(
+            js.lines().nth(1).unwrap(),
+            format!(
+                "{{\"flow\":1,\"seq\":1,\"size_bytes\":100,\"sched_ns\":1000000,\"tx_ns\":{},\
+                 \"rx_ns\":null,\"owd_ns\":null,\"lost\":true,\"duplicates\":0,\"reordered\":false,\
+                 \"warmup\":false,\"tos\":184,\"rx_flags\":null}}",
+                sent + MS
+            )
+        );
+        let lines: Vec<serde_json::Value> = js
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();

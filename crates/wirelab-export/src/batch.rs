@@ -10,7 +10,7 @@ use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use std::io::Write;
 use std::sync::Arc;
-use wirelab_analysis::columns::{PACKET_COLUMNS, RECORD_COLUMNS};
+use wirelab_analysis::columns::{Column, PACKET_COLUMNS, RECORD_COLUMNS};
 use wirelab_analysis::export::kind_name;
 use wirelab_analysis::PacketRow;
 use wirelab_wire::Record;
@@ -69,6 +69,41 @@ impl Constants {
     }
 }
 
+/// The Parquet side of a sink: the writer and its schema, the part's
+/// constant columns and the rows written.
+struct Table<W: Write + Send> {
+    w: ArrowWriter<W>,
+    schema: Arc<Schema>,
+    constants: Constants,
+    rows: u64,
+}
+
+impl<W: Write + Send> Table<W> {
+    fn new(out: W, cols: &[Column], constants: &[Field]) -> Result<Self, ExportError> {
+        let (w, schema) = writer(out, cols, constants)?;
+        Ok(Table {
+            w,
+            schema,
+            constants: Constants::new(constants),
+            rows: 0,
+        })
+    }
+
+    /// Writes one batch: `cols` of `n` rows each, then the constant columns.
+    fn write(&mut self, mut cols: Vec<ArrayRef>, n: usize) -> Result<(), ExportError> {
+        cols.extend(self.constants.arrays(n));
+        self.w
+            .write(&RecordBatch::try_new(self.schema.clone(), cols)?)?;
+        self.rows += n as u64;
+        Ok(())
+    }
+
+    /// Writes the footer; returns the rows written and the output.
+    fn finish(self) -> Result<(u64, W), ExportError> {
+        Ok((self.rows, self.w.into_inner()?))
+    }
+}
+
 fn cap<T>() -> Vec<T> {
     Vec::with_capacity(BATCH_ROWS)
 }
@@ -79,10 +114,7 @@ fn take<T>(v: &mut Vec<T>) -> Vec<T> {
 
 /// Writes record-file records ([`RECORD_COLUMNS`]) to Parquet.
 pub struct RecordSink<W: Write + Send> {
-    w: ArrowWriter<W>,
-    schema: Arc<Schema>,
-    constants: Constants,
-    rows: u64,
+    table: Table<W>,
     flow: Vec<u32>,
     kind: StringBuilder,
     seq: Vec<i64>,
@@ -101,12 +133,8 @@ impl<W: Write + Send> RecordSink<W> {
     /// A sink whose rows end in `constants` (nullable; values set by
     /// [`RecordSink::set_constants`], null until then).
     pub fn new(out: W, constants: &[Field]) -> Result<Self, ExportError> {
-        let (w, schema) = writer(out, &RECORD_COLUMNS, constants)?;
         Ok(RecordSink {
-            schema,
-            w,
-            constants: Constants::new(constants),
-            rows: 0,
+            table: Table::new(out, &RECORD_COLUMNS, constants)?,
             flow: cap(),
             kind: StringBuilder::with_capacity(BATCH_ROWS, BATCH_ROWS * 2),
             seq: cap(),
@@ -124,7 +152,7 @@ impl<W: Write + Send> RecordSink<W> {
 
     pub fn set_constants(&mut self, values: Vec<Constant>) -> Result<(), ExportError> {
         self.flush()?;
-        self.constants.set(values)
+        self.table.constants.set(values)
     }
 
     pub fn push(&mut self, r: &Record) -> Result<(), ExportError> {
@@ -151,7 +179,7 @@ impl<W: Write + Send> RecordSink<W> {
         if n == 0 {
             return Ok(());
         }
-        let mut cols: Vec<ArrayRef> = vec![
+        let cols: Vec<ArrayRef> = vec![
             Arc::new(UInt32Array::from(take(&mut self.flow))),
             Arc::new(self.kind.finish()),
             Arc::new(Int64Array::from(take(&mut self.seq))),
@@ -165,27 +193,20 @@ impl<W: Write + Send> RecordSink<W> {
             Arc::new(UInt8Array::from(take(&mut self.rec_flags))),
             Arc::new(UInt8Array::from(take(&mut self.tos))),
         ];
-        cols.extend(self.constants.arrays(n));
-        self.w
-            .write(&RecordBatch::try_new(self.schema.clone(), cols)?)?;
-        self.rows += n as u64;
-        Ok(())
+        self.table.write(cols, n)
     }
 
     /// Writes what is left and the footer; returns the rows written and
     /// the output.
     pub fn finish(mut self) -> Result<(u64, W), ExportError> {
         self.flush()?;
-        Ok((self.rows, self.w.into_inner()?))
+        self.table.finish()
     }
 }
 
 /// Writes joined packets ([`PACKET_COLUMNS`]) to Parquet.
 pub struct PacketSink<W: Write + Send> {
-    w: ArrowWriter<W>,
-    schema: Arc<Schema>,
-    constants: Constants,
-    rows: u64,
+    table: Table<W>,
     flow: Vec<u32>,
     seq: Vec<i64>,
     size: Vec<u32>,
@@ -204,12 +225,8 @@ pub struct PacketSink<W: Write + Send> {
 impl<W: Write + Send> PacketSink<W> {
     /// A sink whose rows end in `constants` (see [`RecordSink::new`]).
     pub fn new(out: W, constants: &[Field]) -> Result<Self, ExportError> {
-        let (w, schema) = writer(out, &PACKET_COLUMNS, constants)?;
         Ok(PacketSink {
-            schema,
-            w,
-            constants: Constants::new(constants),
-            rows: 0,
+            table: Table::new(out, &PACKET_COLUMNS, constants)?,
             flow: cap(),
             seq: cap(),
             size: cap(),
@@ -228,7 +245,7 @@ impl<W: Write + Send> PacketSink<W> {
 
     pub fn set_constants(&mut self, values: Vec<Constant>) -> Result<(), ExportError> {
         self.flush()?;
-        self.constants.set(values)
+        self.table.constants.set(values)
     }
 
     pub fn push(&mut self, r: &PacketRow) -> Result<(), ExportError> {
@@ -259,7 +276,7 @@ impl<W: Write + Send> PacketSink<W> {
         if n == 0 {
             return Ok(());
         }
-        let mut cols: Vec<ArrayRef> = vec![
+        let cols: Vec<ArrayRef> = vec![
             Arc::new(UInt32Array::from(take(&mut self.flow))),
             Arc::new(Int64Array::from(take(&mut self.seq))),
             Arc::new(UInt32Array::from(take(&mut self.size))),
@@ -274,18 +291,14 @@ impl<W: Write + Send> PacketSink<W> {
             Arc::new(UInt8Array::from(take(&mut self.tos))),
             Arc::new(UInt8Array::from(take(&mut self.rx_flags))),
         ];
-        cols.extend(self.constants.arrays(n));
-        self.w
-            .write(&RecordBatch::try_new(self.schema.clone(), cols)?)?;
-        self.rows += n as u64;
-        Ok(())
+        self.table.write(cols, n)
     }
 
     /// Writes what is left and the footer; returns the rows written and
     /// the output.
     pub fn finish(mut self) -> Result<(u64, W), ExportError> {
         self.flush()?;
-        Ok((self.rows, self.w.into_inner()?))
+        self.table.finish()
     }
 }
 

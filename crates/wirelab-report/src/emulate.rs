@@ -340,20 +340,7 @@ pub fn render(d: &EmuData, title: &str) -> Result<String, ReportError> {
         ),
     );
 
-    if let Some(serde_json::Value::Object(m)) = &d.metadata {
-        p.h2("Configuration and environment");
-        let kv: Vec<(String, String)> = m
-            .iter()
-            .map(|(k, v)| {
-                let text = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    v => v.to_string(),
-                };
-                (k.clone(), text)
-            })
-            .collect();
-        p.kv(&kv);
-    }
+    p.metadata(d.metadata.as_ref());
     p.details(
         "wirelab.emulate-log/1 (the numbers above)",
         &serde_json::to_string_pretty(&d.report).map_err(|e| ReportError::Plot(e.to_string()))?,

@@ -20,6 +20,14 @@ pub fn esc(s: &str) -> String {
     o
 }
 
+/// A JSON value as a table shows it: strings without quotes.
+pub fn value_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
 /// One table cell: what is shown and, for numbers, the value it sorts by.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
@@ -180,6 +188,17 @@ impl Page {
             .map(|(k, v)| vec![Cell::text(k.clone()), Cell::text(v.clone())])
             .collect();
         self.table_class(&["key", "value"], &rows, "kv");
+    }
+
+    /// The section "Configuration and environment": a log's metadata
+    /// object as key → value rows (nothing when it is not an object).
+    pub fn metadata(&mut self, metadata: Option<&serde_json::Value>) {
+        if let Some(serde_json::Value::Object(m)) = metadata {
+            self.h2("Configuration and environment");
+            let kv: Vec<(String, String)> =
+                m.iter().map(|(k, v)| (k.clone(), value_text(v))).collect();
+            self.kv(&kv);
+        }
     }
 
     /// A figure: its title (a heading), the SVG, a caption.

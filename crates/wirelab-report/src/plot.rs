@@ -4,6 +4,8 @@
 
 use crate::bucket::EnvelopePoint;
 use crate::error::ReportError;
+use plotters::coord::ranged1d::AsRangedCoord;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -18,6 +20,9 @@ const COLOURS: [RGBColor; 6] = [
     RGBColor(148, 103, 189),
     RGBColor(23, 190, 207),
 ];
+
+/// The light grid lines of every figure.
+const GRID: RGBColor = RGBColor(240, 240, 240);
 
 fn err(e: impl std::fmt::Display) -> ReportError {
     ReportError::Plot(e.to_string())
@@ -54,6 +59,58 @@ fn range(lo: f64, hi: f64) -> std::ops::Range<f64> {
     }
     let pad = (hi - lo) * 0.05;
     (lo - pad)..(hi + pad)
+}
+
+/// A chart on an SVG drawing area with the coordinates `X` × `Y`.
+type ChartOn<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
+
+/// A chart on `root` with the page's margins and label areas.
+fn chart<'a, 'b, X: AsRangedCoord, Y: AsRangedCoord>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    x: X,
+    y: Y,
+) -> Result<ChartOn<'a, 'b, X::CoordDescType, Y::CoordDescType>, ReportError> {
+    ChartBuilder::on(root)
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x, y)
+        .map_err(err)
+}
+
+/// A chart with f64 axes.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The axes' descriptions and a light grid.
+fn mesh(
+    c: &mut Chart,
+    x_desc: impl Into<String>,
+    y_desc: impl Into<String>,
+) -> Result<(), ReportError> {
+    c.configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .light_line_style(GRID)
+        .draw()
+        .map_err(err)
+}
+
+/// The legend box of the labelled series, at `pos`.
+fn legend<'a, 'b: 'a, CT: CoordTranslate>(
+    c: &mut ChartContext<'a, SVGBackend<'b>, CT>,
+    pos: SeriesLabelPosition,
+) -> Result<(), ReportError> {
+    c.configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(180, 180, 180))
+        .draw()
+        .map_err(err)
+}
+
+/// A legend's key for a line series drawn in `col`.
+fn line_key(col: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(a, b)| PathElement::new(vec![(a, b), (a + 18, b)], col.stroke_width(2))
 }
 
 fn draw(
@@ -108,18 +165,12 @@ pub fn envelope(
     };
     let y_floor = yr.start;
     draw(|root| {
-        let mut c = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d(range(0.0, x_hi), yr)
-            .map_err(err)?;
-        c.configure_mesh()
-            .x_desc("time since the first send (s)")
-            .y_desc(format!("{y_desc} ({})", u.name))
-            .light_line_style(RGBColor(240, 240, 240))
-            .draw()
-            .map_err(err)?;
+        let mut c = chart(root, range(0.0, x_hi), yr)?;
+        mesh(
+            &mut c,
+            "time since the first send (s)",
+            format!("{y_desc} ({})", u.name),
+        )?;
         let band = COLOURS[0].mix(0.25);
         c.draw_series(points.iter().map(|p| {
             Rectangle::new(
@@ -144,7 +195,7 @@ pub fn envelope(
             ))
             .map_err(err)?
             .label(name)
-            .legend(move |(a, b)| PathElement::new(vec![(a, b), (a + 18, b)], col.stroke_width(2)));
+            .legend(line_key(col));
         }
         if !marks.is_empty() {
             let total: u64 = marks.iter().map(|m| m.1).sum();
@@ -157,12 +208,7 @@ pub fn envelope(
             .label(format!("{marks_label} ({total})"))
             .legend(|(a, b)| TriangleMarker::new((a + 9, b), 6, RED.filled()));
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .draw()
-            .map_err(err)
+        legend(&mut c, SeriesLabelPosition::UpperRight)
     })
 }
 
@@ -190,18 +236,8 @@ pub fn bars(
         range(0.0, 1.0)
     };
     draw(|root| {
-        let mut c = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d(xr, 0.0..y_hi)
-            .map_err(err)?;
-        c.configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .light_line_style(RGBColor(240, 240, 240))
-            .draw()
-            .map_err(err)?;
+        let mut c = chart(root, xr, 0.0..y_hi)?;
+        mesh(&mut c, x_desc, y_desc)?;
         c.draw_series(
             bins.iter()
                 .filter(|b| b.2 > 0.0)
@@ -216,15 +252,10 @@ pub fn bars(
             ))
             .map_err(err)?
             .label(label.as_str())
-            .legend(move |(a, b)| PathElement::new(vec![(a, b), (a + 18, b)], col.stroke_width(2)));
+            .legend(line_key(col));
         }
         if !vlines.is_empty() {
-            c.configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(180, 180, 180))
-                .draw()
-                .map_err(err)?;
+            legend(&mut c, SeriesLabelPosition::UpperRight)?;
         }
         Ok(())
     })
@@ -249,26 +280,14 @@ pub fn lines(
         (range(0.0, 1.0), range(0.0, 1.0))
     };
     draw(|root| {
-        let mut c = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d(xr, yr)
-            .map_err(err)?;
-        c.configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .light_line_style(RGBColor(240, 240, 240))
-            .draw()
-            .map_err(err)?;
+        let mut c = chart(root, xr, yr)?;
+        mesh(&mut c, x_desc, y_desc)?;
         for (k, (name, pts)) in series.iter().enumerate() {
             let col = COLOURS[k % COLOURS.len()];
             c.draw_series(LineSeries::new(pts.iter().copied(), col.stroke_width(2)))
                 .map_err(err)?
                 .label(name.as_str())
-                .legend(move |(a, b)| {
-                    PathElement::new(vec![(a, b), (a + 18, b)], col.stroke_width(2))
-                });
+                .legend(line_key(col));
         }
         c.draw_series(points.iter().map(|(x, y, label)| {
             EmptyElement::at((*x, *y))
@@ -277,12 +296,7 @@ pub fn lines(
         }))
         .map_err(err)?;
         if series.len() > 1 {
-            c.configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(180, 180, 180))
-                .draw()
-                .map_err(err)?;
+            legend(&mut c, SeriesLabelPosition::LowerRight)?;
         }
         Ok(())
     })
@@ -332,12 +346,7 @@ pub fn by_param(
         (range(0.0, 1.0), range(0.0, 1.0))
     };
     draw(|root| {
-        let mut c = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d(xr, yr)
-            .map_err(err)?;
+        let mut c = chart(root, xr, yr)?;
         let label = |x: &f64| match categories {
             Some(cats) => {
                 let i = x.round();
@@ -353,7 +362,7 @@ pub fn by_param(
         mesh.x_desc(x_desc)
             .y_desc(y_desc)
             .x_label_formatter(&label)
-            .light_line_style(RGBColor(240, 240, 240));
+            .light_line_style(GRID);
         if let Some(cats) = categories {
             mesh.x_labels(cats.len() * 2 + 1);
         }
@@ -366,7 +375,7 @@ pub fn by_param(
             ))
             .map_err(err)?
             .label(name.as_str())
-            .legend(move |(a, b)| PathElement::new(vec![(a, b), (a + 18, b)], col.stroke_width(2)));
+            .legend(line_key(col));
             c.draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 3, col.filled())))
                 .map_err(err)?;
             c.draw_series(pts.iter().filter(|p| p.2 > 0.0).map(|p| {
@@ -378,12 +387,7 @@ pub fn by_param(
             .map_err(err)?;
         }
         if !series.is_empty() {
-            c.configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(180, 180, 180))
-                .draw()
-                .map_err(err)?;
+            legend(&mut c, SeriesLabelPosition::UpperLeft)?;
         }
         Ok(())
     })
@@ -409,18 +413,13 @@ pub fn scatter_loglog(
     let u = ns_unit(hi);
     let (lo, hi) = (lo / u.div, hi / u.div);
     draw(|root| {
-        let mut c = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d((lo..hi).log_scale(), (lo..hi).log_scale())
-            .map_err(err)?;
+        let mut c = chart(root, (lo..hi).log_scale(), (lo..hi).log_scale())?;
         c.configure_mesh()
             .x_desc(format!("{x_desc} ({})", u.name))
             .y_desc(format!("{y_desc} ({})", u.name))
             .x_label_formatter(&|v| short(*v))
             .y_label_formatter(&|v| short(*v))
-            .light_line_style(RGBColor(240, 240, 240))
+            .light_line_style(GRID)
             .draw()
             .map_err(err)?;
         c.draw_series(LineSeries::new(
@@ -446,12 +445,7 @@ pub fn category_bars(cats: &[(String, u64)], y_desc: &str) -> Result<String, Rep
     let n = cats.len().saturating_sub(1).max(1) as u32;
     let y_hi = (cats.iter().map(|c| c.1).max().unwrap_or(0).max(1) as f64 * 1.1).ceil() as u64;
     draw(|root| {
-        let mut c = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d((0..n).into_segmented(), 0..y_hi)
-            .map_err(err)?;
+        let mut c = chart(root, (0..n).into_segmented(), 0..y_hi)?;
         c.configure_mesh()
             .disable_x_mesh()
             .x_labels(n as usize + 1)
@@ -462,7 +456,7 @@ pub fn category_bars(cats: &[(String, u64)], y_desc: &str) -> Result<String, Rep
                 _ => String::new(),
             })
             .y_desc(y_desc)
-            .light_line_style(RGBColor(240, 240, 240))
+            .light_line_style(GRID)
             .draw()
             .map_err(err)?;
         c.draw_series(

@@ -3,10 +3,11 @@
 
 use crate::bucket::LinearHist;
 use crate::error::ReportError;
-use crate::html::{Cell, Page};
+use crate::html::{value_text, Cell, Page};
 use crate::plot::{self, ns_unit};
 use crate::probes::ProbeData;
 use crate::source::Side;
+use wirelab_analysis::capture::rtp::RTP_HEADS;
 use wirelab_analysis::text::{fmt_bps, fmt_ns, fmt_pps};
 use wirelab_analysis::{DelayStats, FlowReport};
 
@@ -247,23 +248,6 @@ pub fn render(d: &ProbeData, title: &str) -> Result<String, ReportError> {
     Ok(p.finish())
 }
 
-/// The RTP table's heads, as `analyze` prints them.
-pub const RTP_HEADS: [&str; 13] = [
-    "source",
-    "destination",
-    "ssrc",
-    "pt",
-    "packets",
-    "lost",
-    "seq_err",
-    "dups",
-    "wrap",
-    "late",
-    "max_delta",
-    "mean_jit",
-    "max_jit",
-];
-
 /// What each capture held (`analyze`'s capture line) and its RTP streams.
 fn captures(d: &ProbeData, p: &mut Page) {
     use wirelab_analysis::capture::source_name;
@@ -370,13 +354,6 @@ fn captures(d: &ProbeData, p: &mut Page) {
                 r.packets_over_cap
             ));
         }
-    }
-}
-
-fn value_text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        v => v.to_string(),
     }
 }
 

@@ -534,10 +534,7 @@ mod tests {
             role,
             metadata: meta.into(),
         }
-        .to_bytes();
-        for r in recs {
-            b.extend_from_slice(&r.to_bytes());
-        }
+        .file_with(recs);
         b.extend_from_slice(tail);
         std::fs::write(path, b).unwrap();
     }

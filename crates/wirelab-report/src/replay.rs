@@ -275,20 +275,7 @@ pub fn render(d: &ReplayData, title: &str) -> Result<String, ReportError> {
     cap.push('.');
     p.figure(FIGURES[2], &svg, &cap);
 
-    if let Some(serde_json::Value::Object(m)) = &d.info.metadata {
-        p.h2("Configuration and environment");
-        let kv: Vec<(String, String)> = m
-            .iter()
-            .map(|(k, v)| {
-                let text = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    v => v.to_string(),
-                };
-                (k.clone(), text)
-            })
-            .collect();
-        p.kv(&kv);
-    }
+    p.metadata(d.info.metadata.as_ref());
     p.details(
         "wirelab.replay/1 fidelity numbers (late counts: see replay --json)",
         &serde_json::to_string_pretty(f).map_err(|e| ReportError::Plot(e.to_string()))?,

@@ -95,6 +95,16 @@ impl RecordFileHeader {
         v
     }
 
+    /// A whole record file in memory: this header, then `records`.
+    pub fn file_with(&self, records: &[Record]) -> Vec<u8> {
+        let mut v = self.to_bytes();
+        v.reserve(records.len() * RECORD_LEN);
+        for r in records {
+            v.extend_from_slice(&r.to_bytes());
+        }
+        v
+    }
+
     /// Parses the fixed part; returns the role and the metadata length.
     pub fn parse_fixed(buf: &[u8]) -> Result<(Role, usize), RecordError> {
         if buf.len() < FIXED_HEADER_LEN {
@@ -568,14 +578,12 @@ mod tests {
 
     #[test]
     fn truncated_file_loads_whole_records() {
+        let recs: Vec<Record> = (0..3).map(|seq| Record { seq, ..sample() }).collect();
         let mut file = RecordFileHeader {
             role: Role::Sender,
             metadata: "{\"a\":1}".into(),
         }
-        .to_bytes();
-        for seq in 0..3 {
-            file.extend_from_slice(&Record { seq, ..sample() }.to_bytes());
-        }
+        .file_with(&recs);
         file.truncate(file.len() - 10);
         let mut r = RecordReader::new(&file[..]).unwrap();
         assert_eq!(r.header().role, Role::Sender);

@@ -8,6 +8,20 @@ fn wirelab(args: &[&str]) -> std::process::Output {
     Command::new(exe()).args(args).output().unwrap()
 }
 
+/// `wirelab recv -4 --bind 127.0.0.1 ARGS` on a free port, its stdout
+/// piped, once it listens; and the port.
+fn loopback_recv(args: &[&str]) -> (std::process::Child, String) {
+    let port = free_udp_port().to_string();
+    let rx = Command::new(exe())
+        .args(["recv", "-4", "--bind", "127.0.0.1", "--port", &port])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_udp_here(port.parse().unwrap());
+    (rx, port)
+}
+
 #[test]
 fn bad_specs_are_usage_errors_that_say_what_to_do() {
     let out = wirelab(&["send", "127.0.0.1", "--interval", "exp:fast"]);
@@ -88,31 +102,14 @@ fn loopback_records_survive_truncation_and_export() {
     let dir = std::env::temp_dir().join(format!("wl-cli-rec-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (tx_file, rx_file) = (dir.join("tx.wlr"), dir.join("rx.wlr"));
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
-    let rx = Command::new(exe())
-        .args([
-            "recv",
-            "-4",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            &port,
-            "--quiet",
-            "--json",
-            "--timeout",
-            "20s",
-        ])
-        .arg("--record")
-        .arg(&rx_file)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (rx, port) = loopback_recv(&[
+        "--quiet",
+        "--json",
+        "--timeout",
+        "20s",
+        "--record",
+        rx_file.to_str().unwrap(),
+    ]);
     let tx = Command::new(exe())
         .args([
             "send",
@@ -277,33 +274,16 @@ fn luna_sender_talks_to_an_independent_luna_server() {
 /// silence (LUNA sends no end marker).
 #[test]
 fn luna_receiver_counts_an_independent_luna_client() {
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
-    let rx = Command::new(exe())
-        .args([
-            "recv",
-            "-4",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            &port,
-            "--format",
-            "luna",
-            "--idle-timeout",
-            "500ms",
-            "--timeout",
-            "20s",
-            "--json",
-            "--quiet",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (rx, port) = loopback_recv(&[
+        "--format",
+        "luna",
+        "--idle-timeout",
+        "500ms",
+        "--timeout",
+        "20s",
+        "--json",
+        "--quiet",
+    ]);
     let st = Command::new("python3")
         .arg(luna_peer())
         .args(["client", &port, "300", "123"])

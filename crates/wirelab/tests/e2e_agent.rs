@@ -8,10 +8,10 @@
 
 mod common;
 
+use common::files::scratch;
 use common::sshd::{have_sshd, Sshd};
-use common::{exe, netns_available, Lab};
+use common::{exe, free_udp_port, netns_available, wait_udp_here, Lab};
 use serde_json::Value;
-use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -64,28 +64,6 @@ fn gone(pid: u32) -> bool {
         }
     }
     false
-}
-
-/// Waits until something listens on UDP `port` in this namespace.
-fn wait_udp_here(port: u16) {
-    let hex = format!(":{port:04X} ");
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(10) {
-        let t = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
-        if t.contains(&hex) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("nothing listens on UDP port {port}");
-}
-
-fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// 5 probes from `tx` to a receiver on `rx` at `addr:port`, both agents'
@@ -156,16 +134,9 @@ fn round_trip(
     assert!(!dir.join("x").exists());
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wl-e2e-agent-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn local_agent_runs_send_and_recv_and_fetches_records() {
-    let dir = scratch("local");
+    let dir = scratch("agent", "local");
     let mut c = AgentConn::connect(&Transport::Local, exe(), &[]).unwrap_or_else(|e| panic!("{e}"));
     let h = c.hello().clone();
     assert_eq!(h.protocol, PROTOCOL);
@@ -277,7 +248,7 @@ fn ssh_agents_run_flows_die_with_their_connection_and_explain_failures() {
     if !have_sshd() || !netns_available(&["ssh", "ssh-keygen"]) {
         return;
     }
-    let dir = scratch("ssh");
+    let dir = scratch("agent", "ssh");
     let sshd = Sshd::start(&dir);
     let o = opts(sshd.opts("user"));
 

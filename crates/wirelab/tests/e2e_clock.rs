@@ -8,39 +8,21 @@
 
 mod common;
 
+use common::bundle::{derives_again, run_campaign, summary_rows};
 use common::files::{json_file, schedule_start, scratch, text};
 use common::{exe, netns_available};
 use serde_json::Value;
 use std::io::BufReader;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
 const MS: f64 = 1e6;
 
-/// Runs `control`; its output and the results directory.
-fn campaign(dir: &Path, control: &str) -> (Output, PathBuf) {
-    let file = dir.join("c.toml");
-    std::fs::write(&file, control).unwrap();
-    let results = dir.join("results");
-    let out = Command::new(exe())
-        .args(["run", file.to_str().unwrap(), "-q", "--results"])
-        .arg(&results)
-        .output()
-        .unwrap();
-    let dirs: Vec<PathBuf> = std::fs::read_dir(&results)
-        .map(|r| r.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    assert_eq!(dirs.len(), 1, "{dirs:?}\n{}", text(&out));
-    (out, dirs[0].clone())
-}
-
 /// The summary rows by flow name.
 fn rows(b: &Path) -> std::collections::BTreeMap<String, Value> {
-    json_file(&b.join("summary.json"))["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["flow"].as_str().unwrap().to_string(), r.clone()))
+    summary_rows(b)
+        .into_iter()
+        .map(|r| (r["flow"].as_str().unwrap().to_string(), r))
         .collect()
 }
 
@@ -142,31 +124,20 @@ fn check_common_start(b: &Path) {
     assert!(gap <= 1_000_000, "starts {starts:?}: {gap} ns apart");
 }
 
-/// `wirelab analyze DIR` derives the same summary, byte for byte.
-fn check_derived_again(b: &Path) {
-    let stored = std::fs::read(b.join("summary.json")).unwrap();
-    let o = Command::new(exe())
-        .args(["analyze", b.to_str().unwrap(), "--json"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(o.stdout, stored);
-}
-
 #[test]
 fn owd_through_a_5ms_emulator_is_absolute_with_its_uncertainty() {
     if !netns_available(&[]) {
         return;
     }
     let dir = scratch("clock", "plain");
-    let (o, b) = campaign(&dir, &control("clockplain", "", ""));
+    let (o, b) = run_campaign(&dir, &control("clockplain", "", ""), &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     let rows = rows(&b);
     for f in ["up", "down"] {
         check_flow(&rows[f], 0);
     }
     check_common_start(&b);
-    check_derived_again(&b);
+    derives_again(&b);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -177,7 +148,7 @@ fn an_injected_3ms_offset_is_recovered_and_corrected_both_ways() {
     }
     let dir = scratch("clock", "offset");
     let extra = r#", test_clock_offset = "3ms""#;
-    let (o, b) = campaign(&dir, &control("clockoffset", extra, ""));
+    let (o, b) = run_campaign(&dir, &control("clockoffset", extra, ""), &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     let rows = rows(&b);
     // rx's clock is 3 ms ahead: +3 ms from tx to rx, −3 ms back.
@@ -192,7 +163,7 @@ fn an_injected_3ms_offset_is_recovered_and_corrected_both_ways() {
     let before_b = file["b"]["before"]["offset_ns"].as_i64().unwrap();
     assert!((before_b - 3_000_000).abs() < 1_000_000, "{file}");
     check_common_start(&b);
-    check_derived_again(&b);
+    derives_again(&b);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -202,9 +173,10 @@ fn over_the_uncertainty_limit_only_relative_owd_is_published() {
         return;
     }
     let dir = scratch("clock", "relative");
-    let (o, b) = campaign(
+    let (o, b) = run_campaign(
         &dir,
         &control("clockrel", "", r#"owd_uncertainty_max = "1ns""#),
+        &["-q"],
     );
     assert!(o.status.success(), "{}", text(&o));
     let rel = rows(&b);
@@ -213,7 +185,7 @@ fn over_the_uncertainty_limit_only_relative_owd_is_published() {
         assert!(r["owd_uncertainty_ns"].as_u64().unwrap() > 1, "{r}");
         assert_eq!(r["owd_min_ns"], 0, "{r}");
     }
-    check_derived_again(&b);
+    derives_again(&b);
     // The same records with the limit lifted (point.json edited, summary
     // derived again): the relative figures are the absolute ones − min,
     // and the absolute minimum holds the path's 5 ms.

@@ -8,43 +8,12 @@
 
 mod common;
 
+use common::bundle::{derives_again, run_campaign, summary_rows, the_point};
 use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-/// Runs the campaign `control` with results under `dir`: its output and
-/// the one results directory it made.
-fn campaign(dir: &Path, control: &str, extra: &[String]) -> (Output, PathBuf) {
-    let file = dir.join("c.toml");
-    std::fs::write(&file, control).unwrap();
-    let results = dir.join("results");
-    let out = Command::new(exe())
-        .args(["run", "-q", "--results"])
-        .arg(&results)
-        .arg(&file)
-        .args(extra)
-        .output()
-        .unwrap();
-    let dirs: Vec<PathBuf> = std::fs::read_dir(&results)
-        .map(|r| r.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    assert_eq!(dirs.len(), 1, "{dirs:?}\n{}", text(&out));
-    (out, dirs[0].clone())
-}
-
-/// The only point's directory and its point.json.
-fn only_point(b: &Path) -> (PathBuf, Value) {
-    let pts: Vec<PathBuf> = std::fs::read_dir(b.join("points"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(pts.len(), 1, "{pts:?}");
-    let p = json_file(&pts[0].join("point.json"));
-    (pts[0].clone(), p)
-}
+use std::path::Path;
 
 /// Every host's counters are there, before and after, and no counter
 /// went down between them; the change of `key` on `host`.
@@ -67,19 +36,10 @@ fn counters_of(pdir: &Path, hosts: &[&str], host: &str, key: &str) -> u64 {
     found.unwrap()
 }
 
-/// The summary derived again by `wirelab analyze DIR`, byte for byte.
-fn derives_again(b: &Path) {
-    let stored = std::fs::read(b.join("summary.json")).unwrap();
-    let o = Command::new(exe())
-        .args(["analyze", "--json"])
-        .arg(b)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&stored)
-    );
+/// The summary derived again by `wirelab analyze DIR`, byte for byte, and
+/// the loss causes in summary.csv.
+fn derives_again_with_causes(b: &Path) {
+    derives_again(b);
     let csv = std::fs::read_to_string(b.join("summary.csv")).unwrap();
     let head = csv.lines().next().unwrap();
     for c in [
@@ -133,12 +93,12 @@ fn emulator_loss_is_attributed_to_the_path() {
         return;
     }
     let dir = scratch("counters", "emuloss");
-    let (o, b) = campaign(&dir, EMULATED_LOSS, &[]);
+    let (o, b) = run_campaign(&dir, EMULATED_LOSS, &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
-    let (pdir, p) = only_point(&b);
+    let (pdir, p) = the_point(&b);
     let f = &p["flows"][0];
     assert_eq!(f["emulate_direction"], "a2b", "{f}");
-    let rows = json_file(&b.join("summary.json"))["rows"].clone();
+    let rows = summary_rows(&b);
     let r = &rows[0];
     assert_eq!(r["sent"], 200_000, "{r}");
     let lost = r["lost"].as_u64().unwrap();
@@ -175,7 +135,7 @@ fn emulator_loss_is_attributed_to_the_path() {
         assert!(s["busy_cpus"].as_f64().unwrap() >= 0.0, "{s}");
         assert_eq!(p["samples"][h]["samples"], n, "{}", p["samples"]);
     }
-    derives_again(&b);
+    derives_again_with_causes(&b);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -209,7 +169,7 @@ fn a_full_receive_buffer_is_attributed_to_the_receiver_stack() {
         return;
     }
     let dir = scratch("counters", "rcvbuf");
-    let (o, b) = campaign(&dir, SMALL_RCVBUF, &[]);
+    let (o, b) = run_campaign(&dir, SMALL_RCVBUF, &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     rcvbuf_loss_is_the_stacks(&b);
     let _ = std::fs::remove_dir_all(&dir);
@@ -253,7 +213,9 @@ recv_args = ["--rcvbuf", "4096"]
         r = lab.r,
         exe = exe()
     );
-    let (o, b) = campaign(&dir, &control, &opts);
+    let mut args: Vec<&str> = opts.iter().map(String::as_str).collect();
+    args.push("-q");
+    let (o, b) = run_campaign(&dir, &control, &args);
     assert!(o.status.success(), "{}", text(&o));
     rcvbuf_loss_is_the_stacks(&b);
     drop(sshd);
@@ -262,8 +224,8 @@ recv_args = ["--rcvbuf", "4096"]
 
 /// The flood's loss, the receiver's RcvbufErrors and its attribution.
 fn rcvbuf_loss_is_the_stacks(b: &Path) {
-    let (pdir, p) = only_point(b);
-    let rows = json_file(&b.join("summary.json"))["rows"].clone();
+    let (pdir, p) = the_point(b);
+    let rows = summary_rows(b);
     let r = &rows[0];
     let lost = r["lost"].as_u64().unwrap();
     assert!(lost >= 1000, "the flood lost only {lost}: {r}");
@@ -282,5 +244,5 @@ fn rcvbuf_loss_is_the_stacks(b: &Path) {
     );
     assert_eq!(r["lost_rx_stack"], stack);
     assert_eq!(r["lost_path"], 0);
-    derives_again(b);
+    derives_again_with_causes(b);
 }

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::bundle::{run_campaign, run_command};
 use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
@@ -45,6 +46,46 @@ fn differences(before: &Path, host: &str, extra: &[String]) -> Vec<Value> {
     ));
     assert_eq!(d["schema"], "wirelab.env.diff/1");
     d["differences"].as_array().unwrap().clone()
+}
+
+/// Both lab hosts' environments before a campaign, as files in its
+/// directory.
+struct Before {
+    hosts: [(String, PathBuf); 2],
+}
+
+impl Before {
+    fn take(dir: &Path, lab: &common::Lab) -> Before {
+        let hosts = [&lab.s, &lab.r].map(|ns| {
+            let (host, file) = (format!("netns:{ns}"), dir.join(format!("{ns}.json")));
+            std::fs::write(&file, env(&[&host, "--json"], &[]).stdout).unwrap();
+            (host, file)
+        });
+        Before { hosts }
+    }
+
+    /// What differs now on each host.
+    fn differences(&self) -> [Vec<Value>; 2] {
+        self.hosts
+            .each_ref()
+            .map(|(host, file)| differences(file, host, &[]))
+    }
+
+    /// Waits (at most 20 s) until both hosts are as they were.
+    fn wait_restored(&self) {
+        let t0 = Instant::now();
+        loop {
+            let d = self.differences();
+            if d.iter().all(Vec::is_empty) {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "still changed: {d:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }
 
 /// Snapshot, apply, diff, revert, diff on `host` (namespace `ns`, whose
@@ -210,15 +251,6 @@ apply.r = {{ mtu = 9000, "net.ipv4.ip_forward" = 1 }}
     )
 }
 
-fn bundle(results: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(results)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
-}
-
 #[test]
 fn a_campaign_applies_env_for_its_points_and_reverts_it() {
     if !netns_available(&["ethtool"]) {
@@ -226,27 +258,14 @@ fn a_campaign_applies_env_for_its_points_and_reverts_it() {
     }
     let dir = scratch("env", "run");
     let lab = common::Lab::new();
-    let (hs, hr) = (format!("netns:{}", lab.s), format!("netns:{}", lab.r));
-    let before_s = dir.join("s.json");
-    let before_r = dir.join("r.json");
-    std::fs::write(&before_s, env(&[&hs, "--json"], &[]).stdout).unwrap();
-    std::fs::write(&before_r, env(&[&hr, "--json"], &[]).stdout).unwrap();
-    let file = dir.join("c.toml");
-    std::fs::write(&file, control(&lab, 50, 6901)).unwrap();
-    let results = dir.join("results");
-    let o = Command::new(exe())
-        .args(["run", file.to_str().unwrap(), "--results"])
-        .arg(&results)
-        .arg("-q")
-        .output()
-        .unwrap();
+    let before = Before::take(&dir, &lab);
+    let (o, b) = run_campaign(&dir, &control(&lab, 50, 6901), &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("host s: control_if and test_if are both"),
         "{err}"
     );
-    let b = bundle(&results);
     let s = json_file(&b.join("summary.json"));
     let row = &s["rows"][0];
     assert_eq!(
@@ -285,20 +304,13 @@ fn a_campaign_applies_env_for_its_points_and_reverts_it() {
         assert!(files.contains(&f), "{files:?}");
     }
     // Reverted after the last point.
-    assert_eq!(differences(&before_s, &hs, &[]), Vec::<Value>::new());
-    assert_eq!(differences(&before_r, &hr, &[]), Vec::<Value>::new());
+    assert_eq!(before.differences(), [Vec::<Value>::new(), Vec::new()]);
 
     // Without the settings the same flow cannot send: the campaign's
     // success above was the settings' doing.
     let bare = control(&lab, 50, 6902);
     let bare = &bare[..bare.find("[env]").unwrap()];
-    std::fs::write(&file, bare).unwrap();
-    let o = Command::new(exe())
-        .args(["run", file.to_str().unwrap(), "--results"])
-        .arg(dir.join("bare"))
-        .arg("-q")
-        .output()
-        .unwrap();
+    let o = run_command(&dir, bare).arg("-q").output().unwrap();
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -310,16 +322,8 @@ fn a_killed_controller_leaves_the_environment_as_it_was() {
     }
     let dir = scratch("env", "kill");
     let lab = common::Lab::new();
-    let (hs, hr) = (format!("netns:{}", lab.s), format!("netns:{}", lab.r));
-    let before_s = dir.join("s.json");
-    let before_r = dir.join("r.json");
-    std::fs::write(&before_s, env(&[&hs, "--json"], &[]).stdout).unwrap();
-    std::fs::write(&before_r, env(&[&hr, "--json"], &[]).stdout).unwrap();
-    let file = dir.join("c.toml");
-    std::fs::write(&file, control(&lab, 60_000, 6903)).unwrap();
-    let mut child = Command::new(exe())
-        .args(["run", file.to_str().unwrap(), "--results"])
-        .arg(dir.join("results"))
+    let before = Before::take(&dir, &lab);
+    let mut child = run_command(&dir, &control(&lab, 60_000, 6903))
         .arg("-q")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -338,19 +342,7 @@ fn a_killed_controller_leaves_the_environment_as_it_was() {
     child.kill().unwrap();
     child.wait().unwrap();
     // The agents see their input end, stop their children and revert.
-    let t0 = Instant::now();
-    loop {
-        let ds = differences(&before_s, &hs, &[]);
-        let dr = differences(&before_r, &hr, &[]);
-        if ds.is_empty() && dr.is_empty() {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "still changed: {ds:?} {dr:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    before.wait_restored();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -372,20 +364,12 @@ fn a_lost_ssh_connection_leaves_the_environment_as_it_was() {
     let dir = scratch("env", "sshkill");
     let sshd = Sshd::start(&dir);
     let lab = common::Lab::new();
-    let (hs, hr) = (format!("netns:{}", lab.s), format!("netns:{}", lab.r));
-    let before_s = dir.join("s.json");
-    let before_r = dir.join("r.json");
-    std::fs::write(&before_s, env(&[&hs, "--json"], &[]).stdout).unwrap();
-    std::fs::write(&before_r, env(&[&hr, "--json"], &[]).stdout).unwrap();
-    let file = dir.join("c.toml");
+    let before = Before::take(&dir, &lab);
     let (ts, tr) = (
         sshd.transport(Some(&lab.s)).to_string(),
         sshd.transport(Some(&lab.r)).to_string(),
     );
-    std::fs::write(&file, control_via(&lab, &ts, &tr, 60_000, 6905)).unwrap();
-    let child = Command::new(exe())
-        .args(["run", file.to_str().unwrap(), "--results"])
-        .arg(dir.join("results"))
+    let child = run_command(&dir, &control_via(&lab, &ts, &tr, 60_000, 6905))
         .arg("-q")
         .args(
             sshd.opts("user")
@@ -422,19 +406,7 @@ fn a_lost_ssh_connection_leaves_the_environment_as_it_was() {
     assert!(killed > 0, "no ssh client to kill");
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", text(&out));
-    let t0 = Instant::now();
-    loop {
-        let ds = differences(&before_s, &hs, &[]);
-        let dr = differences(&before_r, &hr, &[]);
-        if ds.is_empty() && dr.is_empty() {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "still changed: {ds:?} {dr:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    before.wait_restored();
     drop(sshd);
     let _ = std::fs::remove_dir_all(&dir);
 }

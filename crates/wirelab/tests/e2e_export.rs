@@ -6,7 +6,8 @@
 
 mod common;
 
-use common::files::{json_file, scratch, text};
+use common::bundle::{run_campaign, summary_rows};
+use common::files::{scratch, text};
 use common::{exe, flow, json, netns_available, run, tools_available, Lab};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -260,28 +261,9 @@ fn a_campaign_dataset_queried_by_duckdb_equals_its_summary() {
         return;
     }
     let dir = scratch("export", "campaign");
-    let control = dir.join("c.toml");
-    std::fs::write(&control, CAMPAIGN).unwrap();
-    let results = dir.join("results");
-    let o = Command::new(exe())
-        .arg("run")
-        .arg(&control)
-        .arg("--results")
-        .arg(&results)
-        .arg("-q")
-        .output()
-        .unwrap();
+    let (o, bundle) = run_campaign(&dir, CAMPAIGN, &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
-    let bundle = std::fs::read_dir(&results)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let rows = json_file(&bundle.join("summary.json"))["rows"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let rows = summary_rows(&bundle);
     assert_eq!(rows.len(), 2);
 
     let ds = dir.join("dataset");

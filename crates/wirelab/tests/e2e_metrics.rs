@@ -7,13 +7,14 @@
 
 mod common;
 
-use common::files::json_file;
+use common::bundle::{run_command, summary_rows, the_bundle};
+use common::files::scratch;
 use common::prom::{parse, scrape};
-use common::{exe, netns_available, tools_available};
+use common::{netns_available, tools_available};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const CONTROL: &str = r#"
@@ -60,15 +61,9 @@ fn metrics_parse_never_decrease_and_end_equal_to_the_results() {
     if !netns_available(&[]) || !tools_available(&["python3"]) {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("wl-e2e-metrics-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let control = dir.join("c.toml");
-    std::fs::write(&control, CONTROL).unwrap();
+    let dir = scratch("metrics", "run");
     let results = dir.join("results");
-    let mut child = Command::new(exe())
-        .args(["run", control.to_str().unwrap(), "--results"])
-        .arg(&results)
+    let mut child = run_command(&dir, CONTROL)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -127,16 +122,8 @@ fn metrics_parse_never_decrease_and_end_equal_to_the_results() {
 
     // The final scrape adds up the bundle's points.
     let fin = scrapes.last().unwrap();
-    let bundle = std::fs::read_dir(&results)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let rows = json_file(&bundle.join("summary.json"))["rows"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let bundle = the_bundle(&results);
+    let rows = summary_rows(&bundle);
     assert_eq!(rows.len(), 2);
     let sum = |key: &str| -> f64 { rows.iter().map(|r| r[key].as_u64().unwrap() as f64).sum() };
     for (metric, key) in [

@@ -4,7 +4,6 @@
 
 mod common;
 use common::*;
-use std::process::Stdio;
 
 /// Drops every 100th probe to `port` (nft's numgen counts from 0, so the
 /// probes in positions 0, 100, 200, ... are dropped).
@@ -29,24 +28,17 @@ fn exact_loss_from_nftables_is_reported_exactly() {
     drop_every_100th(&lab, port);
     let rx_file = lab.file("rx.wlr");
     let tx_file = lab.file("tx.wlr");
-    let rx = lab
-        .wirelab(&lab.r)
-        .args([
-            "recv",
-            "--port",
-            "6001",
+    let rx = lab.spawn_recv(
+        port,
+        &[
             "--json",
             "--quiet",
             "--timeout",
             "30s",
-        ])
-        .arg("--record")
-        .arg(&rx_file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    lab.wait_udp(&lab.r, port);
+            "--record",
+            rx_file.to_str().unwrap(),
+        ],
+    );
     // The empty priming datagram, 1050 probes and 3 end markers = 1054
     // datagrams: numgen drops positions 0, 100, ..., 1000 — the priming
     // datagram and probes 99, 199, ..., 999.
@@ -116,23 +108,10 @@ fn ipv6_echo_measures_rtt_for_every_probe() {
         return;
     }
     let lab = Lab::new();
-    let rx = lab
-        .wirelab(&lab.r)
-        .args([
-            "recv",
-            "-6",
-            "--port",
-            "6002",
-            "--echo",
-            "--json",
-            "--quiet",
-            "--timeout",
-            "30s",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    lab.wait_udp(&lab.r, 6002);
+    let rx = lab.spawn_recv(
+        6002,
+        &["-6", "--echo", "--json", "--quiet", "--timeout", "30s"],
+    );
     let tx_file = lab.file("tx.wlr");
     let tx = run(lab
         .wirelab(&lab.s)
@@ -177,21 +156,7 @@ fn several_flows_into_one_receiver() {
         return;
     }
     let lab = Lab::new();
-    let rx = lab
-        .wirelab(&lab.r)
-        .args([
-            "recv",
-            "--port",
-            "6003",
-            "--json",
-            "--quiet",
-            "--timeout",
-            "30s",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    lab.wait_udp(&lab.r, 6003);
+    let rx = lab.spawn_recv(6003, &["--json", "--quiet", "--timeout", "30s"]);
     run(lab
         .wirelab(&lab.s)
         .args([
@@ -312,23 +277,20 @@ fn adaptive_receiver_polls_under_a_flood_without_loss() {
         return;
     }
     let lab = Lab::new();
-    let rx = lab
-        .wirelab(&lab.r)
-        .args([
-            "recv",
+    let rx = lab.spawn_recv(
+        6004,
+        &[
             "-4",
-            "--port",
-            "6004",
             "--wait",
             "adaptive",
             "--poll-period",
             "200us",
-        ])
-        .args(["--json", "--quiet", "--timeout", "30s"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    lab.wait_udp(&lab.r, 6004);
+            "--json",
+            "--quiet",
+            "--timeout",
+            "30s",
+        ],
+    );
     run(lab
         .wirelab(&lab.s)
         .args([
@@ -366,23 +328,17 @@ fn sigint_flushes_summary_and_records_and_dscp_is_set() {
          nft add rule inet wlt input udp dport 6005 ip dscp ef counter",
     );
     let rx_file = lab.file("rx.wlr");
-    let rx = lab
-        .wirelab(&lab.r)
-        .args([
-            "recv",
+    let rx = lab.spawn_recv(
+        6005,
+        &[
             "-4",
-            "--port",
-            "6005",
             "--json",
             "--quiet",
             "--forever",
-        ])
-        .arg("--record")
-        .arg(&rx_file)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    lab.wait_udp(&lab.r, 6005);
+            "--record",
+            rx_file.to_str().unwrap(),
+        ],
+    );
     run(lab
         .wirelab(&lab.s)
         .args([

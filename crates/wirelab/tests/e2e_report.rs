@@ -4,6 +4,7 @@
 //! screenshot.
 
 mod common;
+use common::bundle::run_campaign;
 use common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -560,23 +561,8 @@ fn campaign_report_is_written_by_run_and_renders_in_a_browser() {
         return;
     }
     let dir = files::scratch("report", "campaign");
-    let control = dir.join("c.toml");
-    std::fs::write(&control, CAMPAIGN).unwrap();
-    let results = dir.join("results");
-    let out = Command::new(exe())
-        .arg("run")
-        .arg(&control)
-        .arg("--results")
-        .arg(&results)
-        .output()
-        .unwrap();
+    let (out, bundle) = run_campaign(&dir, CAMPAIGN, &[]);
     assert!(out.status.success(), "{}", files::text(&out));
-    let bundle = std::fs::read_dir(&results)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
     let page = bundle.join("report.html");
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(

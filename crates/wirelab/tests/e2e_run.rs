@@ -8,50 +8,19 @@
 
 mod common;
 
+use common::bundle::{run_campaign, run_command, summary_rows, the_bundle};
 use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
 use serde_json::Value;
 use std::io::BufReader;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use wirelab_wire::record::{RecordKind, RecordReader};
 
 fn run(args: &[&str]) -> Output {
     Command::new(exe()).args(args).output().unwrap()
-}
-
-/// Runs the campaign in `control` (written to `dir`), results under `dir`;
-/// its output and the one results directory it made.
-fn campaign(dir: &Path, control: &str, extra: &[&str]) -> (Output, PathBuf) {
-    let file = dir.join("c.toml");
-    std::fs::write(&file, control).unwrap();
-    let results = dir.join("results");
-    let mut args = vec![
-        "run",
-        file.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let out = run(&args);
-    (out, bundle(&results))
-}
-
-fn bundle(results: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(results)
-        .map(|r| r.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
-}
-
-fn rows(dir: &Path) -> Vec<Value> {
-    json_file(&dir.join("summary.json"))["rows"]
-        .as_array()
-        .unwrap()
-        .clone()
 }
 
 /// No namespace of `wirelab run`'s labs is left.
@@ -228,10 +197,10 @@ fn lab_campaign_counts_exactly_starts_together_and_derives_again() {
         return;
     }
     let dir = scratch("run", "twoway");
-    let (o, b) = campaign(&dir, TWO_WAY, &["-q"]);
+    let (o, b) = run_campaign(&dir, TWO_WAY, &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     no_lab_left();
-    let rows = rows(&b);
+    let rows = summary_rows(&b);
     assert_eq!(rows.len(), 4, "{rows:?}");
     for r in &rows {
         assert_eq!(r["status"], "done", "{r}");
@@ -342,10 +311,10 @@ fn all_three_socket_types_cross_an_emulator_whole_with_their_dscp() {
         return;
     }
     let dir = scratch("run", "sockets");
-    let (o, b) = campaign(&dir, THROUGH_EMULATOR, &["-q"]);
+    let (o, b) = run_campaign(&dir, THROUGH_EMULATOR, &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     no_lab_left();
-    let rows = rows(&b);
+    let rows = summary_rows(&b);
     assert_eq!(rows.len(), 3);
     for r in &rows {
         for (k, v) in [
@@ -429,10 +398,10 @@ ifaces = ["tx", "rx"]
 stages = "loss 5%"
 "#;
     let dir = scratch("run", "abort");
-    let (o, b) = campaign(&dir, control, &["-q"]);
+    let (o, b) = run_campaign(&dir, control, &["-q"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     no_lab_left();
-    let rows = rows(&b);
+    let rows = summary_rows(&b);
     assert_eq!(rows.len(), 1);
     let r = &rows[0];
     assert_eq!(r["status"], "aborted", "{r}");
@@ -452,12 +421,8 @@ fn ctrl_c_keeps_what_is_done_and_resume_runs_the_rest() {
     let control = TWO_WAY
         .replace("size = [64, 200]", "size = [64, 200, 300]")
         .replace("count = 200", "count = 3000");
-    let file = dir.join("c.toml");
-    std::fs::write(&file, &control).unwrap();
-    let results = dir.join("results");
-    let child = Command::new(exe())
-        .args(["run", file.to_str().unwrap(), "--results"])
-        .arg(&results)
+    let (file, results) = (dir.join("c.toml"), dir.join("results"));
+    let child = run_command(&dir, &control)
         .arg("-q")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -488,7 +453,7 @@ fn ctrl_c_keeps_what_is_done_and_resume_runs_the_rest() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     no_lab_left();
-    let b = bundle(&results);
+    let b = the_bundle(&results);
     let s = json_file(&b.join("summary.json"));
     assert!(s["done"].as_u64().unwrap() >= 1, "{s}");
     assert!(s["done"].as_u64().unwrap() < 3, "{s}");
@@ -568,9 +533,9 @@ interval = "1ms"
     };
     let mut args: Vec<&str> = vec!["-q"];
     args.extend(opts.iter().map(String::as_str));
-    let (o, b) = campaign(&dir, &control(300, 6871), &args);
+    let (o, b) = run_campaign(&dir, &control(300, 6871), &args);
     assert!(o.status.success(), "{}", text(&o));
-    let r = &rows(&b)[0];
+    let r = &summary_rows(&b)[0];
     assert_eq!(
         (r["sent"].as_u64(), r["received"].as_u64()),
         (Some(300), Some(300)),
@@ -655,10 +620,10 @@ fn a_sixteen_flow_star_runs_concurrently_on_one_machine() {
     c.push('\n');
     c.push_str(&flows);
     let dir = scratch("run", "star");
-    let (o, b) = campaign(&dir, &c, &["-q"]);
+    let (o, b) = run_campaign(&dir, &c, &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     no_lab_left();
-    let rows = rows(&b);
+    let rows = summary_rows(&b);
     assert_eq!(rows.len(), 16);
     for r in &rows {
         assert_eq!(

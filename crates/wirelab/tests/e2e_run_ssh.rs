@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::bundle::{run_command, the_bundle};
 use common::files::{json_file, schedule_start, scratch, text};
 use common::prom::{parse, scrape};
 use common::sshd::{have_sshd, Sshd};
@@ -95,12 +96,8 @@ linger = "600s"
         rx = host("b"),
         exe = exe()
     );
-    let file = dir.join("c.toml");
-    std::fs::write(&file, control).unwrap();
     let results = dir.join("results");
-    let mut child = Command::new(exe())
-        .args(["run", file.to_str().unwrap(), "--results"])
-        .arg(&results)
+    let mut child = run_command(&dir, &control)
         .args(
             sshd.opts("user")
                 .iter()
@@ -137,12 +134,7 @@ linger = "600s"
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{all}");
 
-    let bundle = std::fs::read_dir(&results)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let bundle = the_bundle(&results);
     let rows = json_file(&bundle.join("summary.json"))["rows"].clone();
     let r = rows
         .as_array()

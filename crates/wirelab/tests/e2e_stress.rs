@@ -9,11 +9,11 @@
 
 mod common;
 
+use common::bundle::{run_command, summary_rows, the_bundle, the_point};
 use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available, tools_available};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -189,35 +189,6 @@ kind = "cpu"
 workers = 1
 "#;
 
-fn campaign(dir: &Path, control: &str) -> Command {
-    let file = dir.join("c.toml");
-    std::fs::write(&file, control).unwrap();
-    let mut c = Command::new(exe());
-    c.args(["run", file.to_str().unwrap(), "--results"])
-        .arg(dir.join("results"))
-        .arg("-q");
-    c
-}
-
-fn the_bundle(dir: &Path) -> PathBuf {
-    let d: Vec<PathBuf> = std::fs::read_dir(dir.join("results"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(d.len(), 1, "{d:?}");
-    d[0].clone()
-}
-
-fn the_point(b: &Path) -> (PathBuf, Value) {
-    let p: Vec<PathBuf> = std::fs::read_dir(b.join("points"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(p.len(), 1, "{p:?}");
-    let v = json_file(&p[0].join("point.json"));
-    (p[0].clone(), v)
-}
-
 #[test]
 fn a_point_runs_its_stressor_and_nothing_of_it_survives() {
     if !netns_available(&["stress-ng"]) {
@@ -226,12 +197,13 @@ fn a_point_runs_its_stressor_and_nothing_of_it_survives() {
     assert!(no_stress_ng_left().is_empty(), "stress-ng running before");
     let dir = scratch("stress", "point");
     // 1500 probes at 1 ms: the stressor runs ≥ 1 s settle + 1.5 s.
-    let o = campaign(&dir, &LAB.replace("COUNT", "1500"))
+    let o = run_command(&dir, &LAB.replace("COUNT", "1500"))
+        .arg("-q")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(no_stress_ng_left().is_empty(), "after the point");
-    let b = the_bundle(&dir);
+    let b = the_bundle(&dir.join("results"));
     let (pdir, p) = the_point(&b);
     assert_eq!(p["status"], "done", "{p}");
     let s = &p["stressors"][0];
@@ -245,8 +217,8 @@ fn a_point_runs_its_stressor_and_nothing_of_it_survives() {
     assert_eq!(s["log"], "stressors/rx.log");
     let log = std::fs::read_to_string(pdir.join("stressors/rx.log")).unwrap();
     assert!(log.contains("dispatching hogs: 1 cpu"), "{log}");
-    let rows = json_file(&b.join("summary.json"))["rows"].clone();
-    assert_eq!(rows[0]["received"], 1500, "{rows}");
+    let rows = summary_rows(&b);
+    assert_eq!(rows[0]["received"], 1500, "{rows:?}");
     let manifest = std::fs::read_to_string(b.join("manifest.json")).unwrap();
     assert!(manifest.contains("stressors/rx.log"), "{manifest}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -260,9 +232,9 @@ fn a_stressor_that_dies_fails_the_point_with_exit_4() {
     let dir = scratch("stress", "dies");
     // stress-ng ends by itself after 2 s, during a 20 s flow.
     let control = LAB.replace("COUNT", "20000") + "args = [\"--timeout\", \"2\"]\n";
-    let o = campaign(&dir, &control).output().unwrap();
+    let o = run_command(&dir, &control).arg("-q").output().unwrap();
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
-    let (_, p) = the_point(&the_bundle(&dir));
+    let (_, p) = the_point(&the_bundle(&dir.join("results")));
     assert_eq!(p["status"], "failed", "{p}");
     let reason = p["reason"].as_str().unwrap();
     assert!(
@@ -270,8 +242,8 @@ fn a_stressor_that_dies_fails_the_point_with_exit_4() {
         "{reason}"
     );
     // The flow was stopped well before its 20,000 probes.
-    let rows = json_file(&the_bundle(&dir).join("summary.json"))["rows"].clone();
-    assert!(rows[0]["sent"].as_u64().unwrap_or(0) < 20_000, "{rows}");
+    let rows = summary_rows(&the_bundle(&dir.join("results")));
+    assert!(rows[0]["sent"].as_u64().unwrap_or(0) < 20_000, "{rows:?}");
     assert_eq!(p["stressors"][0]["exit"], 1, "{p}");
     assert!(no_stress_ng_left().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
@@ -283,7 +255,8 @@ fn a_killed_controller_leaves_no_stressor_behind() {
         return;
     }
     let dir = scratch("stress", "killed");
-    let mut child = campaign(&dir, &LAB.replace("COUNT", "60000"))
+    let mut child = run_command(&dir, &LAB.replace("COUNT", "60000"))
+        .arg("-q")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -368,9 +341,13 @@ kind = "get"
         .into_iter()
         .map(|o| format!("--ssh-option={o}"))
         .collect();
-    let o = campaign(&dir, &control(1000)).args(&opts).output().unwrap();
+    let o = run_command(&dir, &control(1000))
+        .arg("-q")
+        .args(&opts)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let b = the_bundle(&dir);
+    let b = the_bundle(&dir.join("results"));
     let (_, p) = the_point(&b);
     let s = &p["stressors"][0];
     assert_eq!(
@@ -383,7 +360,8 @@ kind = "get"
 
     // The ssh connections killed mid-point: exit 4, and the agents stop
     // their stressor.
-    let child = campaign(&dir, &control(60_000))
+    let child = run_command(&dir, &control(60_000))
+        .arg("-q")
         .args(&opts)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

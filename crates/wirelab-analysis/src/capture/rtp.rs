@@ -427,27 +427,42 @@ impl RtpStreams {
     }
 }
 
+/// The RTP table's column heads, as `analyze` prints them and the report
+/// shows them.
+pub const RTP_HEADS: [&str; 13] = [
+    "source",
+    "destination",
+    "ssrc",
+    "pt",
+    "packets",
+    "lost",
+    "seq_err",
+    "dups",
+    "wrap",
+    "late",
+    "max_delta",
+    "mean_jit",
+    "max_jit",
+];
+
+/// Widths of the text table's columns (the two addresses left-aligned,
+/// the numbers right-aligned), those of each row's format below.
+const RTP_WIDTHS: [usize; 13] = [22, 22, 10, 3, 7, 7, 7, 5, 4, 4, 10, 10, 10];
+
 /// The RTP table: one row per stream, times in ms as Wireshark prints them.
 pub fn render_text(inputs: &[super::RtpInput], w: &mut impl std::io::Write) -> std::io::Result<()> {
     for input in inputs.iter().filter(|i| !i.streams.is_empty()) {
         writeln!(w, "\nRTP streams in {}:", input.file)?;
-        writeln!(
-            w,
-            "{:<22} {:<22} {:>10} {:>3} {:>7} {:>7} {:>7} {:>5} {:>4} {:>4} {:>10} {:>10} {:>10}",
-            "source",
-            "destination",
-            "ssrc",
-            "pt",
-            "packets",
-            "lost",
-            "seq_err",
-            "dups",
-            "wrap",
-            "late",
-            "max_delta",
-            "mean_jit",
-            "max_jit"
-        )?;
+        let heads: Vec<String> = RTP_HEADS
+            .iter()
+            .zip(RTP_WIDTHS)
+            .enumerate()
+            .map(|(i, (h, width))| match i {
+                0 | 1 => format!("{h:<width$}"),
+                _ => format!("{h:>width$}"),
+            })
+            .collect();
+        writeln!(w, "{}", heads.join(" "))?;
         for s in &input.streams {
             let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}ms"));
             writeln!(
@@ -641,5 +656,34 @@ mod tests {
         s.packet(key(), 1, &h);
         s.packet(StreamKey { ssrc: 9, ..key() }, 2, &h);
         assert_eq!((s.len(), s.over_cap), (1, 1));
+    }
+
+    #[test]
+    fn text_table_heads_line_up_with_the_rows() {
+        let pkts: Vec<_> = (0..3u16)
+            .map(|i| (u64::from(i) * 20_000_000, i, 160 * u32::from(i)))
+            .collect();
+        let input = crate::capture::RtpInput {
+            file: "a.pcap".into(),
+            streams: vec![run(&pkts)],
+            packets_over_cap: 0,
+        };
+        let mut out = Vec::new();
+        render_text(&[input], &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "RTP streams in a.pcap:");
+        assert_eq!(
+            lines[2],
+            "source                 destination                  ssrc  pt packets    lost \
+             seq_err  dups wrap late  max_delta   mean_jit    max_jit"
+        );
+        assert_eq!(
+            lines[3],
+            concat!(
+                "10.0.0.1:4000          10.0.0.2:5000          0x00000007   0       3       0",
+                "       0     0    0    0   20.000ms    0.000ms    0.000ms"
+            )
+        );
     }
 }

@@ -174,11 +174,48 @@ impl<'a, 'i> Tbl<'a, 'i> {
                 v: x,
                 span: v.span(),
             })),
-            None => Err(self.err(
-                v.span().start,
-                key,
-                format!("expected {want}, found {}", type_name(v.get_ref())),
-            )),
+            None => Err(self.wrong(key, v, want)),
+        }
+    }
+
+    /// The error of a value `v` at `key` that is not `want`.
+    fn wrong(&self, key: &str, v: &Spanned<DeValue<'_>>, want: &str) -> ControlError {
+        self.err(
+            v.span().start,
+            key,
+            format!("expected {want}, found {}", type_name(v.get_ref())),
+        )
+    }
+
+    /// The elements of the array at `key` (none when absent); `want` names
+    /// the array in the error when the value is something else.
+    fn array(&self, key: &str, want: &str) -> Result<&'a [Spanned<DeValue<'i>>], ControlError> {
+        match self.get(key) {
+            None => Ok(&[]),
+            Some(v) => match v.get_ref() {
+                DeValue::Array(a) => Ok(a),
+                _ => Err(self.wrong(key, v, want)),
+            },
+        }
+    }
+
+    /// The table `v` of `key` as the table at `path`, or an error naming
+    /// `want`.
+    fn table_at(
+        &self,
+        key: &str,
+        path: String,
+        v: &'a Spanned<DeValue<'i>>,
+        want: &str,
+    ) -> Result<Tbl<'a, 'i>, ControlError> {
+        match v.get_ref() {
+            DeValue::Table(t) => Ok(Tbl {
+                src: self.src,
+                path,
+                span: v.span(),
+                t,
+            }),
+            _ => Err(self.wrong(key, v, want)),
         }
     }
 
@@ -214,13 +251,7 @@ impl<'a, 'i> Tbl<'a, 'i> {
         };
         let n = match v.get_ref() {
             DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix()).ok(),
-            other => {
-                return Err(self.err(
-                    v.span().start,
-                    key,
-                    format!("expected an integer, found {}", type_name(other)),
-                ))
-            }
+            _ => return Err(self.wrong(key, v, "an integer")),
         };
         match n {
             Some(n) if (lo..=hi).contains(&n) => Ok(Some(At {
@@ -244,14 +275,11 @@ impl<'a, 'i> Tbl<'a, 'i> {
             DeValue::String(s) => wirelab_core::units::parse_duration_ns(s)
                 .map_err(|e| self.err(v.span().start, key, e.to_string()))?,
             DeValue::Integer(i) if i.as_str() == "0" => 0,
-            other => {
-                return Err(self.err(
-                    v.span().start,
+            _ => {
+                return Err(self.wrong(
                     key,
-                    format!(
-                        "expected a duration with a unit such as \"5s\" or \"100us\", found {}",
-                        type_name(other)
-                    ),
+                    v,
+                    "a duration with a unit such as \"5s\" or \"100us\"",
                 ))
             }
         };
@@ -278,52 +306,23 @@ impl<'a, 'i> Tbl<'a, 'i> {
 
     /// An array of strings.
     pub fn strings(&self, key: &str) -> Result<Vec<At<String>>, ControlError> {
-        let Some(v) = self.get(key) else {
-            return Ok(Vec::new());
-        };
-        let DeValue::Array(a) = v.get_ref() else {
-            return Err(self.err(
-                v.span().start,
-                key,
-                format!(
-                    "expected an array of strings, found {}",
-                    type_name(v.get_ref())
-                ),
-            ));
-        };
-        a.iter()
+        self.array(key, "an array of strings")?
+            .iter()
             .map(|x| match x.get_ref() {
                 DeValue::String(s) => Ok(At {
                     v: s.to_string(),
                     span: x.span(),
                 }),
-                other => Err(self.err(
-                    x.span().start,
-                    key,
-                    format!("expected a string, found {}", type_name(other)),
-                )),
+                _ => Err(self.wrong(key, x, "a string")),
             })
             .collect()
     }
 
     /// A sub-table (`[a.b]` or an inline `{ ... }`).
     pub fn table(&self, key: &str) -> Result<Option<Tbl<'a, 'i>>, ControlError> {
-        let Some(v) = self.get(key) else {
-            return Ok(None);
-        };
-        match v.get_ref() {
-            DeValue::Table(t) => Ok(Some(Tbl {
-                src: self.src,
-                path: self.key(key),
-                span: v.span(),
-                t,
-            })),
-            other => Err(self.err(
-                v.span().start,
-                key,
-                format!("expected a table, found {}", type_name(other)),
-            )),
-        }
+        self.get(key)
+            .map(|v| self.sub(key, v, "a table"))
+            .transpose()
     }
 
     /// The table value of an entry already found by [`Tbl::entries`].
@@ -333,52 +332,16 @@ impl<'a, 'i> Tbl<'a, 'i> {
         v: &'a Spanned<DeValue<'i>>,
         want: &str,
     ) -> Result<Tbl<'a, 'i>, ControlError> {
-        match v.get_ref() {
-            DeValue::Table(t) => Ok(Tbl {
-                src: self.src,
-                path: self.key(key),
-                span: v.span(),
-                t,
-            }),
-            other => Err(self.err(
-                v.span().start,
-                key,
-                format!("expected {want}, found {}", type_name(other)),
-            )),
-        }
+        self.table_at(key, self.key(key), v, want)
     }
 
     /// An array of tables (`[[flow]]` or `[{...}, {...}]`); element paths
     /// are `key[N]`, 1-based.
     pub fn tables(&self, key: &str) -> Result<Vec<Tbl<'a, 'i>>, ControlError> {
-        let Some(v) = self.get(key) else {
-            return Ok(Vec::new());
-        };
-        let DeValue::Array(a) = v.get_ref() else {
-            return Err(self.err(
-                v.span().start,
-                key,
-                format!(
-                    "expected an array of tables ([[{key}]]), found {}",
-                    type_name(v.get_ref())
-                ),
-            ));
-        };
-        a.iter()
+        self.array(key, &format!("an array of tables ([[{key}]])"))?
+            .iter()
             .enumerate()
-            .map(|(i, x)| match x.get_ref() {
-                DeValue::Table(t) => Ok(Tbl {
-                    src: self.src,
-                    path: format!("{}[{}]", self.key(key), i + 1),
-                    span: x.span(),
-                    t,
-                }),
-                other => Err(self.err(
-                    x.span().start,
-                    key,
-                    format!("expected a table, found {}", type_name(other)),
-                )),
-            })
+            .map(|(i, x)| self.table_at(key, format!("{}[{}]", self.key(key), i + 1), x, "a table"))
             .collect()
     }
 }

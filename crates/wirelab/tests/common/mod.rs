@@ -2,6 +2,7 @@
 //! the real binary run inside them, everything torn down on drop.
 #![allow(dead_code)]
 
+pub mod bundle;
 pub mod files;
 pub mod prom;
 pub mod sshd;
@@ -77,6 +78,30 @@ pub fn run(cmd: &mut Command) -> Output {
     out
 }
 
+/// A UDP port free on loopback now (the kernel's pick).
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits (at most 10 s) until something listens on IPv4 UDP `port` in this
+/// namespace.
+pub fn wait_udp_here(port: u16) {
+    let hex = format!(":{port:04X} ");
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        let t = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
+        if t.contains(&hex) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("nothing listens on UDP port {port}");
+}
+
 /// Two namespaces, `s` (sender, .1 / ::1) and `r` (receiver, .2 / ::2),
 /// joined by a veth pair with IPv4 198.18.0.0/24 and IPv6 fd77::/64, and a
 /// directory for the test's files; all removed on drop.
@@ -134,6 +159,21 @@ impl Lab {
 
     pub fn sh(&self, ns: &str, script: &str) -> Output {
         run(exec_in(ns, "sh").args(["-c", script]))
+    }
+
+    /// `wirelab recv --port PORT ARGS` in the receiver's namespace, its
+    /// output on pipes, returned once it listens.
+    pub fn spawn_recv(&self, port: u16, args: &[&str]) -> std::process::Child {
+        let child = self
+            .wirelab(&self.r)
+            .args(["recv", "--port", &port.to_string()])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        self.wait_udp(&self.r, port);
+        child
     }
 
     /// Waits until something listens on UDP `port` inside `ns`.

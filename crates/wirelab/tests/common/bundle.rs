@@ -1,0 +1,74 @@
+//! A campaign in a scratch directory: its control file written, `wirelab
+//! run` on it, the one results bundle it made, its points and summary rows.
+
+use super::exe;
+use super::files::{json_file, text};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `wirelab run DIR/c.toml --results DIR/results`, with `control` written
+/// to `DIR/c.toml`; more arguments may follow.
+pub fn run_command(dir: &Path, control: &str) -> Command {
+    let file = dir.join("c.toml");
+    std::fs::write(&file, control).unwrap();
+    let mut c = Command::new(exe());
+    c.arg("run")
+        .arg(&file)
+        .arg("--results")
+        .arg(dir.join("results"));
+    c
+}
+
+/// Runs the campaign `control` in `dir` with `extra` arguments: its output
+/// and the one bundle it made.
+pub fn run_campaign(dir: &Path, control: &str, extra: &[&str]) -> (Output, PathBuf) {
+    let out = run_command(dir, control).args(extra).output().unwrap();
+    let b = only_entry(&dir.join("results"), &text(&out));
+    (out, b)
+}
+
+/// The one bundle under `results`.
+pub fn the_bundle(results: &Path) -> PathBuf {
+    only_entry(results, "")
+}
+
+/// The one point's directory of bundle `b` and its point.json.
+pub fn the_point(b: &Path) -> (PathBuf, Value) {
+    let p = only_entry(&b.join("points"), "");
+    let v = json_file(&p.join("point.json"));
+    (p, v)
+}
+
+/// The rows of bundle `b`'s summary.json.
+pub fn summary_rows(b: &Path) -> Vec<Value> {
+    json_file(&b.join("summary.json"))["rows"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// `wirelab analyze --json` on bundle `b` derives its summary.json again,
+/// byte for byte.
+pub fn derives_again(b: &Path) {
+    let stored = std::fs::read(b.join("summary.json")).unwrap();
+    let o = Command::new(exe())
+        .args(["analyze", "--json"])
+        .arg(b)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&stored)
+    );
+}
+
+/// The one entry of directory `d` (`context` goes into the failure).
+fn only_entry(d: &Path, context: &str) -> PathBuf {
+    let entries: Vec<PathBuf> = std::fs::read_dir(d)
+        .map(|r| r.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    assert_eq!(entries.len(), 1, "{}: {entries:?}\n{context}", d.display());
+    entries[0].clone()
+}
