@@ -17,7 +17,10 @@ pub enum ReportError {
          flow's statistics are kept until the end)"
     )]
     TooManyFlows { limit: usize },
-    #[error("no probe records in the inputs: give sender and/or receiver record files (--record)")]
+    #[error(
+        "no probe records nor RTP streams in the inputs: give record files (send/recv \
+         --record) or a capture of probes or RTP"
+    )]
     NoRecords,
     #[error("drawing a plot: {0}")]
     Plot(String),

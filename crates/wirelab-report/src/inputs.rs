@@ -78,6 +78,9 @@ pub struct Request<'a> {
     pub window_ns: u64,
     /// Most flows reported.
     pub max_flows: usize,
+    /// What to look for in pcap/pcapng inputs (as `analyze`'s capture
+    /// options; its `max_rtp_streams` bounds the RTP streams kept).
+    pub capture: CaptureOptions,
     /// A sender's requested distributions from the `config` it recorded
     /// (the caller knows the generator specs).
     pub requested: &'a dyn Fn(&Value) -> Requested,
@@ -286,13 +289,6 @@ pub fn records_page(r: &Request) -> Result<Page, InputError> {
         warnings,
     };
     let title = |default: String| r.title.map_or(default, str::to_string);
-    // As `analyze` reads a capture without capture options: wirelab probes,
-    // and RTP by Wireshark's heuristic.
-    let copts = CaptureOptions {
-        rtp: true,
-        max_rtp_streams: r.max_flows,
-        ..CaptureOptions::default()
-    };
     if let Some(log) = r
         .inputs
         .iter()
@@ -311,7 +307,7 @@ pub fn records_page(r: &Request) -> Result<Page, InputError> {
     for p in r.inputs {
         files.push(match kind_of(p)? {
             Kind::Records => Box::new(RecordFile::open(p)?),
-            Kind::Capture => Box::new(CaptureFile::open(p, copts.clone())?),
+            Kind::Capture => Box::new(CaptureFile::open(p, r.capture.clone())?),
         });
     }
     if let Some(log) = files

@@ -142,11 +142,19 @@ fn outside(h: &LinearHist) -> String {
 /// Renders the page.
 pub fn render(d: &ProbeData, title: &str) -> Result<String, ReportError> {
     let mut p = Page::new(title);
-    p.para(&format!(
-        "wirelab {} — probe report. {}",
-        env!("CARGO_PKG_VERSION"),
-        wirelab_analysis::OWD_CLOCK_NOTE
-    ));
+    // Captures of RTP alone have no probes: no probe summary, no delay note.
+    let probes = !d.summary.flows.is_empty();
+    p.para(&match probes {
+        true => format!(
+            "wirelab {} — probe report. {}",
+            env!("CARGO_PKG_VERSION"),
+            wirelab_analysis::OWD_CLOCK_NOTE
+        ),
+        false => format!(
+            "wirelab {} — report of captures: no wirelab or LUNA probes in them.",
+            env!("CARGO_PKG_VERSION")
+        ),
+    });
 
     p.h2("Inputs");
     let rows: Vec<Vec<Cell>> = d
@@ -179,8 +187,10 @@ pub fn render(d: &ProbeData, title: &str) -> Result<String, ReportError> {
         false,
     );
 
-    p.h2("Summary");
-    p.table(&HEADS, &summary_rows(d), true);
+    if probes {
+        p.h2("Summary");
+        p.table(&HEADS, &summary_rows(d), true);
+    }
     for w in &d.summary.warnings {
         p.warning(&w.message);
     }

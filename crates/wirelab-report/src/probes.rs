@@ -191,7 +191,9 @@ pub fn collect(
         }
         ends.push((s.info().clone(), end));
     }
-    if flows.is_empty() {
+    // A capture of RTP streams alone (a VoIP trace) is a page of its own.
+    let rtp = || sources.iter().filter_map(|s| s.capture());
+    if flows.is_empty() && !rtp().any(|(_, r)| !r.streams.is_empty()) {
         return Err(ReportError::NoRecords);
     }
 

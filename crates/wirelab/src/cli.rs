@@ -503,6 +503,19 @@ pub struct AnalyzeCaptureArgs {
     pub no_rtp: bool,
 }
 
+impl AnalyzeCaptureArgs {
+    /// The capture options, keeping at most `max_rtp_streams` RTP streams.
+    pub fn options(&self, max_rtp_streams: usize) -> wirelab_analysis::CaptureOptions {
+        wirelab_analysis::CaptureOptions {
+            luna_ports: self.luna_port.clone(),
+            rtp: !self.no_rtp,
+            rtp_ports: self.rtp_port.clone(),
+            rtp_clocks: self.rtp_clock.iter().copied().collect(),
+            max_rtp_streams,
+        }
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     /// Comma-separated values with a header line

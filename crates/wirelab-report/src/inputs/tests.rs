@@ -50,6 +50,11 @@ fn request<'a>(inputs: &'a [PathBuf], output: &'a Path) -> Request<'a> {
         title: None,
         window_ns: 1_000_000_000,
         max_flows: 64,
+        capture: CaptureOptions {
+            rtp: true,
+            max_rtp_streams: 64,
+            ..CaptureOptions::default()
+        },
         requested: &|_| Requested::default(),
     }
 }
@@ -165,6 +170,97 @@ fn json_reports_go_alone() {
     assert_eq!(
         p.to_string(),
         format!("report: {} (1 JSON reports)", out.display())
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A pcap of `n` RTP packets of payload type `pt` (8 kHz clock, 20 ms a
+/// packet) from 10.0.0.1:5004 to 10.0.0.2:5006, 20 ms apart.
+fn rtp_capture(path: &Path, pt: u8, n: u16) {
+    use wirelab_pcap::{PcapPrecision, PcapWriter};
+    use wirelab_wire::udp4::{EthAddrs, Udp4Frame, Udp4Header};
+    let hdr = Udp4Frame {
+        eth: Some(EthAddrs {
+            dst: [2, 0, 0, 0, 0, 2],
+            src: [2, 0, 0, 0, 0, 1],
+        }),
+        ip: Udp4Header {
+            src: "10.0.0.1:5004".parse().unwrap(),
+            dst: "10.0.0.2:5006".parse().unwrap(),
+            tos: 0,
+            ttl: 64,
+            dont_fragment: true,
+        },
+    };
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = PcapWriter::new(f, 1, 65535, PcapPrecision::Nano).unwrap();
+    for q in 0..n {
+        let mut frame = vec![0u8; hdr.prefix_len() + 12 + 160];
+        let rtp = &mut frame[hdr.prefix_len()..];
+        rtp[0] = 0x80;
+        rtp[1] = pt;
+        rtp[2..4].copy_from_slice(&q.to_be_bytes());
+        rtp[4..8].copy_from_slice(&(u32::from(q) * 160).to_be_bytes());
+        rtp[8..12].copy_from_slice(&0xfeed_0001u32.to_be_bytes());
+        hdr.write(&mut frame, q).unwrap();
+        let ts = 1_000_000_000 + u64::from(q) * 20_000_000;
+        w.write_packet(ts, frame.len() as u32, &frame).unwrap();
+    }
+}
+
+/// `report`'s capture options are `analyze`'s: a dynamic payload type has
+/// jitter only with its clock rate; without RTP (or on other ports) this
+/// capture holds nothing to report.
+#[test]
+fn capture_options_reach_the_rtp_table() {
+    let d = tmpdir("rtpopts");
+    let (cap, out) = (d.join("voip.pcap"), d.join("p.html"));
+    rtp_capture(&cap, 96, 50);
+    let inputs = [cap.clone()];
+    let page = |capture: CaptureOptions| {
+        let mut r = request(&inputs, &out);
+        r.capture = capture;
+        records_page(&r).map(|p| p.html)
+    };
+    let no_clock = page(request(&inputs, &out).capture).unwrap();
+    assert!(no_clock.contains(">RTP streams in "), "RTP table");
+    assert!(no_clock.contains("a dynamic payload type without a clock rate"));
+    assert!(
+        !no_clock.contains(">Summary</h2>"),
+        "no probes, no probe summary"
+    );
+    let clocked = page(CaptureOptions {
+        rtp: true,
+        rtp_clocks: [(96, 8000)].into_iter().collect(),
+        max_rtp_streams: 64,
+        ..CaptureOptions::default()
+    })
+    .unwrap();
+    assert!(clocked.contains(">RTP streams in "), "RTP table");
+    assert!(
+        !clocked.contains("without a clock rate"),
+        "the clock rate was given"
+    );
+    let none = page(CaptureOptions {
+        rtp: false,
+        max_rtp_streams: 64,
+        ..CaptureOptions::default()
+    });
+    // Nothing else in the capture: nothing to report.
+    assert!(
+        matches!(none, Err(InputError::Report(ReportError::NoRecords))),
+        "{none:?}"
+    );
+    // Only port 7000 is RTP: this stream on 5004/5006 is not.
+    let elsewhere = page(CaptureOptions {
+        rtp: true,
+        rtp_ports: vec![7000],
+        max_rtp_streams: 64,
+        ..CaptureOptions::default()
+    });
+    assert!(
+        matches!(elsewhere, Err(InputError::Report(ReportError::NoRecords))),
+        "--rtp-port 7000: {elsewhere:?}"
     );
     std::fs::remove_dir_all(&d).unwrap();
 }

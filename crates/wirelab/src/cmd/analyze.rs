@@ -6,9 +6,7 @@ use anyhow::{Context, Result};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use wirelab_analysis::inputs::{self, CaptureSet};
-use wirelab_analysis::{
-    analyze_run, is_capture, render_text, AnalysisError, CaptureOptions, Warning,
-};
+use wirelab_analysis::{analyze_run, is_capture, render_text, AnalysisError, Warning};
 use wirelab_engine::job::records::{read_run, ReadError, Run};
 
 /// `--rtp-clock PT=HZ`: a payload type (0–127) and its clock rate (at
@@ -70,13 +68,7 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
     let mut warnings = Vec::new();
     let mut captures = CaptureSet::default();
     for p in &capture_files {
-        let opts = CaptureOptions {
-            luna_ports: a.capture.luna_port.clone(),
-            rtp: !a.capture.no_rtp,
-            rtp_ports: a.capture.rtp_port.clone(),
-            rtp_clocks: a.capture.rtp_clock.iter().copied().collect(),
-            max_rtp_streams: a.max_flows as usize,
-        };
+        let opts = a.capture.options(a.max_flows as usize);
         let f = std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
         let f = std::io::BufReader::with_capacity(1 << 20, f);
         let name = p.display().to_string();

@@ -42,6 +42,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
         title: Some("wirelab demo".into()),
         window: 1_000_000_000,
         max_flows: 64,
+        capture: Default::default(),
     };
     match super::report::records(&report) {
         // stdout holds the JSON document with --json.

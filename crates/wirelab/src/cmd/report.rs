@@ -43,6 +43,9 @@ pub struct ReportArgs {
     #[arg(long, default_value_t = 64, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_flows: u32,
+    /// What to look for in captures (as `analyze`)
+    #[command(flatten)]
+    pub capture: crate::cli::AnalyzeCaptureArgs,
 }
 
 fn request(a: &ReportArgs) -> Request<'_> {
@@ -52,6 +55,7 @@ fn request(a: &ReportArgs) -> Request<'_> {
         title: a.title.as_deref(),
         window_ns: a.window,
         max_flows: a.max_flows as usize,
+        capture: a.capture.options(a.max_flows as usize),
         requested: &requested_from_config,
     }
 }
