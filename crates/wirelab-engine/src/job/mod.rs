@@ -8,11 +8,13 @@
 //! - [`replay`]: [`crate::replay`] on the calling thread.
 //! - [`emulate`]: the link emulator, a forwarding thread per direction.
 //! - [`capture`]: [`crate::capture`] until its end or a signal.
-//! - [`records`]: record files read back for `wirelab analyze` and `export`.
+//! - [`analyze`]: record files and captures analyzed (`wirelab analyze`).
+//! - [`records`]: record files read back for `analyze` and `export`.
 //! - [`spec`]: generators built from specs, with the run's seeds.
 //! - [`net`]: hosts to resolve and addresses to bind, as users give them.
 //! - [`text`]: human summaries of the job reports.
 
+pub mod analyze;
 pub mod capture;
 pub mod emulate;
 pub mod net;
