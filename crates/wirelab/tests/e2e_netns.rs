@@ -49,12 +49,7 @@ fn exact_loss_from_nftables_is_reported_exactly() {
             "--size", "100", "--count", "1050", "--json", "--quiet", "--record",
         ])
         .arg(&tx_file));
-    let rx = rx.wait_with_output().unwrap();
-    assert!(
-        rx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rx.stderr)
-    );
+    let rx = wait_ok(rx);
 
     let txj = json(&tx);
     assert_eq!(txj["schema"], "wirelab.send/1");
@@ -355,13 +350,7 @@ fn sigint_flushes_summary_and_records_and_dscp_is_set() {
     // --forever: only the signal ends it. `ip netns exec` execs, so the
     // child's pid is the receiver's.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    run(std::process::Command::new("kill").args(["-INT", &rx.id().to_string()]));
-    let rx = rx.wait_with_output().unwrap();
-    assert!(
-        rx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rx.stderr)
-    );
+    let rx = interrupt(rx);
     let v = json(&rx);
     assert_eq!(v["receiver"]["end_reason"], "signal");
     assert_eq!(flow(&v, 1)["received"], 500);

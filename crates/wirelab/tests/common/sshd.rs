@@ -87,6 +87,14 @@ impl Sshd {
         }
     }
 
+    /// [`Sshd::opts`] as `wirelab run` arguments (`--ssh-option=…`).
+    pub fn run_opts(&self, key: &str) -> Vec<String> {
+        self.opts(key)
+            .into_iter()
+            .map(|o| format!("--ssh-option={o}"))
+            .collect()
+    }
+
     /// ssh options for this server with `key`; the control socket in the
     /// scratch directory (the key of a multiplexed session is the master's,
     /// so another key needs a connection of its own: ControlPath=none).
