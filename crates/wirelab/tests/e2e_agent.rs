@@ -114,16 +114,11 @@ fn round_trip(
     assert!(n > 0);
     tx.fetch("tx.wlr", &tx_file)
         .unwrap_or_else(|e| panic!("{e}"));
-    let out = Command::new(exe())
-        .arg("analyze")
-        .args([&tx_file, &rx_file])
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::run(
+        Command::new(exe())
+            .arg("analyze")
+            .args([&tx_file, &rx_file])
+            .arg("--json"),
     );
     let a: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(a["totals"]["received"], 5, "{a}");

@@ -97,14 +97,7 @@ fn joined_parquet_read_by_pyarrow_equals_analyze_and_the_records() {
     let port = 6201u16;
     // Every 100th datagram to the port dropped (numgen counts from 0: the
     // priming datagram and probes 99, 199, ..., 999).
-    lab.sh(
-        &lab.r,
-        &format!(
-            "nft add table inet wlexport && \
-             nft add chain inet wlexport input '{{ type filter hook input priority 0; }}' && \
-             nft add rule inet wlexport input udp dport {port} numgen inc mod 100 == 0 counter drop"
-        ),
-    );
+    lab.drop_every_100th(port);
     let (tx_file, rx_file) = (lab.file("tx.wlr"), lab.file("rx.wlr"));
     let rx = lab
         .wirelab(&lab.r)

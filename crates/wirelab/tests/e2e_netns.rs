@@ -5,19 +5,6 @@
 mod common;
 use common::*;
 
-/// Drops every 100th probe to `port` (nft's numgen counts from 0, so the
-/// probes in positions 0, 100, 200, ... are dropped).
-fn drop_every_100th(lab: &Lab, port: u16) {
-    lab.sh(
-        &lab.r,
-        &format!(
-            "nft add table inet wltest && \
-             nft add chain inet wltest input '{{ type filter hook input priority 0; }}' && \
-             nft add rule inet wltest input udp dport {port} numgen inc mod 100 == 0 counter drop"
-        ),
-    );
-}
-
 #[test]
 fn exact_loss_from_nftables_is_reported_exactly() {
     if !netns_available(&["nft"]) {
@@ -25,7 +12,7 @@ fn exact_loss_from_nftables_is_reported_exactly() {
     }
     let lab = Lab::new();
     let port = 6001;
-    drop_every_100th(&lab, port);
+    lab.drop_every_100th(port);
     let rx_file = lab.file("rx.wlr");
     let tx_file = lab.file("tx.wlr");
     let rx = lab.spawn_recv(

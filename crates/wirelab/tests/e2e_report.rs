@@ -78,14 +78,7 @@ fn probe_report_renders_in_a_browser_with_every_figure() {
     }
     let lab = Lab::new();
     let port = 6201;
-    lab.sh(
-        &lab.r,
-        &format!(
-            "nft add table inet wlreport && \
-             nft add chain inet wlreport input '{{ type filter hook input priority 0; }}' && \
-             nft add rule inet wlreport input udp dport {port} numgen inc mod 100 == 0 drop"
-        ),
-    );
+    lab.drop_every_100th(port);
     let (tx_file, rx_file) = (lab.file("tx.wlr"), lab.file("rx.wlr"));
     let rx = lab
         .wirelab(&lab.r)

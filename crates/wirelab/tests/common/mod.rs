@@ -210,6 +210,20 @@ impl Lab {
         child
     }
 
+    /// Drops every 100th datagram to UDP `port` arriving in the receiver's
+    /// namespace, with nftables (its numgen counts from 0: the datagrams in
+    /// positions 0, 100, 200, ... are dropped).
+    pub fn drop_every_100th(&self, port: u16) {
+        self.sh(
+            &self.r,
+            &format!(
+                "nft add table inet wltest && \
+                 nft add chain inet wltest input '{{ type filter hook input priority 0; }}' && \
+                 nft add rule inet wltest input udp dport {port} numgen inc mod 100 == 0 counter drop"
+            ),
+        );
+    }
+
     /// Waits until something listens on UDP `port` inside `ns`.
     pub fn wait_udp(&self, ns: &str, port: u16) {
         let role = if ns == self.s { "s" } else { "r" };

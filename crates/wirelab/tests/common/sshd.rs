@@ -23,15 +23,10 @@ pub struct Sshd {
 impl Sshd {
     pub fn start(dir: &Path) -> Sshd {
         let keygen = |name: &str| {
-            let out = Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
-                .arg(dir.join(name))
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            super::run(
+                Command::new("ssh-keygen")
+                    .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+                    .arg(dir.join(name)),
             );
         };
         keygen("host");
