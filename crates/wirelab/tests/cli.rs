@@ -110,7 +110,7 @@ fn loopback_records_survive_truncation_and_export() {
         "--record",
         rx_file.to_str().unwrap(),
     ]);
-    let tx = Command::new(exe())
+    run(Command::new(exe())
         .args([
             "send",
             "127.0.0.1",
@@ -123,16 +123,8 @@ fn loopback_records_survive_truncation_and_export() {
             "--quiet",
             "--record",
         ])
-        .arg(&tx_file)
-        .output()
-        .unwrap();
-    assert!(
-        tx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tx.stderr)
-    );
-    let rx = rx.wait_with_output().unwrap();
-    assert!(rx.status.success());
+        .arg(&tx_file));
+    let rx = wait_ok(rx);
     assert_eq!(flow(&json(&rx), 1)["received"], 500);
 
     // Cut 10 bytes off: the last record is partial.
@@ -144,18 +136,11 @@ fn loopback_records_survive_truncation_and_export() {
     f.set_len(len - 10).unwrap();
     drop(f);
 
-    let an = Command::new(exe())
+    let an = run(Command::new(exe())
         .arg("analyze")
         .arg("--json")
         .arg(&tx_file)
-        .arg(&rx_file)
-        .output()
-        .unwrap();
-    assert!(
-        an.status.success(),
-        "{}",
-        String::from_utf8_lossy(&an.stderr)
-    );
+        .arg(&rx_file));
     let v = json(&an);
     let fl = flow(&v, 1);
     assert_eq!(fl["sent"], 500);

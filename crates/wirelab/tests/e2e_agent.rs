@@ -114,16 +114,11 @@ fn round_trip(
     assert!(n > 0);
     tx.fetch("tx.wlr", &tx_file)
         .unwrap_or_else(|e| panic!("{e}"));
-    let out = Command::new(exe())
-        .arg("analyze")
-        .args([&tx_file, &rx_file])
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::run(
+        Command::new(exe())
+            .arg("analyze")
+            .args([&tx_file, &rx_file])
+            .arg("--json"),
     );
     let a: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(a["totals"]["received"], 5, "{a}");
@@ -179,25 +174,30 @@ fn dropping_a_connection_stops_the_agent_and_its_children() {
     let c = AgentConn::connect(&Transport::Local, exe(), &[]).unwrap();
     let mut c = c;
     let agent = c.hello().pid;
-    let port = free_udp_port().to_string();
-    let child = c
-        .spawn(
-            "rx",
-            &s(&[
-                "recv",
-                "--bind",
-                "127.0.0.1",
-                "-p",
-                &port,
-                "--forever",
-                "-q",
-            ]),
-        )
-        .unwrap();
+    let child = spawn_forever_recv(&mut c);
     assert!(!gone_now(child));
     drop(c);
     assert!(gone(child), "child {child} outlived its agent");
     assert!(gone(agent), "agent {agent} outlived its connection");
+}
+
+/// `wirelab recv --forever` on a free loopback port, spawned by the agent
+/// as "rx": its pid.
+fn spawn_forever_recv(c: &mut AgentConn) -> u32 {
+    let port = free_udp_port().to_string();
+    c.spawn(
+        "rx",
+        &s(&[
+            "recv",
+            "--bind",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--forever",
+            "-q",
+        ]),
+    )
+    .unwrap()
 }
 
 fn gone_now(pid: u32) -> bool {
@@ -283,21 +283,7 @@ fn ssh_agents_run_flows_die_with_their_connection_and_explain_failures() {
     // child are gone soon after.
     let mut c = AgentConn::connect_with(&sshd.transport(None), &o).unwrap();
     let agent = c.hello().pid;
-    let port = free_udp_port().to_string();
-    let child = c
-        .spawn(
-            "rx",
-            &s(&[
-                "recv",
-                "--bind",
-                "127.0.0.1",
-                "-p",
-                &port,
-                "--forever",
-                "-q",
-            ]),
-        )
-        .unwrap();
+    let child = spawn_forever_recv(&mut c);
     assert!(!gone_now(child) && !gone_now(agent));
     let ssh = c.process_id().unwrap();
     let _ = Command::new("kill")

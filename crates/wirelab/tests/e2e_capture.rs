@@ -156,15 +156,7 @@ fn assert_accounted(j: &serde_json::Value, captured: u64, sent: u64, filtered: b
 
 /// SIGINT, then the JSON summary.
 fn stop_capture(child: Child) -> serde_json::Value {
-    let pid = child.id().to_string();
-    run(Command::new("kill").args(["-INT", &pid]));
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "capture failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json(&out);
+    let v = stop_json(child);
     assert_eq!(v["schema"], "wirelab.capture/1", "{v}");
     v
 }
@@ -256,12 +248,7 @@ fn count_limit_is_exact() {
     let file = lab.file("c.pcapng");
     let c = start_capture(&lab, &["-c", "100", "udp", "port", "6003"], &file);
     send(&lab, 6003, 300, "10kpps");
-    let out = c.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = wait_ok(c);
     let j = json(&out);
     assert_eq!(j["stop_reason"], "count", "{j}");
     assert_eq!(j["packets"], 100);

@@ -8,7 +8,9 @@
 
 mod common;
 
-use common::bundle::{derives_again, run_campaign, summary_rows, the_point};
+use common::bundle::{
+    derives_again, on_tx_emu_rx, on_tx_rx, run_campaign, summary_rows, the_point,
+};
 use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
@@ -53,21 +55,12 @@ fn derives_again_with_causes(b: &Path) {
     }
 }
 
-const EMULATED_LOSS: &str = r#"
+fn emulated_loss() -> String {
+    on_tx_emu_rx(
+        41,
+        r#"
 [campaign]
 name = "emuloss"
-
-[lab]
-namespaces = ["tx", "emu", "rx"]
-links = [
-  { a = "tx", b = "emu", a_addr = "198.18.41.1/24", ipv6 = false },
-  { a = "emu", b = "rx", b_addr = "198.18.41.2/24", ipv6 = false },
-]
-
-[hosts]
-tx = { transport = "lab:tx" }
-emu = { transport = "lab:emu" }
-rx = { transport = "lab:rx" }
 
 [[flow]]
 name = "f"
@@ -85,7 +78,9 @@ host = "emu"
 ifaces = ["tx", "rx"]
 stages = "loss random 1% seed 7"
 args = ["--ring-frames", "16384"]
-"#;
+"#,
+    )
+}
 
 #[test]
 fn emulator_loss_is_attributed_to_the_path() {
@@ -93,7 +88,7 @@ fn emulator_loss_is_attributed_to_the_path() {
         return;
     }
     let dir = scratch("counters", "emuloss");
-    let (o, b) = run_campaign(&dir, EMULATED_LOSS, &["-q"]);
+    let (o, b) = run_campaign(&dir, &emulated_loss(), &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     let (pdir, p) = the_point(&b);
     let f = &p["flows"][0];
@@ -139,19 +134,12 @@ fn emulator_loss_is_attributed_to_the_path() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-const SMALL_RCVBUF: &str = r#"
+fn small_rcvbuf() -> String {
+    on_tx_rx(
+        42,
+        r#"
 [campaign]
 name = "rcvbuf"
-
-[lab]
-namespaces = ["tx", "rx"]
-links = [
-  { a = "tx", b = "rx", a_addr = "198.18.42.1/24", b_addr = "198.18.42.2/24", ipv6 = false },
-]
-
-[hosts]
-tx = { transport = "lab:tx" }
-rx = { transport = "lab:rx" }
 
 [[flow]]
 name = "flood"
@@ -161,7 +149,9 @@ interval = "0"
 duration = "1s"
 size = 64
 recv_args = ["--rcvbuf", "4096"]
-"#;
+"#,
+    )
+}
 
 #[test]
 fn a_full_receive_buffer_is_attributed_to_the_receiver_stack() {
@@ -169,7 +159,7 @@ fn a_full_receive_buffer_is_attributed_to_the_receiver_stack() {
         return;
     }
     let dir = scratch("counters", "rcvbuf");
-    let (o, b) = run_campaign(&dir, SMALL_RCVBUF, &["-q"]);
+    let (o, b) = run_campaign(&dir, &small_rcvbuf(), &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     rcvbuf_loss_is_the_stacks(&b);
     let _ = std::fs::remove_dir_all(&dir);
@@ -185,11 +175,7 @@ fn a_full_receive_buffer_over_ssh_is_attributed_to_the_receiver_stack() {
     let dir = scratch("counters", "rcvbuf-ssh");
     let sshd = Sshd::start(&dir);
     let lab = common::Lab::new();
-    let opts: Vec<String> = sshd
-        .opts("user")
-        .into_iter()
-        .map(|o| format!("--ssh-option={o}"))
-        .collect();
+    let opts = sshd.run_opts("user");
     let control = format!(
         r#"
 [campaign]

@@ -5,25 +5,17 @@
 
 mod common;
 
-use common::{exe, json, netns_available, run, EmuLab};
+use common::{count as n, exe, interrupt, json, netns_available, run, stop_json, wait_ok, EmuLab};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use wirelab_ctl::lab::exec_in;
 
-struct Emu(EmuLab);
-
-impl std::ops::Deref for Emu {
-    type Target = EmuLab;
-    fn deref(&self) -> &EmuLab {
-        &self.0
-    }
+/// This file's lab: A – E – B on 198.18.6.0/24.
+fn emu_lab() -> EmuLab {
+    EmuLab::new("wlm", 6)
 }
 
-impl Emu {
-    fn new() -> Emu {
-        Emu(EmuLab::new("wlm", 6))
-    }
-
+impl EmuLab {
     /// Sends `n` probes from A to B at 1 kpps; the receiver's flow report.
     fn probes(&self, n: u64) -> serde_json::Value {
         let rx = exec_in(self.lab.ns("b"), exe())
@@ -34,33 +26,11 @@ impl Emu {
         self.lab
             .wait_udp("b", 5757, Duration::from_secs(10))
             .unwrap_or_else(|e| panic!("{e}"));
-        run(exec_in(self.lab.ns("a"), exe()).args([
-            "send",
-            "198.18.6.2",
-            "--rate",
-            "1kpps",
-            "-n",
-            &n.to_string(),
-        ]));
+        self.send_probes(n, &[]);
         let out = rx.wait_with_output().unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         v["flows"][0].clone()
     }
-}
-
-/// Stops the emulator (SIGINT) and returns its JSON report.
-fn stop(child: Child) -> serde_json::Value {
-    let pid = child.id().to_string();
-    run(Command::new("kill").args(["-INT", &pid]));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let out = child.wait_with_output().unwrap();
-    assert!(Instant::now() < deadline);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out)
 }
 
 #[test]
@@ -68,7 +38,7 @@ fn trace_actions_are_applied_exactly_and_counted() {
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     // The spec's S1 example, then pass forever: probe 0 delayed, probe 1
     // dropped, probe 2 duplicated once, probe 3 twice (three copies).
     let trace = emu.dir.join("s1.pkt.csv");
@@ -80,7 +50,7 @@ fn trace_actions_are_applied_exactly_and_counted() {
     let stages = format!("trace {} at-end pass", trace.display());
     let em = emu.emulate(&["--a2b", &stages]);
     let f = emu.probes(10);
-    let r = stop(em);
+    let r = stop_json(em);
     // 10 probes and an end marker (3 repeats of the last probe, which pass).
     assert_eq!(f["lost"], 1, "{f}");
     assert_eq!(f["duplicates"], 3, "{f}");
@@ -100,28 +70,23 @@ fn drops_by_reason_equal_what_is_missing_at_the_far_side() {
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let (a_dev, b_dev) = (
         emu.lab.end("a", "e").dev.clone(),
         emu.lab.end("b", "e").dev.clone(),
     );
-    let count = |role: &str, dev: &str, what: &str| -> u64 {
-        let p = format!("/sys/class/net/{dev}/statistics/{what}");
-        let o = run(emu.lab.exec(role, "cat").arg(p));
-        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
-    };
     let (a_tx, b_rx) = (
-        count("a", &a_dev, "tx_packets"),
-        count("b", &b_dev, "rx_packets"),
+        emu.counter("a", &a_dev, "tx_packets"),
+        emu.counter("b", &b_dev, "rx_packets"),
     );
     let em = emu.emulate(&[
         "--a2b",
         "delay 2ms 1ms loss random 20% duplicate 5% seed 11",
     ]);
     let f = emu.probes(2_000);
-    let r = stop(em);
-    let a_tx = count("a", &a_dev, "tx_packets") - a_tx;
-    let b_rx = count("b", &b_dev, "rx_packets") - b_rx;
+    let r = stop_json(em);
+    let a_tx = emu.counter("a", &a_dev, "tx_packets") - a_tx;
+    let b_rx = emu.counter("b", &b_dev, "rx_packets") - b_rx;
     let a2b = &r["a2b"];
     let n = |v: &serde_json::Value| v.as_u64().unwrap();
     let (received, sent) = (n(&a2b["received"]), n(&a2b["sent"]));
@@ -152,10 +117,6 @@ fn read_log(p: &std::path::Path) -> Vec<wirelab_wire::EmuRecord> {
         .collect()
 }
 
-fn n(v: &serde_json::Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
-}
-
 /// Every reason's count but `ring` (copies not sent).
 fn dropped_copies(d: &serde_json::Value) -> u64 {
     d.as_object()
@@ -171,7 +132,7 @@ fn drops_by_reason_are_in_the_report_the_log_and_its_analysis() {
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let log = emu.dir.join("e.wlr");
     let (a_dev, b_dev) = (emu.dev("a", "e"), emu.dev("b", "e"));
     let b_rx = emu.counter("b", &b_dev, "rx_packets");
@@ -181,7 +142,7 @@ fn drops_by_reason_are_in_the_report_the_log_and_its_analysis() {
     let stages = "delay 20ms limit 10 loss random 10% seed 5";
     let em = emu.emulate(&["--a2b", stages, "--log", log.to_str().unwrap()]);
     emu.probes(1_000);
-    let r = stop(em);
+    let r = stop_json(em);
     let b_rx = emu.counter("b", &b_dev, "rx_packets") - b_rx;
     let a_tx = emu.counter("a", &a_dev, "tx_packets") - a_tx;
     let a2b = &r["a2b"];
@@ -263,7 +224,7 @@ fn recorded_decisions_replay_the_run_exactly() {
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let (l1, l2) = (emu.dir.join("1.wlr"), emu.dir.join("2.wlr"));
     let dec = emu.dir.join("run.pkt.csv");
     let em = emu.emulate(&[
@@ -277,7 +238,7 @@ fn recorded_decisions_replay_the_run_exactly() {
         dec.to_str().unwrap(),
     ]);
     emu.probes(500);
-    let r1 = stop(em);
+    let r1 = stop_json(em);
     let trace = emu.dir.join("run.a2b.pkt.csv");
     assert_eq!(r1["decisions"][0]["path"], trace.to_str().unwrap(), "{r1}");
     assert!(
@@ -287,7 +248,7 @@ fn recorded_decisions_replay_the_run_exactly() {
     let stages = format!("trace {} at-end stop", trace.display());
     let em = emu.emulate(&["--a2b", &stages, "--log", l2.to_str().unwrap()]);
     emu.probes(500);
-    let r2 = stop(em);
+    let r2 = stop_json(em);
     let (a, b) = (&r1["a2b"], &r2["a2b"]);
     assert!(
         n(&a["dropped"]["loss"]) > 10 && n(&a["duplicates"]) > 5,
@@ -315,7 +276,7 @@ fn the_tap_holds_exactly_what_the_far_side_received() {
     if !netns_available(&["tcpdump"]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let (tap, far) = (emu.dir.join("t.pcapng"), emu.dir.join("b.pcap"));
     let b_dev = emu.dev("b", "e");
     let dump = exec_in(emu.lab.ns("b"), "tcpdump")
@@ -350,14 +311,8 @@ fn the_tap_holds_exactly_what_the_far_side_received() {
         tap.to_str().unwrap(),
     ]);
     emu.probes(300);
-    let r = stop(em);
-    run(Command::new("kill").args(["-INT", &dump.id().to_string()]));
-    let out = dump.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let r = stop_json(em);
+    interrupt(dump);
     let frames = |p: &std::path::Path, iface: Option<u32>| -> Vec<Vec<u8>> {
         let mut rd = wirelab_pcap::PcapReader::new(std::fs::File::open(p).unwrap()).unwrap();
         let mut v = Vec::new();
@@ -387,7 +342,7 @@ fn a_rule_takes_its_frames_and_the_rest_pass_arp_included() {
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     // A resolves B through the emulator: ARP goes a2b, the reply b2a.
     let a_dev = emu.dev("a", "e");
     run(emu
@@ -409,7 +364,7 @@ fn a_rule_takes_its_frames_and_the_rest_pass_arp_included() {
         "40",
     ]));
     let f = emu.probes(100);
-    let r = stop(em);
+    let r = stop_json(em);
     assert_eq!((n(&f["received"]), n(&f["lost"])), (100, 0), "{f}");
     let (a2b, b2a) = (&r["a2b"], &r["b2a"]);
     let rule = &a2b["rules"][0];
@@ -449,7 +404,7 @@ fn ctl_ok(sock: &std::path::Path, args: &[&str]) -> String {
 }
 
 /// Sends `n` probes from A to B's `port` at 1 kpps.
-fn send_to(emu: &Emu, port: u16, n: u64) -> Child {
+fn send_to(emu: &EmuLab, port: u16, n: u64) -> Child {
     exec_in(emu.lab.ns("a"), exe())
         .args(["send", "198.18.6.2", "-q", "--rate", "1kpps", "--port"])
         .arg(port.to_string())
@@ -457,11 +412,6 @@ fn send_to(emu: &Emu, port: u16, n: u64) -> Child {
         .stdout(Stdio::null())
         .spawn()
         .unwrap()
-}
-
-fn wait_ok(c: Child) {
-    let out = c.wait_with_output().unwrap();
-    assert!(out.status.success());
 }
 
 /// The trace drops of one rule in a→b, by seq.
@@ -485,7 +435,7 @@ fn rules_are_added_updated_and_removed_at_run_time_each_reading_its_own_trace() 
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let (sock, log) = (emu.dir.join("ctl.sock"), emu.dir.join("l.wlr"));
     let trace = |name: &str, text: &str| {
         let p = emu.dir.join(name);
@@ -538,7 +488,7 @@ fn rules_are_added_updated_and_removed_at_run_time_each_reading_its_own_trace() 
         String::from_utf8_lossy(&o.stderr).contains("no rule"),
         "{o:?}"
     );
-    let r = stop(em);
+    let r = stop_json(em);
 
     let recs = read_log(&log);
     // Rule 1: 14 frames reading t1 (two drops), then 14 under t3 (three
@@ -579,7 +529,7 @@ fn a_hundred_rule_changes_under_traffic_lose_and_reorder_nothing() {
         return;
     }
     use wirelab_engine::emulate::ctl::{request, Request};
-    let emu = Emu::new();
+    let emu = emu_lab();
     let sock = emu.dir.join("ctl.sock");
     // The same delay under the rule and without it: the order of frames
     // is theirs whatever rule takes them.
@@ -619,7 +569,7 @@ fn a_hundred_rule_changes_under_traffic_lose_and_reorder_nothing() {
     wait_ok(tx);
     let out = rx.wait_with_output().unwrap();
     let f = json(&out)["flows"][0].clone();
-    let r = stop(em);
+    let r = stop_json(em);
     assert!(n(&f["received"]) > 100, "{f}");
     assert_eq!(
         (n(&f["lost"]), n(&f["duplicates"]), n(&f["reordered"])),

@@ -6,25 +6,17 @@
 
 mod common;
 
-use common::{exe, json, netns_available, run, EmuLab};
+use common::{count as n, exe, netns_available, run, stop_json, tcpdump, EmuLab};
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wirelab_ctl::lab::exec_in;
 
-struct Emu(EmuLab);
-
-impl std::ops::Deref for Emu {
-    type Target = EmuLab;
-    fn deref(&self) -> &EmuLab {
-        &self.0
-    }
+/// This file's lab: A – E – B on 198.18.7.0/24.
+fn emu_lab() -> EmuLab {
+    EmuLab::new("wls", 7)
 }
 
-impl Emu {
-    fn new() -> Emu {
-        Emu(EmuLab::new("wls", 7))
-    }
-
+impl EmuLab {
     /// Sends `n` probes (64-byte payloads, 106-byte frames) from A to B
     /// at 1 kpps with no receiver (B's interface counts them; B's ICMP
     /// replies go b2a, which has no stages); returns
@@ -33,7 +25,7 @@ impl Emu {
         self.probes_with(n, settle, &[])
     }
 
-    /// [`Emu::probes`] with more `wirelab send` flags.
+    /// [`EmuLab::probes`] with more `wirelab send` flags.
     fn probes_with(&self, n: u64, settle: Duration, extra: &[&str]) -> (u64, u64) {
         let (a_dev, b_dev) = (
             self.lab.end("a", "e").dev.clone(),
@@ -43,16 +35,7 @@ impl Emu {
             self.counter("a", &a_dev, "tx_packets"),
             self.counter("b", &b_dev, "rx_packets"),
         );
-        run(exec_in(self.lab.ns("a"), exe())
-            .args([
-                "send",
-                "198.18.7.2",
-                "--rate",
-                "1kpps",
-                "-n",
-                &n.to_string(),
-            ])
-            .args(extra));
+        self.send_probes(n, extra);
         // What the bottleneck still holds drains before counting.
         std::thread::sleep(settle);
         (
@@ -60,25 +43,6 @@ impl Emu {
             self.counter("b", &b_dev, "rx_packets") - b0,
         )
     }
-}
-
-/// Stops the emulator (SIGINT) and returns its JSON report.
-fn stop(child: Child) -> serde_json::Value {
-    let pid = child.id().to_string();
-    run(Command::new("kill").args(["-INT", &pid]));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let out = child.wait_with_output().unwrap();
-    assert!(Instant::now() < deadline);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out)
-}
-
-fn n(v: &serde_json::Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
 /// The emulator's books for a2b balance and match both interfaces:
@@ -108,14 +72,14 @@ fn mahimahi_link_once_delivers_its_opportunities_and_then_nothing() {
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let trace = emu.dir.join("two.up");
     std::fs::write(&trace, "100\n200\n").unwrap();
     let stages = format!("link {} once queue droptail packets=10", trace.display());
     let em = emu.emulate(&["--a2b", &stages]);
     std::thread::sleep(Duration::from_millis(300));
     let (a_tx, b_rx) = emu.probes(400, Duration::from_millis(300));
-    let r = stop(em);
+    let r = stop_json(em);
     let dropped = books(&r, a_tx, b_rx);
     assert_eq!(b_rx, 20, "{r}");
     assert!(
@@ -138,11 +102,11 @@ fn codel_queue_drops_are_counted_by_reason() {
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let em = emu.emulate(&["--a2b", "rate 200kbit queue codel packets=50"]);
     std::thread::sleep(Duration::from_millis(300));
     let (a_tx, b_rx) = emu.probes(1_000, Duration::from_millis(1_000));
-    let r = stop(em);
+    let r = stop_json(em);
     let dropped = books(&r, a_tx, b_rx);
     assert!(n(&dropped["aqm"]) > 0 && n(&dropped["limit"]) > 0, "{r}");
     assert_eq!(
@@ -159,7 +123,7 @@ fn bad_stage_files_are_refused() {
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let bad = emu.dir.join("bad.up");
     std::fs::write(&bad, "5\n3\n").unwrap();
     let stages = format!("link {} rate 1mbit", bad.display());
@@ -189,7 +153,7 @@ fn ecn_capable_probes_are_marked_ce_instead_of_lost() {
     if !netns_available(&["tcpdump"]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let tap = emu.dir.join("tap.pcapng");
     let tap_arg = tap.display().to_string();
     let em = emu.emulate(&["--a2b", "loss random 100% ecn", "--tap", &tap_arg]);
@@ -199,7 +163,7 @@ fn ecn_capable_probes_are_marked_ce_instead_of_lost() {
     let (sent0, got0) = emu.probes_with(20, Duration::from_millis(200), &["--tos", "0"]);
     assert!(sent0 >= 20);
     assert_eq!(got0, 0, "not-ECT frames are lost");
-    let r = stop(em);
+    let r = stop_json(em);
     assert_eq!(r["a2b"]["link"]["ecn_marked"].as_u64(), Some(sent), "{r}");
     let out = run(Command::new("tcpdump").args(["-nn", "-v", "-r"]).arg(&tap));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -231,14 +195,14 @@ fn mm_logs_parse_as_mahimahi_scripts_read_them_and_match_the_counters() {
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let trace = emu.dir.join("6mbit.up");
     std::fs::write(&trace, "4\n").unwrap();
     let stages = format!("link {} queue droptail packets=10", trace.display());
     let dir = emu.dir.join("mm");
     let em = emu.emulate(&["--a2b", &stages, "--mm-log", dir.to_str().unwrap()]);
     let (a_tx, b_rx) = emu.probes_with(500, Duration::from_millis(300), &["--size", "1458"]);
-    let r = stop(em);
+    let r = stop_json(em);
     let dropped = books(&r, a_tx, b_rx);
     assert!(n(&dropped["limit"]) > 0, "{r}");
     for (d, name) in [("a2b", "a2b.log"), ("b2a", "b2a.log")] {
@@ -288,7 +252,7 @@ fn dummynet_profiles_are_checked_and_lose_at_their_loss_level() {
     if !netns_available(&[]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let bad = emu.dir.join("bad.profile");
     std::fs::write(&bad, "samples 10\nprob delay\n0 5\n1.2 5\n").unwrap();
     let out = emu
@@ -311,7 +275,7 @@ fn dummynet_profiles_are_checked_and_lose_at_their_loss_level() {
     std::thread::sleep(Duration::from_millis(300));
     // 400 probes at 1 kpps: 2 ms of airtime each, 0.8 s of work.
     let (a_tx, b_rx) = emu.probes(400, Duration::from_millis(2_000));
-    let r = stop(em);
+    let r = stop_json(em);
     let dropped = books(&r, a_tx, b_rx);
     let lost = n(&dropped["loss"]);
     assert_eq!(lost, a_tx - b_rx, "{r}");
@@ -325,30 +289,18 @@ fn dummynet_profiles_are_checked_and_lose_at_their_loss_level() {
 /// tcpdump on `dev` in `role`, frames coming in only, ns stamps, UDP
 /// only; returns once it captures (it creates its file after opening the
 /// interface).
-fn tcpdump_udp(emu: &Emu, role: &str, dev: &str, cap: &std::path::Path) -> Child {
-    let _ = std::fs::remove_file(cap);
-    let child = emu
-        .lab
-        .exec(role, "timeout")
-        .args([
-            "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "96",
-        ])
-        .args(["-B", "16384", "--time-stamp-precision=nano", "-w"])
-        .arg(cap)
-        .arg("udp")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while !cap.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "tcpdump did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
+fn tcpdump_udp(emu: &EmuLab, role: &str, dev: &str, cap: &std::path::Path) -> Child {
+    tcpdump::start(
+        emu.lab
+            .exec(role, "timeout")
+            .args([
+                "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "96",
+            ])
+            .args(["-B", "16384", "--time-stamp-precision=nano", "-w"])
+            .arg(cap)
+            .arg("udp"),
+        cap,
+    )
 }
 
 /// (ns stamp, UDP destination port, frame length) of every frame of a
@@ -389,7 +341,7 @@ fn per_flow_pipes_and_drr_weights_share_the_rate_by_flow() {
     if !netns_available(&["tcpdump", "timeout"]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let b_dev = emu.dev("b", "e");
     for (stages, want) in [
         ("rate 4mbit queue droptail packets=400 per-flow dport", None),
@@ -415,13 +367,9 @@ fn per_flow_pipes_and_drr_weights_share_the_rate_by_flow() {
         }
         // The queues drain (400 frames at 4 Mbit/s: 0.9 s).
         std::thread::sleep(Duration::from_millis(1_500));
-        let r = stop(em);
+        let r = stop_json(em);
         std::thread::sleep(Duration::from_millis(200));
-        let _ = Command::new("kill")
-            .args(["-INT", &td.id().to_string()])
-            .status();
-        let mut td = td;
-        let _ = td.wait();
+        tcpdump::stop(td);
         assert_eq!(r["a2b"]["link"]["flows"], 2, "{r}");
         assert_eq!(r["a2b"]["link"]["flow_overflow"], 0, "{r}");
         let frames = udp_frames(&cap);

@@ -7,33 +7,23 @@
 
 mod common;
 
-use common::{exe, json, netns_available, run, tools_available, EmuLab};
+use common::{
+    count as n, exe, json, netns_available, run, stop_json, tcpdump, tools_available, EmuLab,
+};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-use wirelab_ctl::lab::{exec_in, Lab};
+use std::process::{Child, Command};
+use std::time::Duration;
+use wirelab_ctl::lab::Lab;
 
-struct Emu(EmuLab);
-
-impl std::ops::Deref for Emu {
-    type Target = EmuLab;
-    fn deref(&self) -> &EmuLab {
-        &self.0
-    }
+/// This file's lab: A – E – B on 198.18.7.0/24.
+fn emu_lab() -> EmuLab {
+    EmuLab::new("wlv", 7)
 }
 
-impl Emu {
-    fn new() -> Emu {
-        Emu(EmuLab::new("wlv", 7))
-    }
-
+impl EmuLab {
+    /// Frames A has sent towards E.
     fn tx_packets(&self) -> u64 {
-        let dev = &self.lab.end("a", "e").dev;
-        let o = run(self
-            .lab
-            .exec("a", "cat")
-            .arg(format!("/sys/class/net/{dev}/statistics/tx_packets")));
-        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+        self.counter("a", &self.dev("a", "e"), "tx_packets")
     }
 
     /// Runs the emulator with `stages` A→B while `n` probes go from A to
@@ -46,23 +36,16 @@ impl Emu {
         let em = self.emulate(&["--a2b", stages]);
         std::thread::sleep(Duration::from_millis(300));
         let tx0 = self.tx_packets();
-        run(exec_in(self.lab.ns("a"), exe()).args([
-            "send",
-            "198.18.7.2",
-            "--rate",
-            "1kpps",
-            "-n",
-            &n.to_string(),
-        ]));
+        self.send_probes(n, &[]);
         let sent = self.tx_packets() - tx0;
         // Every frame in, then whatever leaves (bounded: a missing frame
         // shows as a count, not as a hang).
-        settle(&cap_in, sent as usize);
-        settle(&cap_out, 1);
+        tcpdump::wait_frames(&cap_in, sent as usize, Duration::from_secs(20));
+        tcpdump::wait_frames(&cap_out, 1, Duration::from_secs(20));
         std::thread::sleep(Duration::from_millis(500));
-        stop_tcpdump(td_in);
-        stop_tcpdump(td_out);
-        (stop(em), sent, cap_in, cap_out)
+        tcpdump::stop(td_in);
+        tcpdump::stop(td_out);
+        (stop_json(em), sent, cap_in, cap_out)
     }
 
     fn verify(&self, cap_in: &Path, cap_out: &Path, args: &[&str]) -> serde_json::Value {
@@ -74,86 +57,26 @@ impl Emu {
     }
 }
 
-/// Frames in a classic pcap that tcpdump is still writing.
-fn frames_so_far(p: &Path) -> usize {
-    let b = std::fs::read(p).unwrap_or_default();
-    if b.len() < 24 {
-        return 0;
-    }
-    let (mut off, mut n) = (24, 0);
-    while off + 16 <= b.len() {
-        let cl = u32::from_le_bytes(b[off + 8..off + 12].try_into().unwrap()) as usize;
-        if off + 16 + cl > b.len() {
-            break;
-        }
-        off += 16 + cl;
-        n += 1;
-    }
-    n
-}
-
-fn settle(cap: &Path, at_least: usize) {
-    let t0 = Instant::now();
-    while frames_so_far(cap) < at_least && t0.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// tcpdump on `dev` in `role`, frames coming in only, ns stamps; returns
-/// once it captures (it creates its file after opening the interface).
+/// once it captures.
 fn tcpdump(lab: &Lab, role: &str, dev: &str, cap: &Path) -> Child {
-    let _ = std::fs::remove_file(cap);
-    let child = lab
-        .exec(role, "timeout")
-        .args([
-            "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "0",
-        ])
-        // A 64 MiB buffer: in immediate mode each frame takes a slot of
-        // the snap length, and 2 MiB of them drop frames under load.
-        .args([
-            "-B",
-            "65536",
-            "--immediate-mode",
-            "--time-stamp-precision=nano",
-            "-w",
-        ])
-        .arg(cap)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while !cap.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "tcpdump did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-}
-
-fn stop_tcpdump(mut td: Child) {
-    let _ = Command::new("kill")
-        .args(["-INT", &td.id().to_string()])
-        .status();
-    let _ = td.wait();
-}
-
-/// Stops the emulator (SIGINT) and returns its JSON report.
-fn stop(child: Child) -> serde_json::Value {
-    run(Command::new("kill").args(["-INT", &child.id().to_string()]));
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out)
-}
-
-fn n(v: &serde_json::Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+    tcpdump::start(
+        lab.exec(role, "timeout")
+            .args([
+                "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "0",
+            ])
+            // A 64 MiB buffer: in immediate mode each frame takes a slot of
+            // the snap length, and 2 MiB of them drop frames under load.
+            .args([
+                "-B",
+                "65536",
+                "--immediate-mode",
+                "--time-stamp-precision=nano",
+                "-w",
+            ])
+            .arg(cap),
+        cap,
+    )
 }
 
 #[test]
@@ -161,7 +84,7 @@ fn a_constant_delay_is_judged_frame_by_frame_and_never_early() {
     if !netns_available(&[]) || !tools_available(&["tcpdump", "timeout"]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let (r, sent, cap_in, cap_out) = emu.run("delay 2ms", 200);
     let v = emu.verify(&cap_in, &cap_out, &["--delay", "2ms"]);
     assert_eq!(v["schema"], "wirelab.emulate.verify/1");
@@ -190,7 +113,7 @@ fn random_decisions_replay_exactly_through_the_link_model() {
     if !netns_available(&[]) || !tools_available(&["tcpdump", "timeout"]) {
         return;
     }
-    let emu = Emu::new();
+    let emu = emu_lab();
     let stages = "delay 2ms 1ms loss random 20% duplicate 5% seed 11";
     let (r, sent, cap_in, cap_out) = emu.run(stages, 1_000);
     let v = emu.verify(&cap_in, &cap_out, &["--stages", stages]);

@@ -195,11 +195,7 @@ fn apply_then_revert_over_ssh() {
     let dir = scratch("env", "ssh");
     let sshd = Sshd::start(&dir);
     let lab = common::Lab::new();
-    let mut extra: Vec<String> = sshd
-        .opts("user")
-        .into_iter()
-        .map(|o| format!("--ssh-option={o}"))
-        .collect();
+    let mut extra = sshd.run_opts("user");
     extra.extend(["--wirelab".to_string(), exe().to_string()]);
     let host = sshd.transport(Some(&lab.r)).to_string();
     round_trip(&host, &lab.r, lab.rx_if(), &dir, &extra);
@@ -371,11 +367,7 @@ fn a_lost_ssh_connection_leaves_the_environment_as_it_was() {
     );
     let child = run_command(&dir, &control_via(&lab, &ts, &tr, 60_000, 6905))
         .arg("-q")
-        .args(
-            sshd.opts("user")
-                .iter()
-                .map(|o| format!("--ssh-option={o}")),
-        )
+        .args(sshd.run_opts("user"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -6,9 +6,9 @@
 
 mod common;
 
-use common::bundle::{run_campaign, summary_rows};
+use common::bundle::{on_tx_rx, run_campaign, summary_rows};
 use common::files::{scratch, text};
-use common::{exe, flow, json, netns_available, run, tools_available, Lab};
+use common::{exe, flow, json, netns_available, run, tools_available, wait_ok, Lab};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::io::BufReader;
@@ -97,14 +97,7 @@ fn joined_parquet_read_by_pyarrow_equals_analyze_and_the_records() {
     let port = 6201u16;
     // Every 100th datagram to the port dropped (numgen counts from 0: the
     // priming datagram and probes 99, 199, ..., 999).
-    lab.sh(
-        &lab.r,
-        &format!(
-            "nft add table inet wlexport && \
-             nft add chain inet wlexport input '{{ type filter hook input priority 0; }}' && \
-             nft add rule inet wlexport input udp dport {port} numgen inc mod 100 == 0 counter drop"
-        ),
-    );
+    lab.drop_every_100th(port);
     let (tx_file, rx_file) = (lab.file("tx.wlr"), lab.file("rx.wlr"));
     let rx = lab
         .wirelab(&lab.r)
@@ -122,12 +115,7 @@ fn joined_parquet_read_by_pyarrow_equals_analyze_and_the_records() {
         .args(["--rate", "20kpps", "--size", "100", "--count", "1050"])
         .args(["--json", "--quiet", "--record"])
         .arg(&tx_file));
-    let rx = rx.wait_with_output().unwrap();
-    assert!(
-        rx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rx.stderr)
-    );
+    wait_ok(rx);
 
     let an = json(&run(Command::new(exe())
         .args(["analyze", "--json"])
@@ -218,18 +206,13 @@ fn joined_parquet_read_by_pyarrow_equals_analyze_and_the_records() {
     );
 }
 
-const CAMPAIGN: &str = r#"
+fn campaign() -> String {
+    on_tx_rx(
+        41,
+        r#"
 [campaign]
 name = "exportds"
 pause = "100ms"
-
-[lab]
-namespaces = ["tx", "rx"]
-links = [{ a = "tx", b = "rx", a_addr = "198.18.41.1/24", b_addr = "198.18.41.2/24", ipv6 = false }]
-
-[hosts]
-tx = { transport = "lab:tx" }
-rx = { transport = "lab:rx" }
 
 [[flow]]
 name = "up"
@@ -240,7 +223,9 @@ interval = "1ms"
 
 [sweep]
 size = [64, 200]
-"#;
+"#,
+    )
+}
 
 const DUCKDB_DATASET: &str = r#"
 import json, sys, duckdb
@@ -261,7 +246,7 @@ fn a_campaign_dataset_queried_by_duckdb_equals_its_summary() {
         return;
     }
     let dir = scratch("export", "campaign");
-    let (o, bundle) = run_campaign(&dir, CAMPAIGN, &["-q"]);
+    let (o, bundle) = run_campaign(&dir, &campaign(), &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     let rows = summary_rows(&bundle);
     assert_eq!(rows.len(), 2);

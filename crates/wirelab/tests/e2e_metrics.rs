@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::bundle::{run_command, summary_rows, the_bundle};
+use common::bundle::{on_tx_emu_rx, run_command, summary_rows, the_bundle};
 use common::files::scratch;
 use common::prom::{parse, scrape};
 use common::{netns_available, tools_available};
@@ -17,22 +17,13 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const CONTROL: &str = r#"
+fn control() -> String {
+    on_tx_emu_rx(
+        37,
+        r#"
 [campaign]
 name = "metrics"
 pause = "200ms"
-
-[lab]
-namespaces = ["tx", "emu", "rx"]
-links = [
-  { a = "tx", b = "emu", a_addr = "198.18.37.1/24", ipv6 = false },
-  { a = "emu", b = "rx", b_addr = "198.18.37.2/24", ipv6 = false },
-]
-
-[hosts]
-tx = { transport = "lab:tx" }
-emu = { transport = "lab:emu" }
-rx = { transport = "lab:rx" }
 
 [[flow]]
 name = "sut"
@@ -54,7 +45,9 @@ loss = ["0%", "10%"]
 [metrics]
 listen = "127.0.0.1:0"
 linger = "3s"
-"#;
+"#,
+    )
+}
 
 #[test]
 fn metrics_parse_never_decrease_and_end_equal_to_the_results() {
@@ -63,7 +56,7 @@ fn metrics_parse_never_decrease_and_end_equal_to_the_results() {
     }
     let dir = scratch("metrics", "run");
     let results = dir.join("results");
-    let mut child = run_command(&dir, CONTROL)
+    let mut child = run_command(&dir, &control())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -5,19 +5,6 @@
 mod common;
 use common::*;
 
-/// Drops every 100th probe to `port` (nft's numgen counts from 0, so the
-/// probes in positions 0, 100, 200, ... are dropped).
-fn drop_every_100th(lab: &Lab, port: u16) {
-    lab.sh(
-        &lab.r,
-        &format!(
-            "nft add table inet wltest && \
-             nft add chain inet wltest input '{{ type filter hook input priority 0; }}' && \
-             nft add rule inet wltest input udp dport {port} numgen inc mod 100 == 0 counter drop"
-        ),
-    );
-}
-
 #[test]
 fn exact_loss_from_nftables_is_reported_exactly() {
     if !netns_available(&["nft"]) {
@@ -25,7 +12,7 @@ fn exact_loss_from_nftables_is_reported_exactly() {
     }
     let lab = Lab::new();
     let port = 6001;
-    drop_every_100th(&lab, port);
+    lab.drop_every_100th(port);
     let rx_file = lab.file("rx.wlr");
     let tx_file = lab.file("tx.wlr");
     let rx = lab.spawn_recv(
@@ -49,12 +36,7 @@ fn exact_loss_from_nftables_is_reported_exactly() {
             "--size", "100", "--count", "1050", "--json", "--quiet", "--record",
         ])
         .arg(&tx_file));
-    let rx = rx.wait_with_output().unwrap();
-    assert!(
-        rx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rx.stderr)
-    );
+    let rx = wait_ok(rx);
 
     let txj = json(&tx);
     assert_eq!(txj["schema"], "wirelab.send/1");
@@ -355,13 +337,7 @@ fn sigint_flushes_summary_and_records_and_dscp_is_set() {
     // --forever: only the signal ends it. `ip netns exec` execs, so the
     // child's pid is the receiver's.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    run(std::process::Command::new("kill").args(["-INT", &rx.id().to_string()]));
-    let rx = rx.wait_with_output().unwrap();
-    assert!(
-        rx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rx.stderr)
-    );
+    let rx = interrupt(rx);
     let v = json(&rx);
     assert_eq!(v["receiver"]["end_reason"], "signal");
     assert_eq!(flow(&v, 1)["received"], 500);

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{json, run, Lab};
+use common::{json, run, stop_json, wait_ok, Lab};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -41,17 +41,6 @@ fn start_capture(lab: &Lab, file: &Path, format: &str) -> Child {
         std::thread::sleep(Duration::from_millis(10));
     }
     child
-}
-
-fn stop_capture(child: Child) -> serde_json::Value {
-    run(Command::new("kill").args(["-INT", &child.id().to_string()]));
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out)
 }
 
 fn analyze(files: &[&Path]) -> serde_json::Value {
@@ -118,13 +107,8 @@ fn one_run(lab: &Lab, tag: &str, dst: &str, v6: bool, format: &str) -> [std::pat
         ])
         .args(["--flows", "2", "--size", "100", "--quiet", "--record"])
         .arg(&tx));
-    let out = recv.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let c = stop_capture(capture);
+    wait_ok(recv);
+    let c = stop_json(capture);
     assert_eq!(c["schema"], "wirelab.capture/1");
     [tx, rx, cap]
 }
@@ -215,13 +199,8 @@ fn luna_probes_on_their_port() {
         .args([
             "--rate", "1000", "--count", "800", "--size", "64", "--quiet",
         ]));
-    let out = recv.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stop_capture(capture);
+    wait_ok(recv);
+    stop_json(capture);
     let want = counts(&analyze(&[&rx]));
     let out = run(Command::new(common::exe())
         .args(["analyze", "--json", "--luna-port", "6203"])

@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 use wirelab_ctl::lab::{Lab, LinkSpec};
 
@@ -169,20 +169,9 @@ fn unique_ip_with_loop_matches_tcpreplay_with_documented_differences() {
     );
 }
 
-fn have(cmd: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
 #[test]
 fn checksums_after_rewrites_are_valid_per_tshark() {
-    if !have("tshark") {
-        assert!(std::env::var_os("CI").is_none(), "tshark missing on CI");
-        eprintln!("SKIP: needs tshark");
+    if !common::tools_available(&["tshark"]) {
         return;
     }
     let out = tmp("csum.pcap");
@@ -229,70 +218,27 @@ fn pair() -> Lab {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Frames in a classic pcap that tcpdump is still writing (a record cut
-/// short at the end is not counted).
-fn frames_so_far(p: &Path) -> usize {
-    let b = std::fs::read(p).unwrap_or_default();
-    if b.len() < 24 {
-        return 0;
-    }
-    let le = matches!(&b[..4], [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1]);
-    let (mut off, mut n) = (24, 0);
-    while off + 16 <= b.len() {
-        let a: [u8; 4] = b[off + 8..off + 12].try_into().unwrap();
-        let cl = if le {
-            u32::from_le_bytes(a)
-        } else {
-            u32::from_be_bytes(a)
-        } as usize;
-        if off + 16 + cl > b.len() {
-            break;
-        }
-        off += 16 + cl;
-        n += 1;
-    }
-    n
-}
-
 /// tcpdump on `dev` in namespace `role` of `lab` writing to `cap`, once it
-/// captures: tcpdump creates its file after it has opened the interface.
+/// captures.
 fn tcpdump(lab: &Lab, role: &str, dev: &str, cap: &Path) -> std::process::Child {
-    let _ = std::fs::remove_file(cap);
-    let child = lab
-        .exec(role, "timeout")
-        .args(["60", "tcpdump", "-i", dev, "-U", "-nn", "-s", "0"])
-        // A 64 MiB buffer so a tcpdump starved on a loaded machine
-        // does not drop frames the test counts.
-        .args(["-B", "65536", "--time-stamp-precision=nano", "-w"])
-        .arg(cap)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !cap.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "tcpdump did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
+    common::tcpdump::start(
+        lab.exec(role, "timeout")
+            .args(["60", "tcpdump", "-i", dev, "-U", "-nn", "-s", "0"])
+            // A 64 MiB buffer so a tcpdump starved on a loaded machine
+            // does not drop frames the test counts.
+            .args(["-B", "65536", "--time-stamp-precision=nano", "-w"])
+            .arg(cap),
+        cap,
+    )
 }
 
 /// Stops `td` once `cap` holds `expect` frames (bounded: a missing frame
 /// shows as a count that differs, not as a hang), then reads it.
-fn stop_tcpdump(mut td: std::process::Child, cap: &Path, expect: usize) -> Vec<Vec<u8>> {
-    let t0 = std::time::Instant::now();
-    while frames_so_far(cap) < expect && t0.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn stop_tcpdump(td: std::process::Child, cap: &Path, expect: usize) -> Vec<Vec<u8>> {
+    common::tcpdump::wait_frames(cap, expect, Duration::from_secs(30));
     // A little longer, so a frame sent twice would show too.
     std::thread::sleep(Duration::from_millis(200));
-    let _ = Command::new("kill")
-        .args(["-INT", &td.id().to_string()])
-        .status();
-    let _ = td.wait();
+    common::tcpdump::stop(td);
     packets(cap)
 }
 

@@ -4,7 +4,7 @@
 //! screenshot.
 
 mod common;
-use common::bundle::run_campaign;
+use common::bundle::{on_tx_rx, run_campaign};
 use common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -39,11 +39,36 @@ fn chromium(args: &[&str], page: &Path) -> std::process::Output {
     out
 }
 
+/// A 1100×1400 screenshot of `page` written to `png`: its bytes.
+fn screenshot(page: &Path, png: &Path) -> Vec<u8> {
+    chromium(
+        &[
+            "--hide-scrollbars",
+            "--window-size=1100,1400",
+            &format!("--screenshot={}", png.display()),
+        ],
+        page,
+    );
+    std::fs::read(png).unwrap()
+}
+
 /// Console messages in Chromium's log (`...:INFO:CONSOLE:1] "msg", source:
 /// ...`). Chromium logs `console.error` and uncaught exceptions at INFO
 /// level, so any console line counts: the page itself logs nothing.
 fn console_errors(stderr: &str) -> Vec<&str> {
     stderr.lines().filter(|l| l.contains(":CONSOLE")).collect()
+}
+
+/// `wirelab report [--title TITLE] -o PAGE INPUTS…`, which must succeed:
+/// what it says on stdout.
+fn report(title: Option<&str>, page: &Path, inputs: &[&Path]) -> String {
+    let mut c = Command::new(exe());
+    c.arg("report");
+    if let Some(t) = title {
+        c.args(["--title", t]);
+    }
+    let out = run(c.arg("-o").arg(page).args(inputs));
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -53,14 +78,7 @@ fn probe_report_renders_in_a_browser_with_every_figure() {
     }
     let lab = Lab::new();
     let port = 6201;
-    lab.sh(
-        &lab.r,
-        &format!(
-            "nft add table inet wlreport && \
-             nft add chain inet wlreport input '{{ type filter hook input priority 0; }}' && \
-             nft add rule inet wlreport input udp dport {port} numgen inc mod 100 == 0 drop"
-        ),
-    );
+    lab.drop_every_100th(port);
     let (tx_file, rx_file) = (lab.file("tx.wlr"), lab.file("rx.wlr"));
     let rx = lab
         .wirelab(&lab.r)
@@ -92,20 +110,10 @@ fn probe_report_renders_in_a_browser_with_every_figure() {
         ])
         .args(["--size", "100", "--count", "1050", "--quiet", "--record"])
         .arg(&tx_file));
-    let rx = rx.wait_with_output().unwrap();
-    assert!(
-        rx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rx.stderr)
-    );
+    wait_ok(rx);
 
     let page = lab.file("report.html");
-    let out = run(Command::new(exe())
-        .args(["report", "--title", "e2e report", "-o"])
-        .arg(&page)
-        .arg(&tx_file)
-        .arg(&rx_file));
-    let said = String::from_utf8_lossy(&out.stdout);
+    let said = report(Some("e2e report"), &page, &[&tx_file, &rx_file]);
     assert!(
         said.starts_with(&format!("report: {} (1 flows, 10 figures", page.display())),
         "{said}"
@@ -144,15 +152,7 @@ fn probe_report_renders_in_a_browser_with_every_figure() {
         "the table-sorting script did not run"
     );
     let png = lab.file("report.png");
-    chromium(
-        &[
-            "--hide-scrollbars",
-            "--window-size=1100,1400",
-            &format!("--screenshot={}", png.display()),
-        ],
-        &page,
-    );
-    let shot = std::fs::read(&png).unwrap();
+    let shot = screenshot(&page, &png);
     assert!(
         shot.len() > 10_000 && shot.starts_with(b"\x89PNG"),
         "{} bytes",
@@ -216,12 +216,7 @@ fn capture_report_gives_analyzes_numbers_and_the_rtp_streams() {
         .args(["--rate", "20kpps", "--size", "100", "--count", "1000"])
         .args(["--quiet", "--record"])
         .arg(&tx_file));
-    let rx = rx.wait_with_output().unwrap();
-    assert!(
-        rx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rx.stderr)
-    );
+    wait_ok(rx);
     // PCMU (payload type 0), 20 ms of audio a packet, sent 1 ms apart.
     lab.sh(
         &lab.s,
@@ -234,9 +229,7 @@ fn capture_report_gives_analyzes_numbers_and_the_rtp_streams() {
     );
     // Let the last frames reach the capture's ring before it stops.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    run(Command::new("kill").args(["-INT", &capture.id().to_string()]));
-    let c = capture.wait_with_output().unwrap();
-    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let c = interrupt(capture);
 
     let want = run(Command::new(exe())
         .args(["analyze", "--json"])
@@ -244,12 +237,7 @@ fn capture_report_gives_analyzes_numbers_and_the_rtp_streams() {
         .arg(&tx_file));
     let want: serde_json::Value = serde_json::from_slice(&want.stdout).unwrap();
     let page = lab.file("cap.html");
-    let out = run(Command::new(exe())
-        .args(["report", "--title", "capture report", "-o"])
-        .arg(&page)
-        .arg(&cap)
-        .arg(&tx_file));
-    let said = String::from_utf8_lossy(&out.stdout);
+    let said = report(Some("capture report"), &page, &[&cap, &tx_file]);
     assert!(
         said.starts_with(&format!("report: {} (1 flows, 10 figures", page.display())),
         "{said}"
@@ -296,10 +284,7 @@ fn capture_report_gives_analyzes_numbers_and_the_rtp_streams() {
     std::fs::write(&cj, &c.stdout).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
     let jpage = lab.file("capjson.html");
-    run(Command::new(exe())
-        .args(["report", "-o"])
-        .arg(&jpage)
-        .arg(&cj));
+    report(None, &jpage, &[&cj]);
     let html = std::fs::read_to_string(&jpage).unwrap();
     let l = &v["loss"];
     assert!(
@@ -369,11 +354,7 @@ fn replay_log_report_has_replays_fidelity_and_its_figures() {
     assert_eq!(f["packets"], 2000, "{f}");
 
     let page = lab.file("replay.html");
-    let out = run(Command::new(exe())
-        .args(["report", "-o"])
-        .arg(&page)
-        .arg(&log));
-    let said = String::from_utf8_lossy(&out.stdout);
+    let said = report(None, &page, &[&log]);
     assert!(
         said.starts_with(&format!(
             "report: {} (replay log, 2000 frames, 3 figures",
@@ -459,23 +440,13 @@ fn emulator_log_report_has_analyzes_numbers_and_its_figures() {
         "--quiet",
     ]));
     rx.wait_with_output().unwrap();
-    run(Command::new("kill").args(["-INT", &em.id().to_string()]));
-    let out = em.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    interrupt(em);
 
     let a = run(Command::new(exe()).args(["analyze", "--json"]).arg(&log));
     let a: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
     let t = &a["totals"];
     let page = emu.dir.join("emu.html");
-    let out = run(Command::new(exe())
-        .args(["report", "-o"])
-        .arg(&page)
-        .arg(&log));
-    let said = String::from_utf8_lossy(&out.stdout);
+    let said = report(None, &page, &[&log]);
     assert!(
         said.starts_with(&format!(
             "report: {} (emulator log, {} copies, 3 figures",
@@ -524,18 +495,13 @@ fn emulator_log_report_has_analyzes_numbers_and_its_figures() {
 }
 
 /// Two flows, one each way, over a size sweep of two points.
-const CAMPAIGN: &str = r#"
+fn campaign() -> String {
+    on_tx_rx(
+        37,
+        r#"
 [campaign]
 name = "reportcamp"
 pause = "100ms"
-
-[lab]
-namespaces = ["tx", "rx"]
-links = [{ a = "tx", b = "rx", a_addr = "198.18.37.1/24", b_addr = "198.18.37.2/24", ipv6 = false }]
-
-[hosts]
-tx = { transport = "lab:tx" }
-rx = { transport = "lab:rx" }
 
 [[flow]]
 name = "up"
@@ -553,7 +519,9 @@ interval = "1ms"
 
 [sweep]
 size = [64, 200]
-"#;
+"#,
+    )
+}
 
 #[test]
 fn campaign_report_is_written_by_run_and_renders_in_a_browser() {
@@ -561,7 +529,7 @@ fn campaign_report_is_written_by_run_and_renders_in_a_browser() {
         return;
     }
     let dir = files::scratch("report", "campaign");
-    let (out, bundle) = run_campaign(&dir, CAMPAIGN, &[]);
+    let (out, bundle) = run_campaign(&dir, &campaign(), &[]);
     assert!(out.status.success(), "{}", files::text(&out));
     let page = bundle.join("report.html");
     let said = String::from_utf8_lossy(&out.stdout);
@@ -607,15 +575,7 @@ fn campaign_report_is_written_by_run_and_renders_in_a_browser() {
         "the table-sorting script did not run"
     );
     let png = dir.join("campaign.png");
-    chromium(
-        &[
-            "--hide-scrollbars",
-            "--window-size=1100,1400",
-            &format!("--screenshot={}", png.display()),
-        ],
-        &page,
-    );
-    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    assert!(screenshot(&page, &png).starts_with(b"\x89PNG"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

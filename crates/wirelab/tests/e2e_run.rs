@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::bundle::{run_campaign, run_command, summary_rows, the_bundle};
+use common::bundle::{on_tx_emu_rx, on_tx_rx, run_campaign, run_command, summary_rows, the_bundle};
 use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available};
@@ -83,18 +83,13 @@ fn strays(needle: &str) -> Vec<String> {
     }
 }
 
-const TWO_WAY: &str = r#"
+fn two_way() -> String {
+    on_tx_rx(
+        31,
+        r#"
 [campaign]
 name = "twoway"
 pause = "100ms"
-
-[lab]
-namespaces = ["tx", "rx"]
-links = [{ a = "tx", b = "rx", a_addr = "198.18.31.1/24", b_addr = "198.18.31.2/24", ipv6 = false }]
-
-[hosts]
-tx = { transport = "lab:tx" }
-rx = { transport = "lab:rx" }
 
 [[flow]]
 name = "up"
@@ -112,7 +107,9 @@ interval = "1ms"
 
 [sweep]
 size = [64, 200]
-"#;
+"#,
+    )
+}
 
 #[test]
 fn dry_run_lists_points_and_exclusions_without_hosts() {
@@ -172,7 +169,8 @@ fn bad_control_files_name_the_place_and_exit_2() {
     );
     // What this version does not run: refused before anything starts.
     let inband = format!(
-        "{TWO_WAY}\n[[flow]]\nname = \"ib\"\nfrom = \"tx\"\nto = \"rx\"\nquery = {{ mode = \"inband\" }}\n"
+        "{}\n[[flow]]\nname = \"ib\"\nfrom = \"tx\"\nto = \"rx\"\nquery = {{ mode = \"inband\" }}\n",
+        two_way()
     );
     std::fs::write(&f, inband).unwrap();
     let o = run(&[
@@ -197,7 +195,7 @@ fn lab_campaign_counts_exactly_starts_together_and_derives_again() {
         return;
     }
     let dir = scratch("run", "twoway");
-    let (o, b) = run_campaign(&dir, TWO_WAY, &["-q"]);
+    let (o, b) = run_campaign(&dir, &two_way(), &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
     no_lab_left();
     let rows = summary_rows(&b);
@@ -367,21 +365,11 @@ fn a_loss_criterion_aborts_the_point_early_with_exit_3() {
     if !netns_available(&[]) {
         return;
     }
-    let control = r#"
+    let control = on_tx_emu_rx(
+        33,
+        r#"
 [campaign]
 name = "abort"
-
-[lab]
-namespaces = ["tx", "emu", "rx"]
-links = [
-  { a = "tx", b = "emu", a_addr = "198.18.33.1/24", ipv6 = false },
-  { a = "emu", b = "rx", b_addr = "198.18.33.2/24", ipv6 = false },
-]
-
-[hosts]
-tx = { transport = "lab:tx" }
-emu = { transport = "lab:emu" }
-rx = { transport = "lab:rx" }
 
 [[flow]]
 name = "sut"
@@ -396,9 +384,10 @@ abort = { lost_gt = 50 }
 host = "emu"
 ifaces = ["tx", "rx"]
 stages = "loss 5%"
-"#;
+"#,
+    );
     let dir = scratch("run", "abort");
-    let (o, b) = run_campaign(&dir, control, &["-q"]);
+    let (o, b) = run_campaign(&dir, &control, &["-q"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     no_lab_left();
     let rows = summary_rows(&b);
@@ -418,7 +407,7 @@ fn ctrl_c_keeps_what_is_done_and_resume_runs_the_rest() {
         return;
     }
     let dir = scratch("run", "resume");
-    let control = TWO_WAY
+    let control = two_way()
         .replace("size = [64, 200]", "size = [64, 200, 300]")
         .replace("count = 200", "count = 3000");
     let (file, results) = (dir.join("c.toml"), dir.join("results"));
@@ -502,11 +491,7 @@ fn ssh_hosts_run_a_campaign_and_a_lost_connection_leaves_nothing_behind() {
     let dir = scratch("run", "ssh");
     let sshd = Sshd::start(&dir);
     let lab = common::Lab::new();
-    let opts: Vec<String> = sshd
-        .opts("user")
-        .into_iter()
-        .map(|o| format!("--ssh-option={o}"))
-        .collect();
+    let opts = sshd.run_opts("user");
     let control = |count: u64, port: u16| {
         format!(
             r#"

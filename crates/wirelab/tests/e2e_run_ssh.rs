@@ -98,11 +98,7 @@ linger = "600s"
     );
     let results = dir.join("results");
     let mut child = run_command(&dir, &control)
-        .args(
-            sshd.opts("user")
-                .iter()
-                .map(|o| format!("--ssh-option={o}")),
-        )
+        .args(sshd.run_opts("user"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -7,64 +7,26 @@ mod common;
 use common::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const PROBES: usize = 200;
 
 /// tcpdump on `dev` in `ns`, frames coming in only, UDP to `port`; returns
-/// once it captures (it creates its file after opening the interface).
+/// once it captures.
 fn tcpdump(ns: &str, dev: &str, port: u16, cap: &Path) -> Child {
-    let child = wirelab_ctl::lab::exec_in(ns, "timeout")
-        .args([
-            "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "512",
-        ])
-        // Immediate mode gives every frame a ring slot of the snap length:
-        // a small snap length and a 64 MiB buffer keep a starved tcpdump
-        // from dropping (2 MiB of 64 KiB slots held 32 frames).
-        .args(["-B", "65536", "--immediate-mode", "-w"])
-        .arg(cap)
-        .arg(format!("udp port {port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while !cap.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "tcpdump did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-}
-
-/// Frames in the pcap file `p` so far (whole records only).
-fn frames_so_far(p: &Path) -> usize {
-    let b = std::fs::read(p).unwrap_or_default();
-    let (mut off, mut n) = (24, 0);
-    while off + 16 <= b.len() {
-        let a: [u8; 4] = b[off + 8..off + 12].try_into().unwrap();
-        off += 16 + u32::from_ne_bytes(a) as usize;
-        if off > b.len() {
-            break;
-        }
-        n += 1;
-    }
-    n
-}
-
-/// Stops `td` once `cap` holds at least `expect` frames (bounded: a
-/// missing frame shows as a count that differs, not as a hang).
-fn stop_tcpdump(mut td: Child, cap: &Path, expect: usize) {
-    let t0 = Instant::now();
-    while frames_so_far(cap) < expect && t0.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = Command::new("kill")
-        .args(["-INT", &td.id().to_string()])
-        .status();
-    let _ = td.wait();
+    tcpdump::start(
+        wirelab_ctl::lab::exec_in(ns, "timeout")
+            .args([
+                "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "512",
+            ])
+            // Immediate mode gives every frame a ring slot of the snap length:
+            // a small snap length and a 64 MiB buffer keep a starved tcpdump
+            // from dropping (2 MiB of 64 KiB slots held 32 frames).
+            .args(["-B", "65536", "--immediate-mode", "-w"])
+            .arg(cap)
+            .arg(format!("udp port {port}")),
+        cap,
+    )
 }
 
 /// `wirelab recv --echo` on `port` in the receiver's namespace.
@@ -90,12 +52,7 @@ fn receiver(lab: &Lab, port: u16) -> Child {
 }
 
 fn finish(rx: Child) -> serde_json::Value {
-    let out = rx.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = wait_ok(rx);
     json(&out)
 }
 
@@ -150,7 +107,8 @@ fn judge(socket: &str, port: u16) {
         .args(["--json", "--quiet"]));
     let rx = finish(rx);
     // The probes, the end markers and the priming datagram.
-    stop_tcpdump(td, &cap, PROBES + 4);
+    tcpdump::wait_frames(&cap, PROBES + 4, Duration::from_secs(20));
+    tcpdump::stop(td);
 
     let txj = json(&tx);
     assert_eq!(txj["config"]["socket"], socket);

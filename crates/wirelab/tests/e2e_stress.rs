@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::bundle::{run_command, summary_rows, the_bundle, the_point};
+use common::bundle::{on_tx_rx, run_command, summary_rows, the_bundle, the_point};
 use common::files::{json_file, scratch, text};
 use common::sshd::{have_sshd, Sshd};
 use common::{exe, netns_available, tools_available};
@@ -163,18 +163,13 @@ fn stress_runs_stress_ng_reports_its_cpu_and_leaves_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-const LAB: &str = r#"
+fn lab() -> String {
+    on_tx_rx(
+        51,
+        r#"
 [campaign]
 name = "stress"
 settle = "1s"
-
-[lab]
-namespaces = ["tx", "rx"]
-links = [{ a = "tx", b = "rx", a_addr = "198.18.51.1/24", b_addr = "198.18.51.2/24", ipv6 = false }]
-
-[hosts]
-tx = { transport = "lab:tx" }
-rx = { transport = "lab:rx" }
 
 [[flow]]
 name = "f"
@@ -187,7 +182,9 @@ interval = "1ms"
 host = "rx"
 kind = "cpu"
 workers = 1
-"#;
+"#,
+    )
+}
 
 #[test]
 fn a_point_runs_its_stressor_and_nothing_of_it_survives() {
@@ -197,7 +194,7 @@ fn a_point_runs_its_stressor_and_nothing_of_it_survives() {
     assert!(no_stress_ng_left().is_empty(), "stress-ng running before");
     let dir = scratch("stress", "point");
     // 1500 probes at 1 ms: the stressor runs ≥ 1 s settle + 1.5 s.
-    let o = run_command(&dir, &LAB.replace("COUNT", "1500"))
+    let o = run_command(&dir, &lab().replace("COUNT", "1500"))
         .arg("-q")
         .output()
         .unwrap();
@@ -231,7 +228,7 @@ fn a_stressor_that_dies_fails_the_point_with_exit_4() {
     }
     let dir = scratch("stress", "dies");
     // stress-ng ends by itself after 2 s, during a 20 s flow.
-    let control = LAB.replace("COUNT", "20000") + "args = [\"--timeout\", \"2\"]\n";
+    let control = lab().replace("COUNT", "20000") + "args = [\"--timeout\", \"2\"]\n";
     let o = run_command(&dir, &control).arg("-q").output().unwrap();
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
     let (_, p) = the_point(&the_bundle(&dir.join("results")));
@@ -255,7 +252,7 @@ fn a_killed_controller_leaves_no_stressor_behind() {
         return;
     }
     let dir = scratch("stress", "killed");
-    let mut child = run_command(&dir, &LAB.replace("COUNT", "60000"))
+    let mut child = run_command(&dir, &lab().replace("COUNT", "60000"))
         .arg("-q")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -336,11 +333,7 @@ kind = "get"
             exe = exe()
         )
     };
-    let opts: Vec<String> = sshd
-        .opts("user")
-        .into_iter()
-        .map(|o| format!("--ssh-option={o}"))
-        .collect();
+    let opts = sshd.run_opts("user");
     let o = run_command(&dir, &control(1000))
         .arg("-q")
         .args(&opts)

@@ -100,6 +100,42 @@ fn cfg() -> ForwardConfig {
     }
 }
 
+/// `forward` on the clock `c` with the tests' config and no outputs; the
+/// model or `stop` ends the run.
+fn forward_plain<M: LinkModel>(
+    c: &SimClock,
+    rx: &mut SimFrames,
+    tx: &mut SimTx,
+    m: &mut M,
+    stop: &StopFlag,
+) -> ForwardStats {
+    let mut clock = c.clone();
+    forward(&cfg(), &mut clock, rx, tx, m, stop, Outputs::default()).unwrap()
+}
+
+/// [`forward_plain`] for a model that never stops the run: a thread stops
+/// it once the simulated clock reaches `until_ns`.
+fn forward_until<M: LinkModel>(
+    c: &SimClock,
+    until_ns: u64,
+    rx: &mut SimFrames,
+    tx: &mut SimTx,
+    m: &mut M,
+) -> ForwardStats {
+    let stop = StopFlag::new();
+    let s2 = stop.clone();
+    let c2 = c.clone();
+    let t = std::thread::spawn(move || {
+        while c2.peek_ns() < until_ns {
+            std::thread::yield_now();
+        }
+        s2.stop();
+    });
+    let st = forward_plain(c, rx, tx, m, &stop);
+    t.join().unwrap();
+    st
+}
+
 #[test]
 fn frames_leave_after_their_deadline_from_the_kernel_stamp_never_before() {
     // Wake-ups 40 µs late; frames every 100 µs, delayed 1 ms. The user-space
@@ -114,17 +150,7 @@ fn frames_leave_after_their_deadline_from_the_kernel_stamp_never_before() {
     let mut tx = SimTx::new(&c, 2_000, 100);
     let stop = StopFlag::new();
     let mut m = Scripted::new(1_000_000, n, &stop);
-    let mut clock = c.clone();
-    let st = forward(
-        &cfg(),
-        &mut clock,
-        &mut rx,
-        &mut tx,
-        &mut m,
-        &stop,
-        Outputs::default(),
-    )
-    .unwrap();
+    let st = forward_plain(&c, &mut rx, &mut tx, &mut m, &stop);
     assert_eq!((st.received, st.sent, st.early), (n, n, 0));
     assert_eq!(tx.sent.len() as u64, n);
     for (i, d) in tx.sent.iter().enumerate() {
@@ -160,17 +186,7 @@ fn copies_drops_and_corruption_as_the_model_says() {
     m.drop_every = 7;
     // 30 frames, 4 dropped (7, 14, 21, 28), 6 duplicated (5, …, 30).
     m.stop_after = 26 + 6;
-    let mut clock = c.clone();
-    let st = forward(
-        &cfg(),
-        &mut clock,
-        &mut rx,
-        &mut tx,
-        &mut m,
-        &stop,
-        Outputs::default(),
-    )
-    .unwrap();
+    let st = forward_plain(&c, &mut rx, &mut tx, &mut m, &stop);
     assert_eq!(
         (st.received, st.sent, st.corrupted, st.early),
         (30, 32, 6, 0)
@@ -230,17 +246,7 @@ fn a_tag_the_driver_took_off_goes_back_on_and_counts_in_the_length() {
     let mut tx = SimTx::new(&c, 1_000, 0);
     let stop = StopFlag::new();
     let mut m = Len(vec![], VecDeque::new(), stop.clone());
-    let mut clock = c.clone();
-    forward(
-        &cfg(),
-        &mut clock,
-        &mut rx,
-        &mut tx,
-        &mut m,
-        &stop,
-        Outputs::default(),
-    )
-    .unwrap();
+    forward_plain(&c, &mut rx, &mut tx, &mut m, &stop);
     assert_eq!(m.0, [64]);
     let b = &tx.sent[0].bytes;
     assert_eq!(b.len(), 64);
@@ -445,7 +451,6 @@ fn the_first_matching_rule_takes_a_frame_and_rules_merge_by_deadline() {
     arp[12..14].copy_from_slice(&[0x08, 0x06]);
     rx.arrive(300_000_000, &arp);
     let mut tx = SimTx::new(&c, 1_000, 0);
-    let stop = StopFlag::new();
     let mut m = DirModel::new(
         vec![
             rule(1, "udp dst port 5004", "loss random 100%"),
@@ -453,27 +458,8 @@ fn the_first_matching_rule_takes_a_frame_and_rules_merge_by_deadline() {
         ],
         default_rule("delay 1ms"),
     );
-    let mut clock = c.clone();
-    let s2 = stop.clone();
-    let c2 = c.clone();
     // Stops once the clock is past every deadline.
-    let t = std::thread::spawn(move || {
-        while c2.peek_ns() < 400_000_000 {
-            std::thread::yield_now();
-        }
-        s2.stop();
-    });
-    let st = forward(
-        &cfg(),
-        &mut clock,
-        &mut rx,
-        &mut tx,
-        &mut m,
-        &stop,
-        Outputs::default(),
-    )
-    .unwrap();
-    t.join().unwrap();
+    let st = forward_until(&c, 400_000_000, &mut rx, &mut tx, &mut m);
     assert_eq!(st.received, 201);
     assert_eq!(st.dropped.loss, 50);
     assert_eq!(st.sent, 151);
@@ -571,7 +557,6 @@ fn rules_match_by_mac_and_by_the_vlan_tag_the_ring_took_off() {
     rx.arrive_tagged(3_000, &udp(2, 7000), (6, 0x8100));
     rx.arrive(4_000, &udp(3, 7000));
     let mut tx = SimTx::new(&c, 1_000, 0);
-    let stop = StopFlag::new();
     let mut m = DirModel::new(
         vec![
             rule(1, "ether src 02:00:00:00:00:01", "loss random 100%"),
@@ -579,26 +564,7 @@ fn rules_match_by_mac_and_by_the_vlan_tag_the_ring_took_off() {
         ],
         default_rule(""),
     );
-    let s2 = stop.clone();
-    let c2 = c.clone();
-    let t = std::thread::spawn(move || {
-        while c2.peek_ns() < 10_000_000 {
-            std::thread::yield_now();
-        }
-        s2.stop();
-    });
-    let mut clock = c.clone();
-    let st = forward(
-        &cfg(),
-        &mut clock,
-        &mut rx,
-        &mut tx,
-        &mut m,
-        &stop,
-        Outputs::default(),
-    )
-    .unwrap();
-    t.join().unwrap();
+    let st = forward_until(&c, 10_000_000, &mut rx, &mut tx, &mut m);
     assert_eq!((st.received, st.sent, st.dropped.loss), (4, 2, 2));
     let r = m.rules();
     assert_eq!((r[0].frames(), r[1].frames()), (1, 1));
@@ -706,28 +672,8 @@ fn ecn_capable_frames_are_marked_ce_instead_of_dropped() {
         rx.arrive(1_000_000 + i * 1_000_000, &f);
     }
     let mut tx = SimTx::new(&c, 1_000, 0);
-    let stop = StopFlag::new();
     let mut m = DirModel::new(vec![], default_rule("delay 1ms loss random 100% ecn"));
-    let mut clock = c.clone();
-    let s2 = stop.clone();
-    let c2 = c.clone();
-    let t = std::thread::spawn(move || {
-        while c2.peek_ns() < 100_000_000 {
-            std::thread::yield_now();
-        }
-        s2.stop();
-    });
-    let st = forward(
-        &cfg(),
-        &mut clock,
-        &mut rx,
-        &mut tx,
-        &mut m,
-        &stop,
-        Outputs::default(),
-    )
-    .unwrap();
-    t.join().unwrap();
+    let st = forward_until(&c, 100_000_000, &mut rx, &mut tx, &mut m);
     // Not-ECT frames are lost; ECT ones leave marked, DSCP kept, with a
     // right IPv4 header checksum.
     assert_eq!((st.received, st.sent, st.dropped.loss), (20, 10, 10));

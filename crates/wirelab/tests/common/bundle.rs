@@ -7,6 +7,46 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// A campaign's control text on two namespaces, tx and rx, joined by a
+/// veth pair (198.18.NET.1/24 and .2/24, no IPv6), each a host reached as
+/// `lab:NAME`: the `[lab]` and `[hosts]` tables, then `body` (its
+/// `[campaign]`, flows, …), so that text added after `body` stays in its
+/// last table.
+pub fn on_tx_rx(net: u8, body: &str) -> String {
+    format!(
+        r#"
+[lab]
+namespaces = ["tx", "rx"]
+links = [{{ a = "tx", b = "rx", a_addr = "198.18.{net}.1/24", b_addr = "198.18.{net}.2/24", ipv6 = false }}]
+
+[hosts]
+tx = {{ transport = "lab:tx" }}
+rx = {{ transport = "lab:rx" }}
+{body}"#
+    )
+}
+
+/// [`on_tx_rx`] with an emulator between: tx – emu – rx, tx at
+/// 198.18.NET.1/24 towards emu, rx at .2/24 towards emu, each a host
+/// reached as `lab:NAME`.
+pub fn on_tx_emu_rx(net: u8, body: &str) -> String {
+    format!(
+        r#"
+[lab]
+namespaces = ["tx", "emu", "rx"]
+links = [
+  {{ a = "tx", b = "emu", a_addr = "198.18.{net}.1/24", ipv6 = false }},
+  {{ a = "emu", b = "rx", b_addr = "198.18.{net}.2/24", ipv6 = false }},
+]
+
+[hosts]
+tx = {{ transport = "lab:tx" }}
+emu = {{ transport = "lab:emu" }}
+rx = {{ transport = "lab:rx" }}
+{body}"#
+    )
+}
+
 /// `wirelab run DIR/c.toml --results DIR/results`, with `control` written
 /// to `DIR/c.toml`; more arguments may follow.
 pub fn run_command(dir: &Path, control: &str) -> Command {

@@ -6,9 +6,10 @@ pub mod bundle;
 pub mod files;
 pub mod prom;
 pub mod sshd;
+pub mod tcpdump;
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 use wirelab_ctl::lab::{exec_in, LinkSpec};
 
@@ -76,6 +77,39 @@ pub fn run(cmd: &mut Command) -> Output {
         );
     }
     out
+}
+
+/// Interrupts `child` (SIGINT), as a user stops `wirelab`, and returns its
+/// output once it exited successfully within 20 s (else a panic with its
+/// stderr).
+pub fn interrupt(child: Child) -> Output {
+    run(Command::new("kill").args(["-INT", &child.id().to_string()]));
+    let t0 = std::time::Instant::now();
+    let out = wait_ok(child);
+    assert!(t0.elapsed() < Duration::from_secs(20), "slow to stop");
+    out
+}
+
+/// Waits for `child`: its output, once it exited successfully (else a
+/// panic with its stderr).
+pub fn wait_ok(child: Child) -> Output {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// [`interrupt`], then the JSON report the stopped process printed.
+pub fn stop_json(child: Child) -> serde_json::Value {
+    json(&interrupt(child))
+}
+
+/// A count in a JSON report.
+pub fn count(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
 /// A UDP port free on loopback now (the kernel's pick).
@@ -176,6 +210,20 @@ impl Lab {
         child
     }
 
+    /// Drops every 100th datagram to UDP `port` arriving in the receiver's
+    /// namespace, with nftables (its numgen counts from 0: the datagrams in
+    /// positions 0, 100, 200, ... are dropped).
+    pub fn drop_every_100th(&self, port: u16) {
+        self.sh(
+            &self.r,
+            &format!(
+                "nft add table inet wltest && \
+                 nft add chain inet wltest input '{{ type filter hook input priority 0; }}' && \
+                 nft add rule inet wltest input udp dport {port} numgen inc mod 100 == 0 counter drop"
+            ),
+        );
+    }
+
     /// Waits until something listens on UDP `port` inside `ns`.
     pub fn wait_udp(&self, ns: &str, port: u16) {
         let role = if ns == self.s { "s" } else { "r" };
@@ -217,6 +265,8 @@ pub fn flow(v: &serde_json::Value, flow: u64) -> &serde_json::Value {
 pub struct EmuLab {
     pub lab: wirelab_ctl::lab::Lab,
     pub dir: PathBuf,
+    /// B's address.
+    b: String,
 }
 
 impl EmuLab {
@@ -226,7 +276,15 @@ impl EmuLab {
             .unwrap_or_else(|e| panic!("{e}"));
         let dir = std::env::temp_dir().join(lab.ns("e"));
         std::fs::create_dir_all(&dir).unwrap();
-        EmuLab { lab, dir }
+        EmuLab { lab, dir, b }
+    }
+
+    /// `wirelab send` of `n` probes from A to B at 1 kpps, with `extra`
+    /// flags; its output.
+    pub fn send_probes(&self, n: u64, extra: &[&str]) -> Output {
+        run(exec_in(self.lab.ns("a"), exe())
+            .args(["send", &self.b, "--rate", "1kpps", "-n", &n.to_string()])
+            .args(extra))
     }
 
     /// Starts `wirelab emulate --json` in E between its two interfaces and

@@ -23,15 +23,10 @@ pub struct Sshd {
 impl Sshd {
     pub fn start(dir: &Path) -> Sshd {
         let keygen = |name: &str| {
-            let out = Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
-                .arg(dir.join(name))
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            super::run(
+                Command::new("ssh-keygen")
+                    .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+                    .arg(dir.join(name)),
             );
         };
         keygen("host");
@@ -85,6 +80,14 @@ impl Sshd {
             port,
             proc,
         }
+    }
+
+    /// [`Sshd::opts`] as `wirelab run` arguments (`--ssh-option=…`).
+    pub fn run_opts(&self, key: &str) -> Vec<String> {
+        self.opts(key)
+            .into_iter()
+            .map(|o| format!("--ssh-option={o}"))
+            .collect()
     }
 
     /// ssh options for this server with `key`; the control socket in the
