@@ -89,10 +89,12 @@ impl Totals {
     }
 }
 
-/// Makes room for an arrival of `len` bytes to queue `mine` by dropping
-/// heads of the longest queues; `Err` if the arrival itself would go.
-fn make_room(
-    queues: &mut [&mut Queue],
+/// Makes room for an arrival of `len` bytes to the queue of flow `mine` by
+/// dropping heads of the longest queues (`queue` finds a flow's); `Err` if
+/// the arrival itself would go. Scans in place: nothing is allocated.
+fn make_room<F>(
+    flows: &mut [F],
+    queue: fn(&mut F) -> &mut Queue,
     mine: usize,
     len: u32,
     totals: &mut Totals,
@@ -101,14 +103,17 @@ fn make_room(
 ) -> Result<(), DropReason> {
     // Each turn drops a queued packet: bounded by the queues.
     while !totals.fits(len) {
-        let fattest = (0..queues.len())
-            .max_by_key(|&i| {
+        let fattest = flows
+            .iter_mut()
+            .enumerate()
+            .map(|(i, f)| {
                 let extra = if i == mine { u64::from(len) } else { 0 };
                 // Ties: the earliest queue.
-                (queues[i].bytes + extra, std::cmp::Reverse(i))
+                (queue(f).bytes + extra, std::cmp::Reverse(i), i)
             })
-            .unwrap_or(mine);
-        let Some(head) = queues[fattest].pop() else {
+            .max()
+            .map_or(mine, |(_, _, i)| i);
+        let Some(head) = flows.get_mut(fattest).and_then(|f| queue(f).pop()) else {
             return Err(DropReason::Limit);
         };
         totals.len -= 1;
@@ -172,8 +177,15 @@ impl Drr {
     ) -> Result<(), DropReason> {
         let i = self.flow(key);
         if !self.totals.fits(it.len) {
-            let mut qs: Vec<&mut Queue> = self.flows.iter_mut().map(|f| &mut f.q).collect();
-            make_room(&mut qs, i, it.len, &mut self.totals, now, out)?;
+            make_room(
+                &mut self.flows,
+                |f| &mut f.q,
+                i,
+                it.len,
+                &mut self.totals,
+                now,
+                out,
+            )?;
             // Queues emptied by the drops leave the active list.
             let flows = &mut self.flows;
             self.active.retain(|&j| !flows[j].q.items.is_empty());
@@ -274,8 +286,15 @@ impl FqCodel {
         if !self.totals.fits(it.len) {
             // Emptied queues stay on their lists until dequeue finds them
             // empty, as after CoDel's drops.
-            let mut qs: Vec<&mut Queue> = self.flows.iter_mut().map(|f| &mut f.q).collect();
-            make_room(&mut qs, i, it.len, &mut self.totals, now, out)?;
+            make_room(
+                &mut self.flows,
+                |f| &mut f.q,
+                i,
+                it.len,
+                &mut self.totals,
+                now,
+                out,
+            )?;
         }
         let f = &mut self.flows[i];
         if !f.used {
