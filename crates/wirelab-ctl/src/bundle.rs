@@ -152,6 +152,37 @@ pub struct PointFile {
     pub samples: BTreeMap<String, SampleSummary>,
 }
 
+impl PointFile {
+    /// A point as it begins: `done` until something goes wrong, nothing run
+    /// or fetched yet.
+    pub fn begun(
+        id: String,
+        index: usize,
+        repetition: u32,
+        params: BTreeMap<String, Value>,
+        began_unix_ns: u64,
+    ) -> PointFile {
+        PointFile {
+            schema: POINT_SCHEMA.into(),
+            id,
+            index,
+            repetition,
+            params,
+            status: PointStatus::Done,
+            reason: None,
+            began_unix_ns,
+            ended_unix_ns: 0,
+            t0_unix_ns: None,
+            flows: vec![],
+            emulate_report: None,
+            pcaps: vec![],
+            abort_criterion: None,
+            stressors: vec![],
+            samples: BTreeMap::new(),
+        }
+    }
+}
+
 /// One `[[stressor]]` of a point as run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointStressor {
@@ -734,24 +765,7 @@ mod tests {
         fr.received = Some(640_753);
         let mut r = row(
             Path::new("/nonexistent"),
-            &PointFile {
-                schema: POINT_SCHEMA.into(),
-                id: "p".into(),
-                index: 0,
-                repetition: 0,
-                params: BTreeMap::new(),
-                status: PointStatus::Done,
-                reason: None,
-                began_unix_ns: 0,
-                ended_unix_ns: 0,
-                t0_unix_ns: None,
-                flows: vec![],
-                emulate_report: None,
-                pcaps: vec![],
-                abort_criterion: None,
-                stressors: vec![],
-                samples: BTreeMap::new(),
-            },
+            &PointFile::begun("p".into(), 0, 0, BTreeMap::new(), 0),
             &PointFlow {
                 name: "f".into(),
                 flow_id: 1,
