@@ -3,7 +3,7 @@
 use std::time::Duration;
 use wirelab_core::schedule::{Limits, WaitStrategy};
 use wirelab_engine::phase::PhaseConfig;
-use wirelab_engine::receiver::{Receiver, RecvConfig};
+use wirelab_engine::receiver::{Receiver, RecvConfig, RecvOutcome};
 use wirelab_engine::sender::{run_flow, FlowConfig, FlowSendStats, Padding};
 use wirelab_engine::{ProbeFormat, StopFlag};
 use wirelab_wire::record::{Record, RecordKind};
@@ -40,6 +40,44 @@ fn flow_cfg(target: std::net::SocketAddr, echo: bool) -> FlowConfig {
     }
 }
 
+/// Runs `rx` on a thread until it ends: its outcome and the records it made.
+fn receive(rx: Receiver) -> std::thread::JoinHandle<(RecvOutcome, Vec<Record>)> {
+    std::thread::spawn(move || {
+        let mut got: Vec<Record> = Vec::new();
+        let mut sink = |r: &Record| got.push(*r);
+        let out = rx
+            .run(
+                &mut sink,
+                None,
+                &StopFlag::new(),
+                &mut |_| {},
+                Duration::from_secs(1),
+            )
+            .unwrap();
+        (out, got)
+    })
+}
+
+/// Sends `cfg`'s flow of `size`-byte probes 100 µs apart: the sender's
+/// records, its stats and the echo replies.
+fn send(cfg: &FlowConfig, size: f64) -> (Vec<Record>, FlowSendStats, Vec<Record>) {
+    let mut sizes = || Some(size);
+    let mut ivals = || Some(100_000.0);
+    let mut tx: Vec<Record> = Vec::new();
+    let (stats, replies) = run_flow(
+        cfg,
+        &mut ivals,
+        &mut sizes,
+        None,
+        None,
+        &mut tx,
+        Vec::<Record>::new(),
+        &StopFlag::new(),
+    )
+    .unwrap();
+    (tx, stats, replies)
+}
+
 fn run_pair(echo: bool) -> (Vec<Record>, Vec<Record>, Vec<Record>) {
     let (tx, rx, replies, _) = run_pair_with(echo, |_| {});
     (tx, rx, replies)
@@ -57,41 +95,14 @@ fn run_pair_with(
     })
     .unwrap();
     let target = rx.local_addr().unwrap();
-    let stop = StopFlag::new();
-    let rx_thread = std::thread::spawn(move || {
-        let mut got: Vec<Record> = Vec::new();
-        let mut sink = |r: &Record| got.push(*r);
-        let out = rx
-            .run(
-                &mut sink,
-                None,
-                &StopFlag::new(),
-                &mut |_| {},
-                Duration::from_secs(1),
-            )
-            .unwrap();
-        assert_eq!(out.end_reason, "flows-ended");
-        got
-    });
+    let rx_thread = receive(rx);
     let mut cfg = flow_cfg(target, echo);
     edit(&mut cfg);
-    let mut sizes = || Some(100.0);
-    let mut ivals = || Some(100_000.0);
-    let mut tx: Vec<Record> = Vec::new();
-    let (stats, replies) = run_flow(
-        &cfg,
-        &mut ivals,
-        &mut sizes,
-        None,
-        None,
-        &mut tx,
-        Vec::<Record>::new(),
-        &stop,
-    )
-    .unwrap();
+    let (tx, stats, replies) = send(&cfg, 100.0);
     assert_eq!(stats.sent, 200);
     assert_eq!(stats.last_repeats, 3);
-    let got = rx_thread.join().unwrap();
+    let (out, got) = rx_thread.join().unwrap();
+    assert_eq!(out.end_reason, "flows-ended");
     (tx, got, replies, stats)
 }
 
@@ -182,37 +193,11 @@ fn luna_probes_are_received_and_mirrored() {
     })
     .unwrap();
     let target = rx.local_addr().unwrap();
-    let rx_thread = std::thread::spawn(move || {
-        let mut got: Vec<Record> = Vec::new();
-        let mut sink = |r: &Record| got.push(*r);
-        let out = rx
-            .run(
-                &mut sink,
-                None,
-                &StopFlag::new(),
-                &mut |_| {},
-                Duration::from_secs(1),
-            )
-            .unwrap();
-        (out, got)
-    });
+    let rx_thread = receive(rx);
     let mut cfg = flow_cfg(target, true);
     cfg.format = ProbeFormat::Luna;
     cfg.warmup = 0;
-    let mut sizes = || Some(21.0);
-    let mut ivals = || Some(100_000.0);
-    let mut tx: Vec<Record> = Vec::new();
-    let (stats, replies) = run_flow(
-        &cfg,
-        &mut ivals,
-        &mut sizes,
-        None,
-        None,
-        &mut tx,
-        Vec::<Record>::new(),
-        &StopFlag::new(),
-    )
-    .unwrap();
+    let (tx, stats, replies) = send(&cfg, 21.0);
     assert_eq!((stats.sent, stats.last_repeats), (200, 0));
     let (out, got) = rx_thread.join().unwrap();
     assert_eq!(out.end_reason, "idle-timeout");
