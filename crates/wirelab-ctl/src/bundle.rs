@@ -734,9 +734,30 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BundleError> {
     std::fs::rename(&tmp, path).map_err(io_err(path))
 }
 
+/// Fixtures for tests; `outcome`'s tests can build their points with them.
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Flow `name` (id 1, from `a` to `b`) as planned, before anything ran.
+    pub(crate) fn planned_flow(name: &str, planned: u64) -> PointFlow {
+        PointFlow {
+            name: name.into(),
+            flow_id: 1,
+            from: "a".into(),
+            to: "b".into(),
+            planned: Some(planned),
+            rx: None,
+            tx: None,
+            send_report: None,
+            recv_report: None,
+            send_exit: None,
+            recv_exit: None,
+            emulate_direction: None,
+            attribution: None,
+            clock: None,
+        }
+    }
 
     #[test]
     fn sha256_of_known_bytes() {
@@ -766,22 +787,7 @@ mod tests {
         let mut r = row(
             Path::new("/nonexistent"),
             &PointFile::begun("p".into(), 0, 0, BTreeMap::new(), 0),
-            &PointFlow {
-                name: "f".into(),
-                flow_id: 1,
-                from: "a".into(),
-                to: "b".into(),
-                planned: Some(1_666_667),
-                rx: None,
-                tx: None,
-                send_report: None,
-                recv_report: None,
-                send_exit: None,
-                recv_exit: None,
-                emulate_direction: None,
-                attribution: None,
-                clock: None,
-            },
+            &planned_flow("f", 1_666_667),
         );
         fill(&mut r, &fr);
         assert_eq!(r.lost_by_plan, Some(1_025_914));
