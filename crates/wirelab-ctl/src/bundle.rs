@@ -152,6 +152,37 @@ pub struct PointFile {
     pub samples: BTreeMap<String, SampleSummary>,
 }
 
+impl PointFile {
+    /// A point as it begins: `done` until something goes wrong, nothing run
+    /// or fetched yet.
+    pub fn begun(
+        id: String,
+        index: usize,
+        repetition: u32,
+        params: BTreeMap<String, Value>,
+        began_unix_ns: u64,
+    ) -> PointFile {
+        PointFile {
+            schema: POINT_SCHEMA.into(),
+            id,
+            index,
+            repetition,
+            params,
+            status: PointStatus::Done,
+            reason: None,
+            began_unix_ns,
+            ended_unix_ns: 0,
+            t0_unix_ns: None,
+            flows: vec![],
+            emulate_report: None,
+            pcaps: vec![],
+            abort_criterion: None,
+            stressors: vec![],
+            samples: BTreeMap::new(),
+        }
+    }
+}
+
 /// One `[[stressor]]` of a point as run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointStressor {
@@ -703,9 +734,30 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BundleError> {
     std::fs::rename(&tmp, path).map_err(io_err(path))
 }
 
+/// Fixtures for tests; `outcome`'s tests can build their points with them.
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Flow `name` (id 1, from `a` to `b`) as planned, before anything ran.
+    pub(crate) fn planned_flow(name: &str, planned: u64) -> PointFlow {
+        PointFlow {
+            name: name.into(),
+            flow_id: 1,
+            from: "a".into(),
+            to: "b".into(),
+            planned: Some(planned),
+            rx: None,
+            tx: None,
+            send_report: None,
+            recv_report: None,
+            send_exit: None,
+            recv_exit: None,
+            emulate_direction: None,
+            attribution: None,
+            clock: None,
+        }
+    }
 
     #[test]
     fn sha256_of_known_bytes() {
@@ -734,40 +786,8 @@ mod tests {
         fr.received = Some(640_753);
         let mut r = row(
             Path::new("/nonexistent"),
-            &PointFile {
-                schema: POINT_SCHEMA.into(),
-                id: "p".into(),
-                index: 0,
-                repetition: 0,
-                params: BTreeMap::new(),
-                status: PointStatus::Done,
-                reason: None,
-                began_unix_ns: 0,
-                ended_unix_ns: 0,
-                t0_unix_ns: None,
-                flows: vec![],
-                emulate_report: None,
-                pcaps: vec![],
-                abort_criterion: None,
-                stressors: vec![],
-                samples: BTreeMap::new(),
-            },
-            &PointFlow {
-                name: "f".into(),
-                flow_id: 1,
-                from: "a".into(),
-                to: "b".into(),
-                planned: Some(1_666_667),
-                rx: None,
-                tx: None,
-                send_report: None,
-                recv_report: None,
-                send_exit: None,
-                recv_exit: None,
-                emulate_direction: None,
-                attribution: None,
-                clock: None,
-            },
+            &PointFile::begun("p".into(), 0, 0, BTreeMap::new(), 0),
+            &planned_flow("f", 1_666_667),
         );
         fill(&mut r, &fr);
         assert_eq!(r.lost_by_plan, Some(1_025_914));

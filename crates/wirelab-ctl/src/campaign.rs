@@ -707,24 +707,13 @@ fn run_point(
     for f in &flows {
         targets.push(hosts.target(&f.spec.from, &f.spec.to)?);
     }
-    let mut file = PointFile {
-        schema: bundle::POINT_SCHEMA.into(),
-        id: point.id.clone(),
-        index: point.index,
-        repetition: point.repetition,
-        params: point.params.clone(),
-        status: PointStatus::Done,
-        reason: None,
-        began_unix_ns: unix_ns(),
-        ended_unix_ns: 0,
-        t0_unix_ns: None,
-        flows: vec![],
-        emulate_report: None,
-        pcaps: vec![],
-        abort_criterion: None,
-        stressors: vec![],
-        samples: BTreeMap::new(),
-    };
+    let mut file = PointFile::begun(
+        point.id.clone(),
+        point.index,
+        point.repetition,
+        point.params.clone(),
+        unix_ns(),
+    );
     let mut run = PointRun {
         hosts,
         started: vec![],

@@ -34,6 +34,7 @@ pub mod sender;
 pub mod stop;
 pub mod trace;
 pub mod txpath;
+mod writer_thread;
 
 pub use stop::StopFlag;
 

@@ -34,11 +34,12 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use wirelab_wire::record::{Record, RecordFileHeader, Role, RECORD_LEN};
+
+use crate::writer_thread::WriterThread;
 
 /// Longest time a written record waits in its writer's partial chunk before
 /// the writer thread hands it to the kernel: what a `kill -9` can lose.
@@ -144,9 +145,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The record file and its writer thread.
 pub struct RecordLog {
-    tx: Option<SyncSender<Vec<u8>>>,
+    writer: WriterThread,
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<io::Result<u64>>>,
 }
 
 impl RecordLog {
@@ -158,21 +158,19 @@ impl RecordLog {
             metadata: serde_json::to_string(meta).map_err(io::Error::other)?,
         };
         file.write_all(&header.to_bytes())?;
-        let (tx, rx) = sync_channel::<Vec<u8>>(QUEUE_CHUNKS);
         let shared = Arc::new(Shared {
             pool: Mutex::new(Vec::new()),
             slots: Mutex::new(Vec::new()),
             queue_waits: AtomicU64::new(0),
         });
         let sh = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("wirelab-records".into())
-            .spawn(move || write_loop(file, rx, &sh))?;
-        Ok(RecordLog {
-            tx: Some(tx),
-            shared,
-            thread: Some(thread),
-        })
+        let writer = WriterThread::spawn(
+            "wirelab-records",
+            "record writer",
+            QUEUE_CHUNKS,
+            move |rx| write_loop(file, rx, &sh),
+        )?;
+        Ok(RecordLog { writer, shared })
     }
 
     /// A handle for one packet thread.
@@ -180,7 +178,7 @@ impl RecordLog {
         let slot = Arc::new(Slot::new());
         lock(&self.shared.slots).push(Arc::downgrade(&slot));
         RecordWriter {
-            tx: self.tx.clone(),
+            tx: self.writer.sender(),
             shared: self.shared.clone(),
             slot,
             len: 0,
@@ -190,28 +188,12 @@ impl RecordLog {
 
     /// Waits until every writer's records are in the file (drop all
     /// writers first), syncs it, and returns the counters.
-    pub fn finish(mut self) -> io::Result<LogStats> {
-        self.tx.take();
-        let records = match self.thread.take() {
-            Some(t) => t
-                .join()
-                .map_err(|_| io::Error::other("record writer thread panicked"))??,
-            None => 0,
-        };
+    pub fn finish(self) -> io::Result<LogStats> {
+        let records = self.writer.finish()?;
         Ok(LogStats {
             records,
             queue_waits: self.shared.queue_waits.load(Ordering::Relaxed),
         })
-    }
-}
-
-impl Drop for RecordLog {
-    fn drop(&mut self) {
-        // Not finished (an error path): still let queued records reach the file.
-        self.tx.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -417,12 +417,14 @@ fn same_run(tx: &Path, rx: &Path, window_ns: u64) -> Result<(), FileError> {
     Ok(())
 }
 
+/// Record files for tests; `campaign`'s tests use them too.
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use wirelab_wire::record::RecordFileHeader;
 
-    fn write(path: &Path, role: Role, recs: &[Record], tail: &[u8]) {
+    /// Writes a record file of `recs`, then `tail` (a torn record, say).
+    pub(crate) fn write(path: &Path, role: Role, recs: &[Record], tail: &[u8]) {
         let mut b = RecordFileHeader {
             role,
             metadata: "{}".into(),
@@ -435,7 +437,9 @@ mod tests {
         std::fs::write(path, b).unwrap();
     }
 
-    fn rec(kind: RecordKind, seq: u64, base: u64) -> Record {
+    /// Probe `seq` of flow 1, sent at `base` + 1 µs per seq and (as an
+    /// arrival) received 500 ns later.
+    pub(crate) fn rec(kind: RecordKind, seq: u64, base: u64) -> Record {
         Record {
             flow: 1,
             seq,

@@ -815,22 +815,28 @@ fn read_capture(t: &Tbl, c: &Control) -> Result<CaptureSpec, ControlError> {
     })
 }
 
+/// The keys of a `[[stressor]]` that shape its load, in the order an error
+/// of `wirelab stress`'s checks is matched to one of them.
+const LOAD_KEYS: [&str; 8] = [
+    "workers",
+    "load",
+    "rt_priority",
+    "rate",
+    "target",
+    "port",
+    "size",
+    "io_cap",
+];
+
 fn read_stressor(t: &Tbl, c: &Control) -> Result<StressorSpec, ControlError> {
-    t.only(&[
-        "host",
-        "preset",
-        "kind",
-        "workers",
-        "load",
-        "rt_priority",
-        "rate",
-        "target",
-        "port",
-        "size",
-        "io_cap",
-        "when",
-        "args",
-    ])?;
+    t.only(
+        &[
+            &["host", "preset", "kind"][..],
+            &LOAD_KEYS,
+            &["when", "args"],
+        ]
+        .concat(),
+    )?;
     let host = t.req_str("host", "the host the load runs on")?;
     known_host(t, "host", &host, &c.hosts)?;
     let preset = match t.str("preset")? {
@@ -969,19 +975,10 @@ fn check_stressor(
             .replace("--bitrate", "rate")
             .replace("--size", "size")
             .replace("--io-cap", "io_cap");
-        let key = [
-            "workers",
-            "load",
-            "rt_priority",
-            "rate",
-            "target",
-            "port",
-            "size",
-            "io_cap",
-        ]
-        .into_iter()
-        .find(|k| t.get(k).is_some() && e.starts_with(k))
-        .unwrap_or("target");
+        let key = LOAD_KEYS
+            .into_iter()
+            .find(|k| t.get(k).is_some() && e.starts_with(k))
+            .unwrap_or("target");
         return Err(t.err(at(key), key, e));
     }
     Ok(spec)

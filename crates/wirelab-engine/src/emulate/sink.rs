@@ -9,9 +9,10 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
+
+use crate::writer_thread::WriterThread;
 
 /// A chunk is handed on once it holds this many bytes.
 pub const CHUNK_BYTES: usize = 256 << 10;
@@ -43,9 +44,8 @@ impl Shared {
 
 /// The file and its writer thread.
 pub struct ChunkFile {
-    tx: Option<SyncSender<Vec<u8>>>,
+    writer: WriterThread,
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<io::Result<u64>>>,
 }
 
 /// What a [`ChunkFile`] wrote.
@@ -61,27 +61,22 @@ impl ChunkFile {
     pub fn create(path: &Path, head: &[u8]) -> io::Result<ChunkFile> {
         let mut file = File::create(path)?;
         file.write_all(head)?;
-        let (tx, rx) = sync_channel::<Vec<u8>>(QUEUE_CHUNKS);
         let shared = Arc::new(Shared {
             pool: Mutex::new(Vec::new()),
             waits: AtomicU64::new(0),
         });
         let sh = shared.clone();
         let head_len = head.len() as u64;
-        let thread = std::thread::Builder::new()
-            .name("wirelab-sink".into())
-            .spawn(move || write_loop(file, rx, &sh).map(|n| n + head_len))?;
-        Ok(ChunkFile {
-            tx: Some(tx),
-            shared,
-            thread: Some(thread),
-        })
+        let writer = WriterThread::spawn("wirelab-sink", "file writer", QUEUE_CHUNKS, move |rx| {
+            write_loop(file, rx, &sh).map(|n| n + head_len)
+        })?;
+        Ok(ChunkFile { writer, shared })
     }
 
     /// A handle for one thread.
     pub fn writer(&self) -> ChunkWriter {
         ChunkWriter {
-            tx: self.tx.clone(),
+            tx: self.writer.sender(),
             shared: self.shared.clone(),
             buf: Vec::new(),
         }
@@ -89,27 +84,12 @@ impl ChunkFile {
 
     /// Waits until every writer's bytes are in the file (drop or flush
     /// the writers first) and syncs it.
-    pub fn finish(mut self) -> io::Result<SinkStats> {
-        self.tx.take();
-        let bytes = match self.thread.take() {
-            Some(t) => t
-                .join()
-                .map_err(|_| io::Error::other("file writer thread panicked"))??,
-            None => 0,
-        };
+    pub fn finish(self) -> io::Result<SinkStats> {
+        let bytes = self.writer.finish()?;
         Ok(SinkStats {
             bytes,
             queue_waits: self.shared.waits.load(Ordering::Relaxed),
         })
-    }
-}
-
-impl Drop for ChunkFile {
-    fn drop(&mut self) {
-        self.tx.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

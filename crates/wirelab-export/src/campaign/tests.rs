@@ -1,32 +1,14 @@
 use super::*;
+use crate::files;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use wirelab_wire::record::{RecordFileHeader, Role};
+use wirelab_wire::record::Role;
 use wirelab_wire::{Record, RecordKind};
 
 fn write_records(path: &Path, role: Role, kind: RecordKind, seqs: impl Iterator<Item = u64>) {
-    let mut b = RecordFileHeader {
-        role,
-        metadata: "{}".into(),
-    }
-    .to_bytes();
     let base = 1_700_000_000_000_000_000u64;
-    for seq in seqs {
-        let r = Record {
-            flow: 1,
-            seq,
-            tx_ns: base + seq * 1000,
-            rx_ns: if kind == RecordKind::Rx {
-                base + seq * 1000 + 500
-            } else {
-                0
-            },
-            kind,
-            ..Record::default()
-        };
-        b.extend_from_slice(&r.to_bytes());
-    }
-    std::fs::write(path, b).unwrap();
+    let recs: Vec<Record> = seqs.map(|seq| files::tests::rec(kind, seq, base)).collect();
+    files::tests::write(path, role, &recs, &[]);
 }
 
 /// Rows and columns of a Parquet file.
