@@ -1,40 +1,14 @@
 use super::*;
-use crate::bundle::{PointFile, PointFlow, PointStatus, POINT_SCHEMA};
+use crate::bundle::{PointFile, PointStatus};
 use std::collections::BTreeMap;
 
 fn point(id: &str, status: PointStatus) -> PointFile {
+    let params = BTreeMap::from([("loss".to_string(), crate::expr::Value::Str("1%".into()))]);
     PointFile {
-        schema: POINT_SCHEMA.into(),
-        id: id.into(),
-        index: 2,
-        repetition: 0,
-        params: BTreeMap::from([("loss".to_string(), crate::expr::Value::Str("1%".into()))]),
         status,
         reason: (status == PointStatus::Aborted).then(|| "lost > 10".to_string()),
-        began_unix_ns: 0,
-        ended_unix_ns: 0,
-        t0_unix_ns: None,
-        flows: vec![PointFlow {
-            name: "sut".into(),
-            flow_id: 1,
-            from: "a".into(),
-            to: "b".into(),
-            planned: Some(1000),
-            rx: None,
-            tx: None,
-            send_report: None,
-            recv_report: None,
-            send_exit: None,
-            recv_exit: None,
-            emulate_direction: None,
-            attribution: None,
-            clock: None,
-        }],
-        emulate_report: None,
-        pcaps: vec![],
-        abort_criterion: None,
-        stressors: vec![],
-        samples: BTreeMap::new(),
+        flows: vec![crate::bundle::tests::planned_flow("sut", 1000)],
+        ..PointFile::begun(id.into(), 2, 0, params, 0)
     }
 }
 
