@@ -12,17 +12,15 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 use wirelab_analysis::packets::{packets_csv, packets_jsonl};
 use wirelab_analysis::{AnalysisError, JoinConfig, JoinStats, PacketJoin};
-use wirelab_wire::record::{RecordError, RecordReader, Role, FIXED_HEADER_LEN, RECORD_LEN};
+use wirelab_wire::record::{
+    open_file, RecordError, RecordFileError, RecordReader, Role, FIXED_HEADER_LEN, RECORD_LEN,
+};
 use wirelab_wire::{Record, RecordKind};
 
 #[derive(Debug, Error)]
 pub enum FileError {
-    #[error("cannot open {path}: {source}", path = path.display())]
-    Open { path: PathBuf, source: io::Error },
-    #[error("{path}: {source}", path = path.display())]
-    Header { path: PathBuf, source: RecordError },
-    #[error("reading {path}: {source}", path = path.display())]
-    Read { path: PathBuf, source: RecordError },
+    #[error(transparent)]
+    File(#[from] RecordFileError),
     #[error(
         "{a} and {b} are not a sender file and a receiver file (roles {ra} and {rb}): give the \
          file of `wirelab send --record` and the one of `wirelab recv --record` of the same run",
@@ -187,16 +185,7 @@ pub struct RecordFile {
 
 impl RecordFile {
     pub fn open(path: &Path) -> Result<RecordFile, FileError> {
-        let f = File::open(path).map_err(|source| FileError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let reader = RecordReader::new(BufReader::with_capacity(1 << 20, f)).map_err(|source| {
-            FileError::Header {
-                path: path.to_path_buf(),
-                source,
-            }
-        })?;
+        let reader = open_file(path)?;
         Ok(RecordFile {
             path: path.to_path_buf(),
             reader,
@@ -216,10 +205,7 @@ impl RecordFile {
     /// The read error that ended the stream, or what it skipped.
     pub fn finish(self) -> Result<ReadNotes, FileError> {
         match self.err {
-            Some(source) => Err(FileError::Read {
-                path: self.path,
-                source,
-            }),
+            Some(source) => Err(RecordFileError::read(&self.path, source).into()),
             None => Ok(ReadNotes {
                 path: self.path,
                 records: self.records,
@@ -357,7 +343,7 @@ fn finish_pair(
 /// the ends of a file (records are fixed-size: the tail is read by seeking,
 /// a partial record skipped); `None` when the file has none there.
 fn ends(path: &Path, kind: RecordKind) -> Result<Option<(u64, u64)>, FileError> {
-    let open_err = |source| FileError::Open {
+    let open_err = |source| RecordFileError::Open {
         path: path.to_path_buf(),
         source,
     };
@@ -371,7 +357,7 @@ fn ends(path: &Path, kind: RecordKind) -> Result<Option<(u64, u64)>, FileError> 
     f.read_exact(&mut fixed)?;
     let (_, meta) =
         wirelab_wire::record::RecordFileHeader::parse_fixed(&fixed).map_err(|source| {
-            FileError::Header {
+            RecordFileError::Header {
                 path: path.to_path_buf(),
                 source,
             }
@@ -525,7 +511,7 @@ pub(crate) mod tests {
         std::fs::write(&p, b"WLRECORD\x01\x00\x00\x00").unwrap();
         assert!(matches!(
             records_to_parquet(&p, Vec::new()),
-            Err(FileError::Header { .. })
+            Err(FileError::File(RecordFileError::Header { .. }))
         ));
         std::fs::write(&p, b"hello").unwrap();
         assert!(records_to_parquet(&p, Vec::new()).is_err());

@@ -15,7 +15,9 @@
 //! its last whole record; the reader reports how many trailing bytes it
 //! ignored.
 
-use std::io::{self, Read};
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 pub const MAGIC: [u8; 8] = *b"WLRECORD";
@@ -420,6 +422,41 @@ impl EmuRecord {
             kernel_stamp: r.rec_flags & Record::RX_KERNEL_TS != 0,
         })
     }
+}
+
+/// A record file that could not be opened or read, named by its path.
+#[derive(Debug, Error)]
+pub enum RecordFileError {
+    #[error("cannot open {path}: {source}", path = path.display())]
+    Open { path: PathBuf, source: io::Error },
+    #[error("{path}: {source}", path = path.display())]
+    Header { path: PathBuf, source: RecordError },
+    #[error("reading {path}: {source}", path = path.display())]
+    Read { path: PathBuf, source: RecordError },
+}
+
+impl RecordFileError {
+    /// A read of `path`'s records that failed with `source`.
+    pub fn read(path: &Path, source: RecordError) -> RecordFileError {
+        RecordFileError::Read {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Opens the record file at `path`, buffered, its header read.
+pub fn open_file(path: &Path) -> Result<RecordReader<BufReader<File>>, RecordFileError> {
+    let f = File::open(path).map_err(|source| RecordFileError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    RecordReader::new(BufReader::with_capacity(1 << 20, f)).map_err(|source| {
+        RecordFileError::Header {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
 }
 
 /// Streams records from any reader. Stops cleanly at a partial trailing

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 use wirelab_analysis::{Requested, RunRecords};
 use wirelab_core::gen::{GenSpec, SpecUnit};
-use wirelab_wire::record::{Record, RecordError, RecordKind, RecordReader, Role};
+use wirelab_wire::record::{open_file, Record, RecordFileError, RecordKind, Role};
 
 #[derive(Debug, Error)]
 pub enum ReadError {
@@ -17,12 +17,8 @@ pub enum ReadError {
     Create { path: PathBuf, source: io::Error },
     #[error(transparent)]
     Write(#[from] wirelab_analysis::AnalysisError),
-    #[error("cannot open {path}: {source}", path = path.display())]
-    Open { path: PathBuf, source: io::Error },
-    #[error("{path}: {source}", path = path.display())]
-    Header { path: PathBuf, source: RecordError },
-    #[error("reading {path}: {source}", path = path.display())]
-    Read { path: PathBuf, source: RecordError },
+    #[error(transparent)]
+    File(#[from] RecordFileError),
 }
 
 /// The records of a run, with what its sender requested.
@@ -76,19 +72,8 @@ pub fn read_run(paths: &[PathBuf]) -> Result<Run, ReadError> {
     let mut emulate_config = None;
     let mut seen: Vec<(Role, String, Option<Record>, PathBuf)> = Vec::new();
     for p in paths {
-        let read = |source| ReadError::Read {
-            path: p.clone(),
-            source,
-        };
-        let header = |source| ReadError::Header {
-            path: p.clone(),
-            source,
-        };
-        let f = std::fs::File::open(p).map_err(|source| ReadError::Open {
-            path: p.clone(),
-            source,
-        })?;
-        let mut r = RecordReader::new(io::BufReader::with_capacity(1 << 20, f)).map_err(header)?;
+        let read = |source| RecordFileError::read(p, source);
+        let mut r = open_file(p)?;
         let role = r.header().role;
         let first = r.next_record().map_err(read)?;
         let same = seen
@@ -166,17 +151,7 @@ pub fn export(
     format: ExportFormat,
     output: Option<&Path>,
 ) -> Result<ExportSkipped, ReadError> {
-    let p = path.to_path_buf();
-    let f = std::fs::File::open(path).map_err(|source| ReadError::Open {
-        path: p.clone(),
-        source,
-    })?;
-    let mut r = RecordReader::new(io::BufReader::with_capacity(1 << 20, f)).map_err(|source| {
-        ReadError::Header {
-            path: p.clone(),
-            source,
-        }
-    })?;
+    let mut r = open_file(path)?;
     let out: Box<dyn Write> = match output {
         Some(o) => Box::new(
             std::fs::File::create(o).map_err(|source| ReadError::Create {
@@ -213,7 +188,7 @@ pub fn export(
     };
     out.flush().map_err(io_err)?;
     match err {
-        Some(source) => Err(ReadError::Read { path: p, source }),
+        Some(source) => Err(RecordFileError::read(path, source).into()),
         None => Ok(ExportSkipped {
             records: read,
             partial_bytes: r.trailing_bytes,
@@ -323,7 +298,10 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(&head).unwrap()).unwrap();
         assert_eq!(h["start_unix_ns"], 7);
         let missing = export(&dir.join("none.wlr"), ExportFormat::Csv, Some(&csv));
-        assert!(matches!(missing, Err(ReadError::Open { .. })));
+        assert!(matches!(
+            missing,
+            Err(ReadError::File(RecordFileError::Open { .. }))
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

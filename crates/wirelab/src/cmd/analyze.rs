@@ -7,6 +7,7 @@ use std::io::Write;
 use wirelab_analysis::{render_text, Warning};
 use wirelab_engine::job::analyze::{Analysis, AnalyzeError, AnalyzeJob};
 use wirelab_engine::job::records::ReadError;
+use wirelab_wire::record::RecordFileError;
 
 /// `--rtp-clock PT=HZ`: a payload type (0–127) and its clock rate (at
 /// least 1000 Hz: the jitter is computed per ms of clock, as Wireshark's).
@@ -34,7 +35,7 @@ pub fn parse_rtp_clock(s: &str) -> Result<(u8, u32), String> {
 /// `--max-flows` exceeded, said with the flag.
 fn job_error(e: AnalyzeError) -> anyhow::Error {
     match e {
-        AnalyzeError::Read(e @ ReadError::Header { .. }) => anyhow::anyhow!(
+        AnalyzeError::Read(e @ ReadError::File(RecordFileError::Header { .. })) => anyhow::anyhow!(
             "{e} (analyze reads wirelab record files, pcap/pcapng captures, or one results \
              directory of wirelab run)"
         ),
