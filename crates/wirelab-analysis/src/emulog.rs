@@ -170,6 +170,23 @@ pub struct EmuTotals {
     pub early: u64,
 }
 
+/// The totals as one clause, the same in `analyze` text and the HTML
+/// report: `N frames, N copies, N sent, N dropped (by fate), early N`.
+impl std::fmt::Display for EmuTotals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} frames, {} copies, {} sent, {} dropped ({}), early {}",
+            self.frames,
+            self.copies,
+            self.sent,
+            self.dropped.total(),
+            self.dropped.text(),
+            self.early
+        )
+    }
+}
+
 struct Acc {
     frames: u64,
     copies: u64,
@@ -387,17 +404,7 @@ impl EmuLogReport {
                 f.early
             )?;
         }
-        let t = &self.totals;
-        writeln!(
-            w,
-            "total: {} frames, {} copies, {} sent, {} dropped ({}), early {}",
-            t.frames,
-            t.copies,
-            t.sent,
-            t.dropped.total(),
-            t.dropped.text(),
-            t.early
-        )?;
+        writeln!(w, "total: {}", self.totals)?;
         Ok(())
     }
 }
