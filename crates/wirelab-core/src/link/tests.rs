@@ -31,7 +31,7 @@ fn trace_link(spec: &str, actions: Vec<Action>) -> Link {
 
 /// Feeds `(time, len)` arrivals with packet indices 0.., taking due
 /// releases at each arrival and everything at the end.
-fn run(
+pub(super) fn run(
     l: &mut Link,
     arrivals: impl IntoIterator<Item = (u64, u32)>,
 ) -> (Vec<Arrival>, Vec<Release>) {
@@ -46,7 +46,7 @@ fn run(
 }
 
 /// `n` arrivals of `len` bytes every `gap` ns.
-fn evenly(n: u64, gap: u64, len: u32) -> impl Iterator<Item = (u64, u32)> {
+pub(super) fn evenly(n: u64, gap: u64, len: u32) -> impl Iterator<Item = (u64, u32)> {
     (0..n).map(move |i| (i * gap, len))
 }
 
