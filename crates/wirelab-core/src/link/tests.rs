@@ -8,10 +8,10 @@ use statrs::distribution::{ChiSquared, ContinuousCDF, Normal, Pareto, Uniform};
 use super::*;
 use crate::trace::Action;
 
-const MS: u64 = 1_000_000;
-const US: u64 = 1_000;
+pub(super) const MS: u64 = 1_000_000;
+pub(super) const US: u64 = 1_000;
 
-fn key(seed: u64) -> LinkKey {
+pub(super) fn key(seed: u64) -> LinkKey {
     LinkKey {
         seed,
         rule: 0,
@@ -19,7 +19,7 @@ fn key(seed: u64) -> LinkKey {
     }
 }
 
-fn link(spec: &str, seed: u64) -> Link {
+pub(super) fn link(spec: &str, seed: u64) -> Link {
     let c = LinkConfig::parse(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
     Link::new(&c, key(seed)).unwrap()
 }

@@ -2,24 +2,8 @@
 //! (M3 onoff, M4 link, M5 queues, D2 burst, S6 DRD, X2 timeline) against
 //! the spec's acceptance items, on a virtual clock with fixed seeds.
 
-use super::tests::{evenly, run};
+use super::tests::{evenly, key, link, run, MS, US};
 use super::*;
-
-const MS: u64 = 1_000_000;
-const US: u64 = 1_000;
-
-fn key(seed: u64) -> LinkKey {
-    LinkKey {
-        seed,
-        rule: 0,
-        direction: Direction::AToB,
-    }
-}
-
-fn link(spec: &str, seed: u64) -> Link {
-    let c = LinkConfig::parse(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-    Link::new(&c, key(seed)).unwrap()
-}
 
 fn median(mut v: Vec<u64>) -> u64 {
     v.sort_unstable();
