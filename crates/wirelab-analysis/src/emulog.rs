@@ -413,6 +413,29 @@ impl EmuLogReport {
 mod tests {
     use super::*;
 
+    #[test]
+    fn totals_clause_names_each_count_and_the_drops_by_fate() {
+        let t = EmuTotals {
+            frames: 10,
+            copies: 11,
+            sent: 7,
+            dropped: FateCounts {
+                loss: 3,
+                queue: 1,
+                ..FateCounts::default()
+            },
+            early: 2,
+        };
+        assert_eq!(
+            t.to_string(),
+            "10 frames, 11 copies, 7 sent, 4 dropped (loss 3, queue 1), early 2"
+        );
+        assert_eq!(
+            EmuTotals::default().to_string(),
+            "0 frames, 0 copies, 0 sent, 0 dropped (none), early 0"
+        );
+    }
+
     fn e(rule: u32, dir: u8, seq: u64, copy: u8, fate: EmuFate, t: [u64; 3]) -> Record {
         EmuRecord {
             rule,
