@@ -170,6 +170,23 @@ pub struct EmuTotals {
     pub early: u64,
 }
 
+/// The totals as one clause, the same in `analyze` text and the HTML
+/// report: `N frames, N copies, N sent, N dropped (by fate), early N`.
+impl std::fmt::Display for EmuTotals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} frames, {} copies, {} sent, {} dropped ({}), early {}",
+            self.frames,
+            self.copies,
+            self.sent,
+            self.dropped.total(),
+            self.dropped.text(),
+            self.early
+        )
+    }
+}
+
 struct Acc {
     frames: u64,
     copies: u64,
@@ -387,17 +404,7 @@ impl EmuLogReport {
                 f.early
             )?;
         }
-        let t = &self.totals;
-        writeln!(
-            w,
-            "total: {} frames, {} copies, {} sent, {} dropped ({}), early {}",
-            t.frames,
-            t.copies,
-            t.sent,
-            t.dropped.total(),
-            t.dropped.text(),
-            t.early
-        )?;
+        writeln!(w, "total: {}", self.totals)?;
         Ok(())
     }
 }
@@ -405,6 +412,29 @@ impl EmuLogReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn totals_clause_names_each_count_and_the_drops_by_fate() {
+        let t = EmuTotals {
+            frames: 10,
+            copies: 11,
+            sent: 7,
+            dropped: FateCounts {
+                loss: 3,
+                queue: 1,
+                ..FateCounts::default()
+            },
+            early: 2,
+        };
+        assert_eq!(
+            t.to_string(),
+            "10 frames, 11 copies, 7 sent, 4 dropped (loss 3, queue 1), early 2"
+        );
+        assert_eq!(
+            EmuTotals::default().to_string(),
+            "0 frames, 0 copies, 0 sent, 0 dropped (none), early 0"
+        );
+    }
 
     fn e(rule: u32, dir: u8, seq: u64, copy: u8, fate: EmuFate, t: [u64; 3]) -> Record {
         EmuRecord {

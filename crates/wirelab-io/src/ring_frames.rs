@@ -17,7 +17,7 @@ use crate::bpf::BpfProgram;
 use crate::ifstats::IfInfo;
 use crate::ring_rx::RingError;
 use crate::ring_setup::{
-    self as rs, PACKET_IGNORE_OUTGOING, PACKET_RX_RING, PACKET_VERSION, SOL_PACKET,
+    self as rs, TpacketReq, PACKET_IGNORE_OUTGOING, PACKET_RX_RING, PACKET_VERSION, SOL_PACKET,
 };
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -32,15 +32,6 @@ const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
 const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
 const ETH_P_8021Q: u16 = 0x8100;
-
-/// `struct tpacket_req`.
-#[repr(C)]
-struct TpacketReq {
-    tp_block_size: u32,
-    tp_block_nr: u32,
-    tp_frame_size: u32,
-    tp_frame_nr: u32,
-}
 
 /// `struct tpacket_stats`.
 #[repr(C)]

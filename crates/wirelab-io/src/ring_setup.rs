@@ -17,6 +17,16 @@ const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
 const PACKET_MR_PROMISC: libc::c_ushort = 1;
 const ETH_P_ALL: u16 = 0x0003;
 
+/// `struct tpacket_req`: the TPACKET_V2 ring layout, for the receive
+/// ring of [`crate::ring_frames`] and the transmit ring of [`crate::ring_tx`].
+#[repr(C)]
+pub(crate) struct TpacketReq {
+    pub(crate) tp_block_size: u32,
+    pub(crate) tp_block_nr: u32,
+    pub(crate) tp_frame_size: u32,
+    pub(crate) tp_frame_nr: u32,
+}
+
 #[repr(C)]
 struct PacketMreq {
     mr_ifindex: libc::c_int,

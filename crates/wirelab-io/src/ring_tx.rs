@@ -11,12 +11,12 @@
 //! driver (with qdisc bypass: `ndo_start_xmit` itself).
 
 use crate::packet_sock::{IfInfo, PacketError, PacketSocket};
+use crate::ring_setup::{TpacketReq, PACKET_VERSION};
 use crate::sockopt;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-const PACKET_VERSION: libc::c_int = 10;
 const PACKET_TX_RING: libc::c_int = 13;
 const PACKET_LOSS: libc::c_int = 14;
 const TPACKET_V2: libc::c_int = 1;
@@ -26,14 +26,6 @@ const TP_STATUS_SENDING: u32 = 2;
 const TP_STATUS_WRONG_FORMAT: u32 = 4;
 /// Frame data starts after the aligned tpacket2_hdr (32 bytes).
 pub const DATA_OFFSET: usize = 32;
-
-#[repr(C)]
-struct TpacketReq {
-    tp_block_size: u32,
-    tp_block_nr: u32,
-    tp_frame_size: u32,
-    tp_frame_nr: u32,
-}
 
 /// A TPACKET_V2 TX ring over a bound [`PacketSocket`].
 #[derive(Debug)]

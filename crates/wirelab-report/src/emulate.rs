@@ -12,11 +12,11 @@ use crate::bucket::{Envelope, LinearHist};
 use crate::error::ReportError;
 use crate::html::{Cell, Page};
 use crate::plot::{self, ns_unit};
-use std::io::BufReader;
+use crate::source::open_record_reader;
 use std::path::{Path, PathBuf};
 use wirelab_analysis::emulog::{EmuLog, EmuLogReport, FateCounts};
 use wirelab_analysis::text::fmt_ns;
-use wirelab_wire::record::{EmuFate, EmuRecord, RecordReader};
+use wirelab_wire::record::{EmuFate, EmuRecord};
 
 /// Figure titles, in page order.
 pub const FIGURES: [&str; 3] = [
@@ -45,7 +45,7 @@ pub struct EmuData {
 }
 
 fn metadata(path: &Path) -> Result<Option<serde_json::Value>, ReportError> {
-    Ok(serde_json::from_str(&reader(path)?.header().metadata).ok())
+    Ok(serde_json::from_str(&open_record_reader(path)?.header().metadata).ok())
 }
 
 /// True for a record file whose metadata says `"role": "emulate"`.
@@ -58,23 +58,12 @@ pub fn is_emulator_log(path: &Path) -> bool {
     })
 }
 
-fn reader(path: &Path) -> Result<RecordReader<BufReader<std::fs::File>>, ReportError> {
-    let f = std::fs::File::open(path).map_err(|source| ReportError::Open {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    RecordReader::new(BufReader::with_capacity(1 << 20, f)).map_err(|e| ReportError::Input {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })
-}
-
 /// One pass over the emulated records; returns (unknown kind, partial bytes).
 fn pass(
     path: &Path,
     f: &mut dyn FnMut(&EmuRecord, &wirelab_wire::record::Record),
 ) -> Result<(u64, usize), ReportError> {
-    let mut r = reader(path)?;
+    let mut r = open_record_reader(path)?;
     let input = |e: wirelab_wire::record::RecordError| ReportError::Input {
         path: PathBuf::from(path),
         message: e.to_string(),
@@ -166,16 +155,9 @@ pub fn render(d: &EmuData, title: &str) -> Result<String, ReportError> {
     let mut p = Page::new(title);
     let t = &d.report.totals;
     p.para(&format!(
-        "wirelab {} — emulator per-copy log {}: {} frames, {} copies, {} sent, {} dropped ({}), \
-         early {}.",
+        "wirelab {} — emulator per-copy log {}: {t}.",
         env!("CARGO_PKG_VERSION"),
         d.name,
-        t.frames,
-        t.copies,
-        t.sent,
-        t.dropped.total(),
-        t.dropped.text(),
-        t.early
     ));
     if d.partial_bytes > 0 {
         p.warning(&format!(

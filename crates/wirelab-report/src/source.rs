@@ -58,6 +58,21 @@ pub trait ProbeSource {
     }
 }
 
+/// Opens a record file (probe record or emulator log) buffered and reads
+/// its header; errors name the path.
+pub(crate) fn open_record_reader(
+    path: &Path,
+) -> Result<RecordReader<BufReader<std::fs::File>>, ReportError> {
+    let f = std::fs::File::open(path).map_err(|source| ReportError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    RecordReader::new(BufReader::with_capacity(1 << 20, f)).map_err(|e| ReportError::Input {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
 /// A wirelab record file (`send --record`, `recv --record`).
 pub struct RecordFile {
     path: PathBuf,
@@ -68,7 +83,7 @@ impl RecordFile {
     /// Opens `path` and reads its header. An emulator log (`emulate
     /// --log`) is refused: it is not a probe record file.
     pub fn open(path: &Path) -> Result<RecordFile, ReportError> {
-        let r = Self::reader(path)?;
+        let r = open_record_reader(path)?;
         let h = r.header();
         let metadata: Option<serde_json::Value> = serde_json::from_str(&h.metadata).ok();
         if metadata
@@ -97,17 +112,6 @@ impl RecordFile {
             },
         })
     }
-
-    fn reader(path: &Path) -> Result<RecordReader<BufReader<std::fs::File>>, ReportError> {
-        let f = std::fs::File::open(path).map_err(|source| ReportError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        RecordReader::new(BufReader::with_capacity(1 << 20, f)).map_err(|e| ReportError::Input {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
-    }
 }
 
 impl ProbeSource for RecordFile {
@@ -116,7 +120,7 @@ impl ProbeSource for RecordFile {
     }
 
     fn pass(&self, f: &mut dyn FnMut(&Record)) -> Result<PassEnd, ReportError> {
-        let mut r = Self::reader(&self.path)?;
+        let mut r = open_record_reader(&self.path)?;
         let mut end = PassEnd::default();
         loop {
             let rec = r.next_record().map_err(|e| ReportError::Input {

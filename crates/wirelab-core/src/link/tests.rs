@@ -8,10 +8,10 @@ use statrs::distribution::{ChiSquared, ContinuousCDF, Normal, Pareto, Uniform};
 use super::*;
 use crate::trace::Action;
 
-const MS: u64 = 1_000_000;
-const US: u64 = 1_000;
+pub(super) const MS: u64 = 1_000_000;
+pub(super) const US: u64 = 1_000;
 
-fn key(seed: u64) -> LinkKey {
+pub(super) fn key(seed: u64) -> LinkKey {
     LinkKey {
         seed,
         rule: 0,
@@ -19,7 +19,7 @@ fn key(seed: u64) -> LinkKey {
     }
 }
 
-fn link(spec: &str, seed: u64) -> Link {
+pub(super) fn link(spec: &str, seed: u64) -> Link {
     let c = LinkConfig::parse(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
     Link::new(&c, key(seed)).unwrap()
 }
@@ -31,7 +31,7 @@ fn trace_link(spec: &str, actions: Vec<Action>) -> Link {
 
 /// Feeds `(time, len)` arrivals with packet indices 0.., taking due
 /// releases at each arrival and everything at the end.
-fn run(
+pub(super) fn run(
     l: &mut Link,
     arrivals: impl IntoIterator<Item = (u64, u32)>,
 ) -> (Vec<Arrival>, Vec<Release>) {
@@ -46,7 +46,7 @@ fn run(
 }
 
 /// `n` arrivals of `len` bytes every `gap` ns.
-fn evenly(n: u64, gap: u64, len: u32) -> impl Iterator<Item = (u64, u32)> {
+pub(super) fn evenly(n: u64, gap: u64, len: u32) -> impl Iterator<Item = (u64, u32)> {
     (0..n).map(move |i| (i * gap, len))
 }
 

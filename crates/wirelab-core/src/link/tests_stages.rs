@@ -2,43 +2,8 @@
 //! (M3 onoff, M4 link, M5 queues, D2 burst, S6 DRD, X2 timeline) against
 //! the spec's acceptance items, on a virtual clock with fixed seeds.
 
+use super::tests::{evenly, key, link, run, MS, US};
 use super::*;
-
-const MS: u64 = 1_000_000;
-const US: u64 = 1_000;
-
-fn key(seed: u64) -> LinkKey {
-    LinkKey {
-        seed,
-        rule: 0,
-        direction: Direction::AToB,
-    }
-}
-
-fn link(spec: &str, seed: u64) -> Link {
-    let c = LinkConfig::parse(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-    Link::new(&c, key(seed)).unwrap()
-}
-
-/// Feeds `(time, len)` arrivals with packet indices 0.., taking due
-/// releases at each arrival and everything at the end.
-fn run(
-    l: &mut Link,
-    arrivals: impl IntoIterator<Item = (u64, u32)>,
-) -> (Vec<Arrival>, Vec<Release>) {
-    let mut arr = Vec::new();
-    let mut rel = Vec::new();
-    for (i, (t, len)) in arrivals.into_iter().enumerate() {
-        l.pop_due(t, &mut rel);
-        arr.push(l.arrive(t, len, i as u64, false));
-    }
-    l.pop_due(u64::MAX, &mut rel);
-    (arr, rel)
-}
-
-fn evenly(n: u64, gap: u64, len: u32) -> impl Iterator<Item = (u64, u32)> {
-    (0..n).map(move |i| (i * gap, len))
-}
 
 fn median(mut v: Vec<u64>) -> u64 {
     v.sort_unstable();

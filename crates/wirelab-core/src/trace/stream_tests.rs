@@ -198,6 +198,18 @@ impl<R: std::io::BufRead> super::PacketSource for NoRestart<PacketReader<R>> {
     }
 }
 
+/// Seconds of the fastest of three runs of `read` (the machine may be
+/// shared); each run must read `n` items.
+fn best_of_three(n: u64, mut read: impl FnMut() -> u64) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let start = Instant::now();
+        assert_eq!(read(), n);
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    best
+}
+
 #[test]
 fn throughput_from_memory() {
     // The readers alone (no generator), each format; rates mean something
@@ -225,38 +237,30 @@ fn throughput_from_memory() {
             w.write(&a.into()).unwrap();
         }
         let bytes = w.finish().unwrap();
-        // Best of three: the machine may be shared.
-        let mut best = f64::MAX;
-        for _ in 0..3 {
-            let start = Instant::now();
-            let r = PacketReader::new(format, &o, &bytes[..]).unwrap();
+        let best = best_of_three(N, || {
             let mut n = 0u64;
-            for rec in r {
+            for rec in PacketReader::new(format, &o, &bytes[..]).unwrap() {
                 if let Action::Delay { delay_ns } = rec.unwrap().action {
                     std::hint::black_box(delay_ns);
                 }
                 n += 1;
             }
-            assert_eq!(n, N);
-            best = best.min(start.elapsed().as_secs_f64());
-        }
+            n
+        });
         eprintln!(
             "{format} through PacketReader: {:.0} MB/s",
             bytes.len() as f64 / best / 1e6
         );
         if format == Format::NistBin {
             // The reader alone, as `validate` uses it.
-            let mut best = f64::MAX;
-            for _ in 0..3 {
-                let start = Instant::now();
+            let best = best_of_three(N, || {
                 let mut n = 0u64;
                 for a in NistBinReader::new(&bytes[..], ByteOrder::Little, NegPolicy::Error) {
                     std::hint::black_box(a.unwrap());
                     n += 1;
                 }
-                assert_eq!(n, N);
-                best = best.min(start.elapsed().as_secs_f64());
-            }
+                n
+            });
             eprintln!(
                 "nist-bin reader alone: {:.0} MB/s",
                 bytes.len() as f64 / best / 1e6
