@@ -18,13 +18,13 @@ use crate::ifstats::IfInfo;
 use crate::ring_rx::RingError;
 use crate::ring_setup::{
     self as rs, TpacketReq, PACKET_IGNORE_OUTGOING, PACKET_RX_RING, PACKET_VERSION, SOL_PACKET,
+    TPACKET_V2,
 };
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-const TPACKET_V2: libc::c_int = 1;
 const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;
 const TP_STATUS_LOSING: u32 = 1 << 2;
@@ -267,10 +267,7 @@ impl FrameRing {
     /// Waits up to `timeout` for a frame (`ppoll`); whether one is there. A signal ends
     /// the wait early (`Ok(false)`).
     pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        if !self.ready() {
-            rs::wait_readable(self.fd.as_fd(), timeout)?;
-        }
-        Ok(self.ready())
+        rs::wait_ready(self.fd.as_fd(), timeout, || self.ready())
     }
 
     /// Totals since opening (reads and resets the kernel's counters).

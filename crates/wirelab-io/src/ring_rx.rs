@@ -507,10 +507,7 @@ impl RxRing {
     /// Waits up to `timeout` for a retired block (`ppoll`); returns whether one is ready.
     /// A signal ends the wait early (returns whether a block is ready then).
     pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        if !self.ready() {
-            rs::wait_readable(self.fd.as_fd(), timeout)?;
-        }
-        Ok(self.ready())
+        rs::wait_ready(self.fd.as_fd(), timeout, || self.ready())
     }
 
     /// Totals since opening (reads and resets the kernel's counters).

@@ -1,7 +1,8 @@
 //! The steps every AF_PACKET receive ring shares: the socket, the mapping,
 //! binding to an interface, promiscuous membership, waiting for data and
 //! the kernel's counters. [`crate::ring_rx`] (TPACKET_V3) and
-//! [`crate::ring_frames`] (TPACKET_V2) differ only in their ring layouts.
+//! [`crate::ring_frames`] (TPACKET_V2) differ only in their ring layouts;
+//! the TX ring ([`crate::ring_tx`]) shares the TPACKET_V2 request.
 
 use crate::ring_rx::RingError;
 use std::io;
@@ -16,6 +17,9 @@ pub(crate) const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
 const PACKET_MR_PROMISC: libc::c_ushort = 1;
 const ETH_P_ALL: u16 = 0x0003;
+/// `TPACKET_V2`: the frame-ring layout of [`crate::ring_frames`] and
+/// [`crate::ring_tx`].
+pub(crate) const TPACKET_V2: libc::c_int = 1;
 
 /// `struct tpacket_req`: the TPACKET_V2 ring layout, for the receive
 /// ring of [`crate::ring_frames`] and the transmit ring of [`crate::ring_tx`].
@@ -110,9 +114,23 @@ pub(crate) fn promisc(fd: BorrowedFd<'_>, index: u32) -> io::Result<()> {
     crate::sockopt::set(fd.as_raw_fd(), SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq)
 }
 
-/// Waits up to `timeout` for `fd` to be readable (`ppoll`). A signal ends
-/// the wait early; the caller checks its ring either way.
-pub(crate) fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<()> {
+/// Whether the ring has data (`ready`), waiting up to `timeout` for `fd` to
+/// be readable (`ppoll`) when it has none yet. A signal ends the wait early;
+/// the ring is checked again either way.
+pub(crate) fn wait_ready(
+    fd: BorrowedFd<'_>,
+    timeout: Duration,
+    ready: impl Fn() -> bool,
+) -> io::Result<bool> {
+    if !ready() {
+        wait_readable(fd, timeout)?;
+    }
+    Ok(ready())
+}
+
+/// Waits up to `timeout` for `fd` to be readable (`ppoll`); a signal ends
+/// the wait early.
+fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<()> {
     let mut pfd = libc::pollfd {
         fd: fd.as_raw_fd(),
         events: libc::POLLIN | libc::POLLERR,

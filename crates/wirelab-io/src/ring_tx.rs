@@ -11,7 +11,7 @@
 //! driver (with qdisc bypass: `ndo_start_xmit` itself).
 
 use crate::packet_sock::{IfInfo, PacketError, PacketSocket};
-use crate::ring_setup::{TpacketReq, PACKET_VERSION};
+use crate::ring_setup::{TpacketReq, PACKET_VERSION, TPACKET_V2};
 use crate::sockopt;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 const PACKET_TX_RING: libc::c_int = 13;
 const PACKET_LOSS: libc::c_int = 14;
-const TPACKET_V2: libc::c_int = 1;
 const TP_STATUS_AVAILABLE: u32 = 0;
 const TP_STATUS_SEND_REQUEST: u32 = 1;
 const TP_STATUS_SENDING: u32 = 2;
