@@ -89,12 +89,16 @@ impl Totals {
     }
 }
 
+/// A scheduler's flow: its queue.
+trait Queued {
+    fn queue(&mut self) -> &mut Queue;
+}
+
 /// Makes room for an arrival of `len` bytes to the queue of flow `mine` by
-/// dropping heads of the longest queues (`queue` finds a flow's); `Err` if
-/// the arrival itself would go. Scans in place: nothing is allocated.
-fn make_room<F>(
+/// dropping heads of the longest queues; `Err` if the arrival itself would
+/// go. Scans in place: nothing is allocated.
+fn make_room<F: Queued>(
     flows: &mut [F],
-    queue: fn(&mut F) -> &mut Queue,
     mine: usize,
     len: u32,
     totals: &mut Totals,
@@ -109,11 +113,11 @@ fn make_room<F>(
             .map(|(i, f)| {
                 let extra = if i == mine { u64::from(len) } else { 0 };
                 // Ties: the earliest queue.
-                (queue(f).bytes + extra, std::cmp::Reverse(i), i)
+                (f.queue().bytes + extra, std::cmp::Reverse(i), i)
             })
             .max()
             .map_or(mine, |(_, _, i)| i);
-        let Some(head) = flows.get_mut(fattest).and_then(|f| queue(f).pop()) else {
+        let Some(head) = flows.get_mut(fattest).and_then(|f| f.queue().pop()) else {
             return Err(DropReason::Limit);
         };
         totals.len -= 1;
@@ -128,6 +132,12 @@ struct DrrFlow {
     quantum: u64,
     deficit: u64,
     active: bool,
+}
+
+impl Queued for DrrFlow {
+    fn queue(&mut self) -> &mut Queue {
+        &mut self.q
+    }
 }
 
 pub(crate) struct Drr {
@@ -177,15 +187,7 @@ impl Drr {
     ) -> Result<(), DropReason> {
         let i = self.flow(key);
         if !self.totals.fits(it.len) {
-            make_room(
-                &mut self.flows,
-                |f| &mut f.q,
-                i,
-                it.len,
-                &mut self.totals,
-                now,
-                out,
-            )?;
+            make_room(&mut self.flows, i, it.len, &mut self.totals, now, out)?;
             // Queues emptied by the drops leave the active list.
             let flows = &mut self.flows;
             self.active.retain(|&j| !flows[j].q.items.is_empty());
@@ -264,6 +266,12 @@ struct FqFlow {
     used: bool,
 }
 
+impl Queued for FqFlow {
+    fn queue(&mut self) -> &mut Queue {
+        &mut self.q
+    }
+}
+
 pub(crate) struct FqCodel {
     quantum: i64,
     seed: u64,
@@ -286,15 +294,7 @@ impl FqCodel {
         if !self.totals.fits(it.len) {
             // Emptied queues stay on their lists until dequeue finds them
             // empty, as after CoDel's drops.
-            make_room(
-                &mut self.flows,
-                |f| &mut f.q,
-                i,
-                it.len,
-                &mut self.totals,
-                now,
-                out,
-            )?;
+            make_room(&mut self.flows, i, it.len, &mut self.totals, now, out)?;
         }
         let f = &mut self.flows[i];
         if !f.used {
