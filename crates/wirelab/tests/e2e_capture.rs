@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wirelab_pcap::PcapReader;
 
 /// A probe seen in a capture: (UDP destination port, flow, seq, flags).
@@ -114,14 +114,11 @@ fn start_capture_ring(lab: &Lab, ring: &[&str], args: &[&str], file: &Path) -> C
     } else {
         file.to_path_buf()
     };
-    let t0 = Instant::now();
-    while !probe_path.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "capture did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_file(
+        &probe_path,
+        "capture did not start",
+        Duration::from_secs(10),
+    );
     child
 }
 

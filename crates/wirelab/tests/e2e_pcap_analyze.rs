@@ -11,7 +11,7 @@ mod common;
 use common::{json, run, stop_json, wait_ok, Lab};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn start_capture(lab: &Lab, file: &Path, format: &str) -> Child {
     let child = lab
@@ -32,14 +32,7 @@ fn start_capture(lab: &Lab, file: &Path, format: &str) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !file.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "capture did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::wait_for_file(file, "capture did not start", Duration::from_secs(10));
     child
 }
 

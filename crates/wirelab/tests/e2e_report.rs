@@ -190,11 +190,11 @@ fn capture_report_gives_analyzes_numbers_and_the_rtp_streams() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = std::time::Instant::now();
-    while !cap.exists() {
-        assert!(t0.elapsed().as_secs() < 10, "capture did not start");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_for_file(
+        &cap,
+        "capture did not start",
+        std::time::Duration::from_secs(10),
+    );
     let rx = lab
         .wirelab(&lab.r)
         .args([

@@ -121,6 +121,16 @@ pub fn free_udp_port() -> u16 {
         .port()
 }
 
+/// Waits until `path` exists (a capture creates its file once it has opened
+/// its interface), failing the test with `what` after `within`.
+pub fn wait_for_file(path: &std::path::Path, what: &str, within: Duration) {
+    let t0 = std::time::Instant::now();
+    while !path.exists() {
+        assert!(t0.elapsed() < within, "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Waits (at most 10 s) until something listens on IPv4 UDP `port` in this
 /// namespace.
 pub fn wait_udp_here(port: u16) {

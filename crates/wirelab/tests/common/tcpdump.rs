@@ -16,14 +16,7 @@ pub fn start(cmd: &mut Command, cap: &Path) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !cap.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "tcpdump did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    super::wait_for_file(cap, "tcpdump did not start", Duration::from_secs(30));
     child
 }
 
