@@ -63,13 +63,13 @@ pub trait ProbeSource {
 pub(crate) fn open_record_reader(
     path: &Path,
 ) -> Result<RecordReader<BufReader<std::fs::File>>, ReportError> {
-    let f = std::fs::File::open(path).map_err(|source| ReportError::Open {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    RecordReader::new(BufReader::with_capacity(1 << 20, f)).map_err(|e| ReportError::Input {
-        path: path.to_path_buf(),
-        message: e.to_string(),
+    use wirelab_wire::record::RecordFileError as E;
+    wirelab_wire::record::open_file(path).map_err(|e| match e {
+        E::Open { path, source } => ReportError::Open { path, source },
+        E::Header { path, source } | E::Read { path, source } => ReportError::Input {
+            path,
+            message: source.to_string(),
+        },
     })
 }
 
