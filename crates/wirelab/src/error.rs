@@ -1,17 +1,7 @@
 //! Error classes of the binary and their exit codes.
 
 use std::fmt;
-
-/// A usage error: the user gave a value that cannot work. Exit code 2.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl fmt::Display for Usage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for Usage {}
+use wirelab_cli::Usage;
 
 /// A missing privilege or capability. Exit code 3.
 #[derive(Debug)]
@@ -36,6 +26,7 @@ impl fmt::Display for Infra {
 }
 impl std::error::Error for Infra {}
 
+/// A usage error (exit code 2): the user gave a value that cannot work.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Usage(msg.into()))
 }

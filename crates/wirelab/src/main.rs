@@ -5,16 +5,14 @@
 //! 3 missing privilege or capability; `wirelab run` also: 3 a point aborted
 //! on a criterion, 4 infrastructure failure, 130 interrupted.
 
-mod cli;
 mod cmd;
 mod error;
 mod progress;
-mod values;
 
 use clap::Parser;
-use cli::{Cli, Command};
 use std::ffi::OsString;
 use std::io::IsTerminal;
+use wirelab_cli::{Cli, Command};
 
 /// Whether log lines on stderr carry ANSI colours: only on a terminal, and
 /// never when `NO_COLOR` is set to anything but the empty string

@@ -1,36 +1,13 @@
 //! `wirelab analyze`: record files and captures in, the
 //! `wirelab.analysis/1` report out.
 
-use crate::cli::AnalyzeArgs;
 use anyhow::Result;
 use std::io::Write;
 use wirelab_analysis::{render_text, Warning};
+use wirelab_cli::analyze::AnalyzeArgs;
 use wirelab_engine::job::analyze::{Analysis, AnalyzeError, AnalyzeJob};
 use wirelab_engine::job::records::ReadError;
 use wirelab_wire::record::RecordFileError;
-
-/// `--rtp-clock PT=HZ`: a payload type (0–127) and its clock rate (at
-/// least 1000 Hz: the jitter is computed per ms of clock, as Wireshark's).
-pub fn parse_rtp_clock(s: &str) -> Result<(u8, u32), String> {
-    let (pt, hz) = s
-        .split_once('=')
-        .ok_or_else(|| format!("'{s}': expected PT=HZ, e.g. 96=48000"))?;
-    let pt: u8 = pt
-        .trim()
-        .parse()
-        .ok()
-        .filter(|p| *p < 128)
-        .ok_or_else(|| format!("payload type '{pt}': expected 0 to 127"))?;
-    let hz: u32 = hz
-        .trim()
-        .parse()
-        .ok()
-        .filter(|h| *h >= 1000)
-        .ok_or_else(|| {
-            format!("clock rate '{hz}': expected a whole number of Hz, at least 1000")
-        })?;
-    Ok((pt, hz))
-}
 
 /// `--max-flows` exceeded, said with the flag.
 fn job_error(e: AnalyzeError) -> anyhow::Error {

@@ -1,13 +1,13 @@
 //! `wirelab capture`: flags to a [`CaptureJob`], its report to stdout (or
 //! stderr when the capture itself goes to stdout).
 
-use crate::cli::{
-    CaptureArgs, CaptureFormatArg, CaptureWaitArg, DirectionArg, FanoutArg, TsPrecArg,
-};
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
 use std::io::Write;
 use std::time::Duration;
+use wirelab_cli::capture::{
+    CaptureArgs, CaptureFormatArg, CaptureWaitArg, DirectionArg, FanoutArg, TsPrecArg,
+};
 use wirelab_engine::capture::{CaptureConfig, CaptureError, FileFormat, Rotation, WaitPolicy};
 use wirelab_engine::job::capture::{CaptureJob, CaptureJobError};
 use wirelab_engine::job::text;

@@ -1,9 +1,11 @@
 //! `wirelab demo`: the lab run of [`wirelab_ctl::demo`], then the analysis
 //! of its record files.
 
-use crate::cli::DemoArgs;
 use anyhow::{Context, Result};
 use std::time::Duration;
+use wirelab_cli::analyze::AnalyzeArgs;
+use wirelab_cli::demo::DemoArgs;
+use wirelab_cli::report::ReportArgs;
 use wirelab_ctl::demo::{self, DemoConfig};
 
 pub fn run(a: DemoArgs) -> Result<()> {
@@ -20,7 +22,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
     if run.interrupted {
         eprintln!("interrupted: analyzing what was recorded");
     }
-    super::analyze::run(crate::cli::AnalyzeArgs {
+    super::analyze::run(AnalyzeArgs {
         files: vec![run.tx.clone(), run.rx.clone()],
         window: 1_000_000_000,
         max_flows: wirelab_analysis::join::DEFAULT_MAX_FLOWS as u32,
@@ -36,7 +38,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
         Some(d) => d.join("report.html"),
         None => std::env::temp_dir().join(format!("wirelab-demo-{}.html", std::process::id())),
     };
-    let report = super::report::ReportArgs {
+    let report = ReportArgs {
         inputs: vec![run.tx.clone(), run.rx.clone()],
         output: page,
         title: Some("wirelab demo".into()),

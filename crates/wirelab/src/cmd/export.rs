@@ -2,10 +2,10 @@
 //! probe, or a campaign's results directory as a Parquet dataset
 //! (wirelab_export; CSV and JSON lines of one file: the engine's records).
 
-use crate::cli::{ExportArgs, ExportFormat};
 use anyhow::{bail, Result};
 use std::path::Path;
 use wirelab_analysis::JoinConfig;
+use wirelab_cli::export::{ExportArgs, ExportFormat};
 use wirelab_engine::job::records;
 use wirelab_export::campaign::{self, FlowFiles, Point};
 use wirelab_export::files::{export_pair, PairFormat, ReadNotes};

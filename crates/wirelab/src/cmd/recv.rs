@@ -1,10 +1,11 @@
 //! `wirelab recv`: flags to a [`RecvJob`], its report to stdout.
 
-use crate::cli::{FormatArg, RecvArgs, RecvWaitArg};
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
 use std::time::Duration;
 use wirelab_analysis::schema::to_json_sorted;
+use wirelab_cli::common::FormatArg;
+use wirelab_cli::recv::{RecvArgs, RecvWaitArg};
 use wirelab_engine::job::net::BindAddr;
 use wirelab_engine::job::recv::{ProgressLine, RecvError, RecvJob, RecvSettings};
 use wirelab_engine::job::rt::RtSetup;

@@ -1,8 +1,8 @@
 //! `wirelab replay`: flags to a [`ReplayJob`], its report to stdout.
 
-use crate::cli::{BadTsArg, RateLayerArg, ReplayArgs, ReplaySplitArgs, ReplayTxArg};
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
+use wirelab_cli::replay::{BadTsArg, RateLayerArg, ReplayArgs, ReplaySplitArgs, ReplayTxArg};
 use wirelab_core::replay::Timing;
 use wirelab_engine::job::replay::select::selection;
 use wirelab_engine::job::replay::sides::{cache_report, sides, SplitFrom};

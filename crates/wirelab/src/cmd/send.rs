@@ -1,10 +1,11 @@
 //! `wirelab send`: flags to a [`SendJob`], its report to stdout.
 
-use crate::cli::{FormatArg, PhaseArg, SendArgs, WaitArg};
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
 use std::time::Duration;
 use wirelab_analysis::schema::to_json_sorted;
+use wirelab_cli::common::{FormatArg, PhaseArg};
+use wirelab_cli::send::{SendArgs, WaitArg};
 use wirelab_core::gen::{Dist, SpecKind};
 use wirelab_core::schedule::{Limits, SpinMargin, WaitStrategy};
 use wirelab_engine::job::net::{self, BindAddr, Family};
