@@ -1,9 +1,13 @@
 //! Flags of `wirelab capture`.
 
 use crate::values::{self, NONZERO_DURATION};
+use crate::{usage, Usage};
 use clap::{value_parser, Args, ValueEnum};
 use std::path::PathBuf;
 use wirelab_core::units;
+use wirelab_engine::capture::{CaptureConfig, FileFormat, Rotation, WaitPolicy};
+use wirelab_io::ring_rx::{Direction, FanoutMode, RingConfig};
+use wirelab_pcap::PcapPrecision;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CaptureFormatArg {
@@ -153,4 +157,105 @@ pub struct CaptureArgs {
     /// With --threads: each thread writes its own file FILE.tN.EXT (no merge, no copy)
     #[arg(long)]
     pub split: bool,
+}
+
+impl CaptureArgs {
+    /// The capture these flags ask for.
+    pub fn config(&self) -> Result<CaptureConfig, Usage> {
+        let a = self;
+        let block_size = u32::try_from(a.block_size).map_err(|_| {
+            usage(format!(
+                "--block-size {} is larger than 4 GiB",
+                a.block_size
+            ))
+        })?;
+        let ring = u64::from(block_size) * u64::from(a.block_count);
+        if ring > u64::from(u32::MAX) {
+            return Err(usage(format!(
+            "--block-size x --block-count is {ring} bytes: a ring must stay below 4 GiB (the kernel's limit)"
+        )));
+        }
+        if a.retire != 0 && a.retire < 1_000_000 {
+            return Err(usage(
+                "--retire has millisecond resolution: use 0 (kernel default) or at least 1ms",
+            ));
+        }
+        Ok(CaptureConfig {
+            ifname: a.interface.clone(),
+            filter: a.filter.join(" "),
+            snaplen: a.snaplen,
+            ring: RingConfig {
+                block_size,
+                block_count: a.block_count,
+                retire_ms: (a.retire / 1_000_000) as u32,
+                promisc: !a.no_promisc,
+                direction: match a.direction {
+                    DirectionArg::In => Direction::In,
+                    DirectionArg::Out => Direction::Out,
+                    DirectionArg::Both => Direction::Both,
+                },
+                fanout: None,
+            },
+            wait: match a.wait {
+                CaptureWaitArg::Block => WaitPolicy::Block,
+                CaptureWaitArg::Poll => WaitPolicy::Poll,
+                CaptureWaitArg::Adaptive => WaitPolicy::Adaptive,
+            },
+            poll_period_ns: a.poll_period * 1_000,
+            count: a.count,
+            duration_ns: a.duration,
+            threads: a.threads.into(),
+            fanout: match a.fanout {
+                FanoutArg::Hash => FanoutMode::Hash,
+                FanoutArg::Cpu => FanoutMode::Cpu,
+                FanoutArg::Lb => FanoutMode::RoundRobin,
+            },
+            path: (a.write.as_os_str() != "-").then(|| a.write.clone()),
+            merge: !a.split,
+            format: match (a.format, a.tsprec) {
+                (CaptureFormatArg::Pcapng, _) => FileFormat::Pcapng,
+                (CaptureFormatArg::Pcap, TsPrecArg::Us) => FileFormat::Pcap(PcapPrecision::Micro),
+                (CaptureFormatArg::Pcap, TsPrecArg::Ns) => FileFormat::Pcap(PcapPrecision::Nano),
+            },
+            rotation: Rotation {
+                max_bytes: a.rotate_size,
+                every_ns: a.rotate_every,
+                align: a.rotate_align,
+                max_files: a.rotate_files,
+            },
+            cpus: a.cpu.clone(),
+            avoid_rps_cpus: !a.no_avoid_rps,
+            direct_io: !a.buffered_io,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{test_parse, Command};
+
+    fn config(args: &str) -> Result<CaptureConfig, Usage> {
+        match test_parse(&format!("capture -i e0 {args}")) {
+            Command::Capture(a) => a.config(),
+            c => panic!("{c:?}"),
+        }
+    }
+
+    #[test]
+    fn the_ring_must_fit_the_kernel_and_retire_has_ms_resolution() {
+        let c = config("-w c.pcapng --retire 5ms --format pcap --tsprec us udp port 5757").unwrap();
+        assert_eq!((c.ring.retire_ms, c.filter.as_str()), (5, "udp port 5757"));
+        assert!(matches!(c.format, FileFormat::Pcap(PcapPrecision::Micro)));
+        assert_eq!(
+            c.ring.block_size as u64 * c.ring.block_count as u64,
+            64 << 20
+        );
+        let e = config("-w c.pcapng --block-size 64MiB --block-count 64").unwrap_err();
+        assert!(e.0.contains("must stay below 4 GiB"), "{e}");
+        let e = config("-w c.pcapng --retire 500us").unwrap_err();
+        assert!(e.0.contains("millisecond resolution"), "{e}");
+        assert_eq!(config("-w -").unwrap().path, None);
+        assert_eq!(config("-w c.pcapng").unwrap().path, Some("c.pcapng".into()));
+    }
 }

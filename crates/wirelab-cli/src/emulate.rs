@@ -1,7 +1,11 @@
 //! Flags of `wirelab emulate` and of `emulate ctl`, which asks a running emulator.
 
+use crate::{usage, Usage};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
+use wirelab_engine::emulate_setup::{EmulateSpec, Stages};
+use wirelab_engine::job::rt::RtSetup;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Stages (netem's syntax; see docs/emulate.md):\n  \
@@ -140,4 +144,75 @@ pub enum CtlOp {
     List,
     /// The rules with their counters, and both directions' counters
     Stats,
+}
+
+impl EmulateArgs {
+    /// The emulator these flags ask for; `command_line` (as typed) is kept
+    /// in its report.
+    pub fn spec(&self, command_line: String) -> Result<EmulateSpec, Usage> {
+        let a = self;
+        let (if_a, if_b) = match (&a.a, &a.b) {
+            (Some(x), Some(y)) => (x.clone(), y.clone()),
+            _ => return Err(usage("emulate needs --a IF and --b IF")),
+        };
+        let stages = |flag, s: &Option<String>| Stages {
+            flag,
+            stages: s.clone().unwrap_or_default(),
+        };
+        let (a2b, b2a) = match &a.both {
+            Some(_) => (stages("--both", &a.both), stages("--both", &a.both)),
+            None => (stages("--a2b", &a.a2b), stages("--b2a", &a.b2a)),
+        };
+        let spec_rt = RtSetup {
+            cpu: a.cpu,
+            fifo_priority: a.rt_priority,
+            mlock: a.rt_priority.is_some(),
+        };
+        Ok(EmulateSpec {
+            a: if_a.clone(),
+            b: if_b.clone(),
+            a2b,
+            b2a,
+            rules: a.rule.clone(),
+            seed: a.seed,
+            ring_frames: a.ring_frames,
+            duration: a.duration.map(Duration::from_nanos),
+            spin_ns: a.spin,
+            learn: !a.fixed_spin,
+            rt: spec_rt,
+            log: a.log.clone(),
+            tap: a.tap.clone(),
+            record_decisions: a.record_decisions.clone(),
+            mm_log: a.mm_log.clone(),
+            ctl: a.ctl.clone(),
+            command_line,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{test_parse, Command};
+
+    fn spec(args: &str) -> Result<EmulateSpec, Usage> {
+        match test_parse(&format!("emulate {args}")) {
+            Command::Emulate(a) => a.spec(args.into()),
+            c => panic!("{c:?}"),
+        }
+    }
+
+    #[test]
+    fn both_gives_each_direction_the_stages_and_names_itself() {
+        let s = spec("--a x --b y --both delay=1ms").unwrap();
+        assert_eq!((s.a2b.flag, s.b2a.flag), ("--both", "--both"));
+        assert_eq!(s.a2b.stages, "delay=1ms");
+        let s = spec("--a x --b y --a2b loss=1% --rt-priority 5").unwrap();
+        assert_eq!(
+            (s.a2b.flag, s.b2a.flag, s.b2a.stages.as_str()),
+            ("--a2b", "--b2a", "")
+        );
+        assert!(s.rt.mlock, "an RT emulator locks its memory");
+        assert_eq!(s.command_line, "--a x --b y --a2b loss=1% --rt-priority 5");
+    }
 }

@@ -103,3 +103,13 @@ pub enum Command {
     /// A host's environment: snapshot, diff, apply settings and revert them (local, netns:, ssh://)
     Env(crate::env::EnvArgs),
 }
+
+/// The subcommand `args` (a command line after `wirelab`) parse to.
+#[cfg(test)]
+pub(crate) fn test_parse(args: &str) -> Command {
+    let argv = std::iter::once("wirelab").chain(args.split_whitespace());
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => cli.command,
+        Err(e) => panic!("{args}: {e}"),
+    }
+}

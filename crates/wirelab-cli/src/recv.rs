@@ -4,8 +4,12 @@ use crate::common::{FormatArg, IpFamily, DEFAULT_PORT};
 use crate::values::{self, NONZERO_DURATION, WINDOW};
 use clap::{value_parser, Args, ValueEnum};
 use std::path::PathBuf;
+use std::time::Duration;
 use wirelab_core::units;
 use wirelab_engine::job::net::BindAddr;
+use wirelab_engine::job::recv::{RecvJob, RecvSettings};
+use wirelab_engine::job::rt::RtSetup;
+use wirelab_engine::receiver::{RecvConfig, RecvWait};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecvWaitArg {
@@ -108,4 +112,81 @@ pub struct RecvArgs {
     /// No progress output on stderr
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+impl RecvArgs {
+    /// The receiver these flags ask for.
+    pub fn job(&self) -> RecvJob {
+        let a = self;
+        let bind = BindAddr::or_any(a.bind, a.port, a.family.family());
+        let period_ns = a.poll_period;
+        RecvJob {
+            recv: RecvConfig {
+                bind,
+                v6only: a.family.ipv6,
+                echo: a.echo,
+                rcvbuf: a.rcvbuf as usize,
+                batch: a.batch.into(),
+                busy_poll_us: a.busy_poll,
+                linger: Duration::from_nanos(a.linger),
+                idle_timeout: match a.idle_timeout {
+                    // LUNA flows have no end marker: end when they fall silent.
+                    None if a.format == FormatArg::Luna && a.timeout.is_none() && !a.forever => {
+                        Some(Duration::from_secs(2))
+                    }
+                    d => d.map(Duration::from_nanos),
+                },
+                format: a.format.engine(),
+                reuse_port: a.reuse_port,
+                max_duration: a.timeout.map(Duration::from_nanos),
+                forever: a.forever,
+                wait: match a.wait {
+                    RecvWaitArg::Block => RecvWait::Block,
+                    RecvWaitArg::Poll => RecvWait::Poll { period_ns },
+                    RecvWaitArg::Adaptive => RecvWait::Adaptive { period_ns },
+                },
+            },
+            rt: RtSetup {
+                cpu: a.cpu,
+                fifo_priority: a.rt_priority,
+                mlock: false,
+            },
+            window_ns: a.window,
+            max_flows: a.max_flows as usize,
+            record: a.record.clone(),
+            status: a.status.clone(),
+            hw_timestamps: a.hw_timestamps.clone(),
+            settings: RecvSettings {
+                rcvbuf: a.rcvbuf,
+                batch: a.batch,
+                busy_poll_us: a.busy_poll,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{test_parse, Command};
+
+    fn job(args: &str) -> RecvJob {
+        match test_parse(&format!("recv {args}")) {
+            Command::Recv(a) => a.job(),
+            c => panic!("{c:?}"),
+        }
+    }
+
+    #[test]
+    fn luna_flows_end_when_silent_unless_told_otherwise() {
+        let secs = |args| job(args).recv.idle_timeout.map(|d| d.as_secs_f64());
+        assert_eq!(secs("--format luna"), Some(2.0));
+        assert_eq!(secs("--format luna --idle-timeout 500ms"), Some(0.5));
+        assert_eq!(secs("--format luna --forever"), None);
+        assert_eq!(secs("--format luna --timeout 9s"), None);
+        assert_eq!(secs(""), None);
+        let j = job("-4 --port 9000 --wait poll --poll-period 50us");
+        assert_eq!(j.recv.bind.to_string(), "0.0.0.0:9000");
+        assert!(matches!(j.recv.wait, RecvWait::Poll { period_ns: 50_000 }));
+    }
 }

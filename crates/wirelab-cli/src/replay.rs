@@ -2,14 +2,23 @@
 
 use crate::common::{CatchUpArgs, PhaseArgs};
 use crate::values::{self, NONZERO_DURATION};
+use crate::{usage, Usage};
 use clap::{value_parser, Args, ValueEnum};
 use std::path::PathBuf;
+use wirelab_core::replay::Timing;
 use wirelab_core::units;
+use wirelab_engine::job::replay::select::selection;
 use wirelab_engine::job::replay::select::Selector;
+use wirelab_engine::job::replay::sides::SplitFrom;
+use wirelab_engine::job::replay::{TxMethod, TxSetup};
+use wirelab_engine::job::rt::RtSetup;
+use wirelab_engine::replay::{Output, ReadSpec, ReplayConfig, Split};
 use wirelab_engine::replay::{Ranges, Spin};
+use wirelab_wire::rewrite::arg::VlanFields;
 use wirelab_wire::rewrite::arg::{SourceMac, Tpid, VlanOp};
 use wirelab_wire::rewrite::split::PortSet;
-use wirelab_wire::rewrite::{parse_mac, Cidr, FixLen, IpMap, PortMap, Ttl};
+use wirelab_wire::rewrite::split::SplitMode;
+use wirelab_wire::rewrite::{parse_mac, Cidr, FixLen, IpMap, PortMap, RewriteSpec, Ttl, Vlan};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReplayTxArg {
@@ -292,4 +301,251 @@ pub struct ReplayRewriteArgs {
     /// Randomise IP addresses consistently with this seed
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+}
+
+impl ReplaySplitArgs {
+    /// Where the client/server split comes from, if one is asked for.
+    pub fn split_from(&self) -> Option<SplitFrom> {
+        let mode = if self.auto {
+            SplitMode::Auto
+        } else if !self.cidr.is_empty() {
+            SplitMode::Cidr(self.cidr.clone())
+        } else if self.port_split {
+            SplitMode::Port(self.server_ports.clone().unwrap_or_default())
+        } else {
+            return self.cachefile.clone().map(SplitFrom::Cache);
+        };
+        Some(SplitFrom::Classify(mode))
+    }
+}
+
+impl ReplayArgs {
+    /// The client/server split asked for, once its flags agree.
+    pub fn split_from(&self) -> Result<Option<SplitFrom>, Usage> {
+        let s = &self.split;
+        let from = s.split_from();
+        if from.is_none() && (s.intf2.is_some() || s.save_cache.is_some()) {
+            return Err(usage(
+                "-I and --save-cache need a client/server split: add --auto, --cidr NETS, --port-split or --cachefile FILE",
+            ));
+        }
+        if from.is_some() && s.intf2.is_none() && s.save_cache.is_none() {
+            return Err(usage(
+                "a client/server split (--auto/--cidr/--port-split/--cachefile) needs -I IF2 for the server packets",
+            ));
+        }
+        if s.intf2.is_some() && s.intf2 == self.intf {
+            return Err(usage(
+                "-I names the same interface as -i: give the second interface for server packets",
+            ));
+        }
+        Ok(from)
+    }
+
+    /// How frames leave.
+    pub fn tx(&self) -> TxSetup {
+        TxSetup {
+            method: match self.tx {
+                ReplayTxArg::Auto => TxMethod::Auto,
+                ReplayTxArg::Ring => TxMethod::Ring,
+                ReplayTxArg::Sendmmsg => TxMethod::Sendmmsg,
+            },
+            topspeed: self.topspeed,
+            qdisc_bypass: !self.no_qdisc_bypass,
+            ring_slots: self.ring_slots as usize,
+        }
+    }
+
+    /// The rewrites; `interface_mac` looks up `--enet-smac if`'s MAC (I/O,
+    /// the caller's).
+    pub fn rewrite<E: From<Usage>>(
+        &self,
+        interface_mac: impl FnOnce(&str) -> Result<[u8; 6], E>,
+    ) -> Result<RewriteSpec, E> {
+        let rw = &self.rw;
+        let smac = match (rw.enet_smac, &self.intf) {
+            (Some(SourceMac::Interface), Some(i)) => Some(interface_mac(i)?),
+            (Some(SourceMac::Interface), None) => {
+                return Err(
+                    usage("--enet-smac if needs -i IF (the interface whose MAC to use)").into(),
+                )
+            }
+            (Some(SourceMac::Addr(m)), _) => Some(m),
+            (None, _) => None,
+        };
+        let fields = VlanFields {
+            vid: rw.enet_vlan_tag,
+            pcp: rw.enet_vlan_pri,
+            dei: rw.enet_vlan_cfi,
+            tpid: rw.enet_vlan_proto,
+        };
+        let vlan = rw.enet_vlan.map(|op| Vlan::from_fields(op.into(), fields));
+        Ok(RewriteSpec {
+            efcs: rw.efcs,
+            dmac: rw.enet_dmac,
+            smac,
+            vlan: vlan
+                .transpose()
+                .map_err(|e| usage(format!("--enet-vlan: {e} (--enet-vlan-tag)")))?,
+            src_map: [&rw.srcipmap[..], &rw.pnat].concat(),
+            dst_map: [&rw.dstipmap[..], &rw.pnat].concat(),
+            ports: rw.portmap.clone(),
+            ttl: rw.ttl,
+            mtu_trunc: rw.mtu_trunc.then_some(rw.mtu.into()),
+            fixlen: rw.fixlen.map(Into::into),
+            fixcsum: rw.fixcsum,
+            seed: rw.seed,
+            pad_limit: None,
+        })
+    }
+
+    /// The replay's schedule.
+    pub fn timing(&self) -> Timing {
+        let burst = self.burst;
+        match (self.topspeed, self.pps, self.mbps) {
+            (true, _, _) => Timing::Topspeed,
+            (_, Some(pps), _) => Timing::Pps { pps, burst },
+            (_, _, Some(m)) => Timing::Rate {
+                bps: m * 1e6,
+                wire: self.rate_layer == RateLayerArg::Wire,
+                burst,
+            },
+            _ => Timing::Original {
+                multiplier: self.multiplier.unwrap_or(1.0),
+            },
+        }
+    }
+
+    /// The replay's config, given its rewrites, where it goes and its split.
+    pub fn config(
+        &self,
+        rewrite: RewriteSpec,
+        output: Output,
+        split: Option<Split>,
+    ) -> ReplayConfig {
+        ReplayConfig {
+            read: ReadSpec {
+                files: self.files.clone(),
+                select: selection(
+                    self.include.clone(),
+                    self.exclude.clone(),
+                    self.packets.clone(),
+                ),
+                rewrite,
+                max_frame: None,
+                egress_mtu: None,
+                bad_ts: match self.bad_ts {
+                    BadTsArg::Keep => wirelab_pcap::FractionPolicy::Keep,
+                    BadTsArg::Clamp => wirelab_pcap::FractionPolicy::Clamp,
+                    BadTsArg::Ns => wirelab_pcap::FractionPolicy::Nanoseconds,
+                },
+            },
+            timing: self.timing(),
+            late: self.catch_up.policy(self.late_threshold),
+            late_threshold_ns: self.late_threshold,
+            loops: self.loops,
+            loop_delay_ns: self.loop_delay,
+            duration_ns: self.duration,
+            limit: self.limit,
+            unique_ip: self.unique_ip,
+            max_preload: self.max_preload,
+            batch: self.batch.into(),
+            spin: self.spin,
+            log: self.log.clone(),
+            output,
+            split,
+            progress: None,
+            phase: self.phase.config(),
+        }
+    }
+
+    /// The sending thread's real-time settings.
+    pub fn rt(&self) -> RtSetup {
+        RtSetup {
+            cpu: self.cpu,
+            fifo_priority: self.rt_priority,
+            mlock: self.mlock,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{test_parse, Command};
+
+    fn replay(args: &str) -> ReplayArgs {
+        match test_parse(&format!("replay {args}")) {
+            Command::Replay(a) => a,
+            c => panic!("{c:?}"),
+        }
+    }
+
+    #[test]
+    fn a_split_needs_both_interfaces_and_its_classifier() {
+        let refused = |args: &str| replay(args).split_from().unwrap_err().0;
+        assert!(refused("-i e1 -I e2 t.pcap").contains("need a client/server split"));
+        assert!(refused("-i e1 --auto t.pcap").contains("needs -I IF2"));
+        assert!(refused("-i e1 -I e1 --auto t.pcap").contains("same interface"));
+        let from = replay("-i e1 -I e2 --port-split t.pcap")
+            .split_from()
+            .unwrap();
+        assert!(matches!(
+            from,
+            Some(SplitFrom::Classify(SplitMode::Port(_)))
+        ));
+        assert!(replay("-i e1 t.pcap").split_from().unwrap().is_none());
+    }
+
+    #[test]
+    fn timing_flags_become_the_schedule() {
+        assert_eq!(
+            replay("-i e t.pcap").timing(),
+            Timing::Original { multiplier: 1.0 }
+        );
+        assert_eq!(
+            replay("-i e -x 2 t.pcap").timing(),
+            Timing::Original { multiplier: 2.0 }
+        );
+        assert_eq!(
+            replay("-i e --pps 1kpps --burst 4 t.pcap").timing(),
+            Timing::Pps {
+                pps: 1000.0,
+                burst: 4
+            }
+        );
+        assert_eq!(
+            replay("-i e -M 10 --rate-layer wire t.pcap").timing(),
+            Timing::Rate {
+                bps: 10e6,
+                wire: true,
+                burst: 1
+            }
+        );
+        assert_eq!(replay("-i e -t t.pcap").timing(), Timing::Topspeed);
+        assert!(replay("-i e -t t.pcap").tx().ring());
+        assert!(!replay("-i e t.pcap").tx().ring());
+    }
+
+    #[test]
+    fn the_source_mac_of_the_interface_is_looked_up_only_when_asked() {
+        let mac = [2, 0, 0, 0, 0, 9];
+        let rw = replay("-i e1 --enet-smac if --pnat 10.0.0.0/8:192.168.0.0/16 t.pcap")
+            .rewrite(|i| {
+                assert_eq!(i, "e1");
+                Ok::<_, Usage>(mac)
+            })
+            .unwrap();
+        assert_eq!(rw.smac, Some(mac));
+        assert_eq!((rw.src_map.len(), rw.dst_map.len()), (1, 1));
+        let no_lookup = |_: &str| -> Result<[u8; 6], Usage> { panic!("looked up") };
+        let e = replay("-w o.pcap --enet-smac if t.pcap")
+            .rewrite(no_lookup)
+            .unwrap_err();
+        assert!(e.0.contains("--enet-smac if needs -i IF"), "{e}");
+        let e = replay("-w o.pcap --enet-vlan add t.pcap")
+            .rewrite(no_lookup)
+            .unwrap_err();
+        assert!(e.0.starts_with("--enet-vlan: "), "{e}");
+    }
 }

@@ -1,14 +1,25 @@
 //! Flags of `wirelab send`.
 
-use crate::common::{CatchUpArgs, FormatArg, IpFamily, PhaseArgs, DEFAULT_PORT};
+use crate::common::{CatchUpArgs, FormatArg, IpFamily, PhaseArg, PhaseArgs, DEFAULT_PORT};
 use crate::values::{self, NONZERO_DURATION};
+use crate::{usage, Usage};
 use clap::{value_parser, Args, ValueEnum};
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 use wirelab_core::gen::GenSpec;
+use wirelab_core::gen::{Dist, SpecKind};
+use wirelab_core::schedule::{Limits, SpinMargin, WaitStrategy};
 use wirelab_core::units;
 use wirelab_engine::job::net::BindAddr;
+use wirelab_engine::job::net::Family;
+use wirelab_engine::job::rt::RtSetup;
+use wirelab_engine::job::send::SendJob;
+use wirelab_engine::job::spec;
 use wirelab_engine::replay::Spin;
+use wirelab_engine::sender::FlowConfig;
 use wirelab_engine::sender::Padding;
+use wirelab_engine::txpath::SocketKind;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitArg {
@@ -201,9 +212,221 @@ pub struct SendArgs {
     pub quiet: bool,
 }
 
+/// Lateness that `--late rebase` shifts the schedule on.
+const REBASE_THRESHOLD_NS: u64 = 10_000;
+
+impl SendArgs {
+    /// The flag the intervals come from, for messages.
+    pub fn interval_flag(&self) -> &'static str {
+        match (self.rate, self.bitrate) {
+            (Some(_), _) => "--rate",
+            (_, Some(_)) => "--bitrate",
+            _ => "--interval",
+        }
+    }
+
+    /// The job these flags ask for. Every flag is checked first; then
+    /// `resolve` looks the host up in the family the flags allow (a lookup is
+    /// I/O, the caller's).
+    pub fn job<E: From<Usage>>(
+        &self,
+        resolve: impl FnOnce(Family) -> Result<SocketAddr, E>,
+    ) -> Result<SendJob, E> {
+        let a = self;
+        let ival_flag = a.interval_flag();
+        let intervals = match (a.interval.clone(), a.rate, a.bitrate) {
+            (Some(i), _, _) => Ok(i),
+            (None, Some(pps), _) => spec::rate_interval(pps),
+            (None, None, Some(bps)) => spec::bitrate_interval(bps, &a.size).ok_or_else(|| {
+                usage("--bitrate needs a --size whose mean is defined (not cauchy, not heavy-tailed pareto)")
+            })?,
+            (None, None, None) => spec::rate_interval(1000.0),
+        }
+        .map_err(|e| usage(format!("{ival_flag}: {e}")))?;
+        let duration_ns = a.duration.or(a.count.is_none().then_some(10_000_000_000));
+        let (spin_ns, adaptive_spin) = match a.spin_margin {
+            Spin::Auto => (SpinMargin::DEFAULT_INITIAL_NS, true),
+            Spin::Fixed(ns) => (ns, false),
+        };
+        let socket = a.socket.engine();
+        // An absolute start is where the first deadline lies: a calibrated
+        // phase would move it.
+        if a.start_at.is_some() && a.phase.phase == Some(PhaseArg::Auto) {
+            return Err(usage(
+                "--start-at fixes the first deadline and --phase auto would move it: leave --phase out (--start-at implies --phase off)",
+            ).into());
+        }
+        // The start phase matters only for a periodic schedule.
+        let phase_config = a.phase.config().filter(|_| a.start_at.is_none());
+        let phase = match (phase_config, intervals.kind()) {
+            (Some(pc), SpecKind::Dist(Dist::Const { value })) if *value > 0.0 => Some((pc, *value)),
+            _ => None,
+        };
+        if let Some(n) = a.count.filter(|&n| a.warmup >= n) {
+            return Err(usage(format!(
+                "--warmup {} flags every one of the {n} probes of --count as warm-up: nothing would be measured",
+                a.warmup
+            )).into());
+        }
+        if a.format == FormatArg::Luna {
+            if a.warmup > 0 {
+                return Err(usage(
+                    "--warmup needs the wirelab probe format: LUNA probes have no warm-up flag",
+                )
+                .into());
+            }
+            if a.count.is_some_and(|n| n > 1 << 32) {
+                return Err(usage(
+                    "--format luna numbers probes with 32 bits: --count must be at most 4294967296",
+                )
+                .into());
+            }
+        }
+        let mut family = a.family.family();
+        if socket != SocketKind::Udp {
+            if family == Family::V6 {
+                return Err(usage(format!(
+                    "--socket {} builds IPv4 headers: -6 needs --socket udp",
+                    socket.as_str()
+                ))
+                .into());
+            }
+            family = Family::V4;
+        }
+        let target = resolve(family)?;
+        Ok(SendJob {
+            flow: FlowConfig {
+                target,
+                bind: a.bind.map(|b| BindAddr::or_any(Some(b), 0, Family::Any)),
+                flow: a.flow,
+                limits: Limits {
+                    count: a.count,
+                    duration_ns,
+                },
+                tos: a.tos.or(a.dscp.map(|d| d << 2)),
+                warmup: a.warmup,
+                padding: a.padding,
+                wait: match a.wait {
+                    WaitArg::Sleep => WaitStrategy::Sleep,
+                    WaitArg::Spin => WaitStrategy::Spin,
+                    WaitArg::Hybrid => WaitStrategy::Hybrid { spin_ns },
+                },
+                adaptive_spin,
+                prime: !a.no_prime,
+                anchor_first: !a.planned_start,
+                echo: a.echo,
+                echo_wait: Duration::from_nanos(a.echo_wait),
+                last_repeats: 3,
+                last_gap: Duration::from_millis(2),
+                max_batch: a.batch.into(),
+                lead: Duration::ZERO,
+                seed: a.seed,
+                epoch_mono_ns: None,
+                start_mono_ns: None,
+                mono_to_real: 0,
+                format: a.format.engine(),
+                late: a.catch_up.policy(REBASE_THRESHOLD_NS),
+                phase,
+            },
+            flows: a.flows,
+            seed: a.seed,
+            rt: RtSetup {
+                cpu: a.cpu,
+                fifo_priority: a.rt_priority,
+                mlock: a.mlock,
+            },
+            record: a.record.clone(),
+            host: a.host.clone(),
+            socket,
+            start_at_unix_ns: a.start_at,
+            intervals,
+            sizes: a.size.clone(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_start_at;
+    use super::*;
+    use crate::{test_parse, Command};
+
+    fn send(args: &str) -> SendArgs {
+        match test_parse(&format!("send {args}")) {
+            Command::Send(a) => a,
+            c => panic!("{c:?}"),
+        }
+    }
+
+    /// The job, resolved to a fixed address; the family it was asked for.
+    fn job(args: &str) -> Result<(SendJob, Family), Usage> {
+        let mut asked = None;
+        let job = send(args).job(|f| {
+            asked = Some(f);
+            Ok::<_, Usage>("192.0.2.1:5757".parse().unwrap())
+        })?;
+        Ok((job, asked.unwrap()))
+    }
+
+    #[test]
+    fn the_rate_flags_become_a_constant_interval_and_a_calibrated_phase() {
+        let (j, family) = job("h --rate 2kpps -n 10").unwrap();
+        assert_eq!(j.intervals.to_string(), "const:500us");
+        assert_eq!(j.flow.limits.count, Some(10));
+        assert_eq!(j.flow.limits.duration_ns, None);
+        assert!(j.flow.phase.is_some());
+        assert_eq!(family, Family::Any);
+        // 1000 pps and 10 s when nothing is said; a random interval has no phase.
+        let (j, _) = job("h").unwrap();
+        assert_eq!(j.intervals.to_string(), "const:1ms");
+        assert_eq!(j.flow.limits.duration_ns, Some(10_000_000_000));
+        assert!(job("h -i exp:1ms").unwrap().0.flow.phase.is_none());
+        assert!(job("h --rate 1kpps --phase off")
+            .unwrap()
+            .0
+            .flow
+            .phase
+            .is_none());
+    }
+
+    #[test]
+    fn contradictory_flags_are_refused_naming_them_before_any_lookup() {
+        let cases = [
+            (
+                "h -n 5 --warmup 5",
+                "--warmup 5 flags every one of the 5 probes",
+            ),
+            (
+                "h --format luna --warmup 1",
+                "LUNA probes have no warm-up flag",
+            ),
+            (
+                "h --format luna -n 4294967297",
+                "--count must be at most 4294967296",
+            ),
+            ("h --socket raw -6", "-6 needs --socket udp"),
+            (
+                "h --start-at 1795428000500000000 --phase auto",
+                "--start-at implies --phase off",
+            ),
+            (
+                "h --bitrate 1Mbit --size cauchy:100,10",
+                "--bitrate needs a --size whose mean is defined",
+            ),
+        ];
+        for (args, says) in cases {
+            let no_lookup = |_| -> Result<SocketAddr, Usage> { panic!("{args}: looked up") };
+            let e = send(args).job(no_lookup).err().expect(args).0;
+            assert!(e.contains(says), "{args}: {e}");
+        }
+    }
+
+    #[test]
+    fn raw_and_packet_sockets_resolve_ipv4_and_dscp_sets_the_tos_byte() {
+        let (j, family) = job("h --socket packet --dscp 46").unwrap();
+        assert_eq!(family, Family::V4);
+        assert_eq!(j.socket, SocketKind::Packet);
+        assert_eq!(j.flow.tos, Some(46 << 2));
+    }
 
     #[test]
     fn start_at_takes_unix_ns_or_rfc3339_utc() {

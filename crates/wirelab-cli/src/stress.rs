@@ -2,7 +2,7 @@
 
 use clap::Args;
 use std::path::PathBuf;
-use wirelab_ctl::stress::{self, Load};
+use wirelab_ctl::stress::{self, Load, Options};
 
 #[derive(Args, Debug)]
 #[command(after_long_help = "Loads (stress-ng arguments; N = --workers):\n  \
@@ -66,4 +66,23 @@ pub struct StressArgs {
     /// More stress-ng arguments, for every stress-ng part
     #[arg(last = true, value_name = "STRESS-NG ARGS")]
     pub args: Vec<String>,
+}
+
+impl StressArgs {
+    /// The stressor's options.
+    pub fn options(&self) -> Options {
+        let a = self;
+        Options {
+            workers: a.workers,
+            load: a.load,
+            rt_priority: a.rt_priority,
+            timer_hz: a.timer_freq,
+            to: a.to.clone(),
+            port: a.port,
+            bitrate: a.bitrate.map(|b| format!("{b}")),
+            size: a.size,
+            io_cap_bytes_per_s: a.io_cap.map(|b| (b / 8.0).round().max(1.0) as u64),
+            args: a.args.clone(),
+        }
+    }
 }

@@ -2,6 +2,9 @@
 
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
+use wirelab_analysis::emuverify::VerifyConfig;
+use wirelab_core::link::Direction;
+use wirelab_engine::emulate::verify::{Configured, Verify};
 
 /// The direction the captures show (its decisions have their own random
 /// stream).
@@ -63,4 +66,32 @@ pub struct VerifyArgs {
     /// Print the report as JSON (schema wirelab.emulate.verify/1)
     #[arg(long)]
     pub json: bool,
+}
+
+impl VerifyArgs {
+    /// The check these flags ask for.
+    pub fn job(self) -> Verify {
+        let a = self;
+        let configured = match (a.delay, a.trace, a.stages) {
+            (Some(d), _, _) => Configured::Delay(d),
+            (_, Some(t), _) => Configured::Trace(t),
+            (_, _, s) => Configured::Stages(s.unwrap_or_default()),
+        };
+        Verify {
+            input: a.input,
+            output: a.output,
+            configured,
+            seed: a.seed,
+            direction: match a.direction {
+                Dir::A2b => Direction::AToB,
+                Dir::B2a => Direction::BToA,
+            },
+            config: VerifyConfig {
+                window_ns: a.window,
+                max_pending: usize::try_from(a.max_pending).unwrap_or(usize::MAX),
+                ks_samples: usize::try_from(a.ks_samples).unwrap_or(usize::MAX),
+                skip_in: a.skip,
+            },
+        }
+    }
 }

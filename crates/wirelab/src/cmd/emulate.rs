@@ -3,13 +3,10 @@
 
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
-use std::time::Duration;
 use wirelab_cli::emulate::{CtlArgs, CtlOp, EmulateArgs, EmulateCmd};
 use wirelab_engine::emulate::client::{answer_text, refusal};
 use wirelab_engine::emulate::ctl::{self, Request};
-use wirelab_engine::emulate_setup::{EmulateSpec, Stages};
 use wirelab_engine::job::emulate::EmulateError;
-use wirelab_engine::job::rt::RtSetup;
 use wirelab_engine::job::stop_on_signals;
 
 pub fn run(a: EmulateArgs) -> Result<()> {
@@ -21,42 +18,8 @@ pub fn run(a: EmulateArgs) -> Result<()> {
 }
 
 fn emulate(a: EmulateArgs) -> Result<()> {
-    let (if_a, if_b) = match (&a.a, &a.b) {
-        (Some(x), Some(y)) => (x.clone(), y.clone()),
-        _ => return Err(usage("emulate needs --a IF and --b IF")),
-    };
-    let stages = |flag, s: &Option<String>| Stages {
-        flag,
-        stages: s.clone().unwrap_or_default(),
-    };
-    let (a2b, b2a) = match &a.both {
-        Some(_) => (stages("--both", &a.both), stages("--both", &a.both)),
-        None => (stages("--a2b", &a.a2b), stages("--b2a", &a.b2a)),
-    };
-    let spec_rt = RtSetup {
-        cpu: a.cpu,
-        fifo_priority: a.rt_priority,
-        mlock: a.rt_priority.is_some(),
-    };
-    let spec = EmulateSpec {
-        a: if_a.clone(),
-        b: if_b.clone(),
-        a2b,
-        b2a,
-        rules: a.rule,
-        seed: a.seed,
-        ring_frames: a.ring_frames,
-        duration: a.duration.map(Duration::from_nanos),
-        spin_ns: a.spin,
-        learn: !a.fixed_spin,
-        rt: spec_rt,
-        log: a.log,
-        tap: a.tap,
-        record_decisions: a.record_decisions,
-        mm_log: a.mm_log,
-        ctl: a.ctl.clone(),
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
-    };
+    let spec = a.spec(std::env::args().collect::<Vec<_>>().join(" "))?;
+    let (if_a, if_b, spec_rt) = (spec.a.clone(), spec.b.clone(), spec.rt);
     let job = spec.job().map_err(|e| {
         if e.is_usage() {
             usage(e.to_string())

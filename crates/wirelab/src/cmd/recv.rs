@@ -2,62 +2,16 @@
 
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
-use std::time::Duration;
 use wirelab_analysis::schema::to_json_sorted;
-use wirelab_cli::common::FormatArg;
-use wirelab_cli::recv::{RecvArgs, RecvWaitArg};
-use wirelab_engine::job::net::BindAddr;
-use wirelab_engine::job::recv::{ProgressLine, RecvError, RecvJob, RecvSettings};
-use wirelab_engine::job::rt::RtSetup;
+use wirelab_cli::recv::RecvArgs;
+use wirelab_engine::job::recv::{ProgressLine, RecvError};
 use wirelab_engine::job::text;
-use wirelab_engine::receiver::{RecvConfig, RecvCounters, RecvWait};
+use wirelab_engine::receiver::RecvCounters;
 use wirelab_io::hwtstamp::HwTsError;
 
 pub fn run(a: RecvArgs) -> Result<()> {
-    let bind = BindAddr::or_any(a.bind, a.port, a.family.family());
-    let period_ns = a.poll_period;
-    let job = RecvJob {
-        recv: RecvConfig {
-            bind,
-            v6only: a.family.ipv6,
-            echo: a.echo,
-            rcvbuf: a.rcvbuf as usize,
-            batch: a.batch.into(),
-            busy_poll_us: a.busy_poll,
-            linger: Duration::from_nanos(a.linger),
-            idle_timeout: match a.idle_timeout {
-                // LUNA flows have no end marker: end when they fall silent.
-                None if a.format == FormatArg::Luna && a.timeout.is_none() && !a.forever => {
-                    Some(Duration::from_secs(2))
-                }
-                d => d.map(Duration::from_nanos),
-            },
-            format: a.format.engine(),
-            reuse_port: a.reuse_port,
-            max_duration: a.timeout.map(Duration::from_nanos),
-            forever: a.forever,
-            wait: match a.wait {
-                RecvWaitArg::Block => RecvWait::Block,
-                RecvWaitArg::Poll => RecvWait::Poll { period_ns },
-                RecvWaitArg::Adaptive => RecvWait::Adaptive { period_ns },
-            },
-        },
-        rt: RtSetup {
-            cpu: a.cpu,
-            fifo_priority: a.rt_priority,
-            mlock: false,
-        },
-        window_ns: a.window,
-        max_flows: a.max_flows as usize,
-        record: a.record.clone(),
-        status: a.status.clone(),
-        hw_timestamps: a.hw_timestamps.clone(),
-        settings: RecvSettings {
-            rcvbuf: a.rcvbuf,
-            batch: a.batch,
-            busy_poll_us: a.busy_poll,
-        },
-    };
+    let job = a.job();
+    let bind = job.recv.bind;
     let rx = job.bind().map_err(|e| recv_error(e, bind))?;
     if !a.quiet && !a.json {
         eprintln!("{}", rx.banner());

@@ -7,21 +7,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use wirelab_cli::stress::StressArgs;
-use wirelab_ctl::stress::{self, supervise, Options};
+use wirelab_ctl::stress::{self, supervise};
 
 pub fn run(a: StressArgs) -> Result<()> {
-    let o = Options {
-        workers: a.workers,
-        load: a.load,
-        rt_priority: a.rt_priority,
-        timer_hz: a.timer_freq,
-        to: a.to.clone(),
-        port: a.port,
-        bitrate: a.bitrate.map(|b| format!("{b}")),
-        size: a.size,
-        io_cap_bytes_per_s: a.io_cap.map(|b| (b / 8.0).round().max(1.0) as u64),
-        args: a.args.clone(),
-    };
+    let o = a.options();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let duration_s = a.duration.map(|ns| ns.div_ceil(1_000_000_000));
     let (parts, notes) = stress::plan(a.kind, &o, cpus, duration_s)
