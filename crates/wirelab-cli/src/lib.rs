@@ -8,6 +8,8 @@
 //! that tests can build and check with `Cli::try_parse_from`, without the
 //! binary's I/O.
 
+#![forbid(unsafe_code)]
+
 pub mod agent;
 pub mod analyze;
 pub mod capture;

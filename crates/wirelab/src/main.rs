@@ -5,6 +5,8 @@
 //! 3 missing privilege or capability; `wirelab run` also: 3 a point aborted
 //! on a criterion, 4 infrastructure failure, 130 interrupted.
 
+#![forbid(unsafe_code)]
+
 mod cmd;
 mod error;
 mod progress;

@@ -1,5 +1,5 @@
-//! `wirelab capture`: flags to a [`CaptureJob`], its report to stdout (or
-//! stderr when the capture itself goes to stdout).
+//! `wirelab capture`: its flags' [`CaptureJob`] run, its report to stdout
+//! (or stderr when the capture itself goes to stdout).
 
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;

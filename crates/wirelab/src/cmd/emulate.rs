@@ -1,5 +1,5 @@
-//! `wirelab emulate`: flags to an [`EmulateSpec`], its job run, its
-//! counters to stdout; `emulate ctl` asks a running emulator.
+//! `wirelab emulate`: its flags' emulator run, its counters to stdout;
+//! `emulate ctl` asks a running emulator.
 
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;

@@ -1,5 +1,5 @@
-//! `wirelab emulate verify IN OUT`: flags to an
-//! [`wirelab_engine::emulate::verify::Verify`] job, its
+//! `wirelab emulate verify IN OUT`: its flags'
+//! [`wirelab_engine::emulate::verify::Verify`] job run, its
 //! `wirelab.emulate.verify/1` report rendered.
 
 use crate::error::usage;

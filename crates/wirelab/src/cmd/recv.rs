@@ -1,4 +1,4 @@
-//! `wirelab recv`: flags to a [`RecvJob`], its report to stdout.
+//! `wirelab recv`: its flags' [`RecvJob`](wirelab_engine::job::recv::RecvJob) run, its report to stdout.
 
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;

@@ -1,4 +1,4 @@
-//! `wirelab replay`: flags to a [`ReplayJob`], its report to stdout.
+//! `wirelab replay`: its flags' [`ReplayJob`] run, its report to stdout.
 
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;

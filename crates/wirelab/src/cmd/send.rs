@@ -1,10 +1,10 @@
-//! `wirelab send`: flags to a [`SendJob`], its report to stdout.
+//! `wirelab send`: its flags' [`SendJob`](wirelab_engine::job::send::SendJob) run, its report to stdout.
 
 use crate::error::{rt_error, usage, Privilege};
 use anyhow::Result;
 use wirelab_analysis::schema::to_json_sorted;
 use wirelab_cli::send::SendArgs;
-use wirelab_engine::job::net::{self};
+use wirelab_engine::job::net;
 use wirelab_engine::job::send::{SendError, Values};
 use wirelab_engine::job::text;
 use wirelab_engine::txpath::{PathError, SocketKind};
