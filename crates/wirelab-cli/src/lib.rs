@@ -1,12 +1,15 @@
 //! wirelab's command line: its subcommands and their flags (clap derive),
-//! the value parsers behind them, and the small conversions of flag values
-//! into the typed configs of the engine, ctl and analysis crates.
+//! the value parsers behind them (`values`), and each subcommand's flags
+//! turned into the typed config of its job (`SendArgs::job`,
+//! `ReplayArgs::config`, `CaptureArgs::config`, ...), refusing combinations
+//! that cannot work with a [`Usage`] error that names the flag.
 //!
-//! It holds no behaviour: the `wirelab` binary parses [`Cli`], turns the
-//! flags into a job, runs it and renders its report. Kept apart so that the
-//! whole interface (help texts, defaults, ranges, conflicts) is one crate
-//! that tests can build and check with `Cli::try_parse_from`, without the
-//! binary's I/O.
+//! No I/O: where a config needs some (a host name looked up, an interface's
+//! MAC) the caller passes it in as a closure. The `wirelab` binary parses
+//! [`Cli`], gets the config from here, runs the job and renders its report.
+//! Kept apart so that the whole interface (help texts, defaults, ranges,
+//! conflicts, the configs they make) is one crate that tests check from
+//! parsed command lines (`Cli::try_parse_from`), without a process.
 
 #![forbid(unsafe_code)]
 

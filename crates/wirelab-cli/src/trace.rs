@@ -1,10 +1,13 @@
 //! Flags of `wirelab trace`, and the trace jobs' inputs they stand for.
 
+use crate::{usage, Usage};
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use wirelab_core::trace::dump::{encode_word, WordAction};
 use wirelab_core::trace::fgn::{DEFAULT_BLOCK, MAX_BLOCK, MIN_BLOCK};
+use wirelab_core::trace::measured::OwdBase;
 use wirelab_core::trace::{ByteOrder, NegPolicy, TraceOptions};
-use wirelab_engine::trace::{FormatOpt, InputSpec};
+use wirelab_engine::trace::{self as job, FormatOpt, InputSpec};
 
 #[derive(Args, Debug)]
 pub struct TraceArgs {
@@ -310,11 +313,11 @@ fn block(s: &str) -> Result<usize, String> {
     }
 }
 
-pub fn fmt(flag: &'static str, name: Option<String>) -> FormatOpt {
+fn fmt(flag: &'static str, name: Option<String>) -> FormatOpt {
     FormatOpt { flag, name }
 }
 
-pub fn options(order: ByteOrder, neg: NegArg, period_ns: Option<u64>) -> TraceOptions {
+fn options(order: ByteOrder, neg: NegArg, period_ns: Option<u64>) -> TraceOptions {
     let neg = match neg {
         NegArg::Error => NegPolicy::Error,
         NegArg::Zero => NegPolicy::Zero,
@@ -326,9 +329,158 @@ pub fn options(order: ByteOrder, neg: NegArg, period_ns: Option<u64>) -> TraceOp
     }
 }
 
+impl ConvertArgs {
+    pub fn job(&self) -> job::Convert {
+        let order = self.order.order();
+        job::Convert {
+            input: InputSpec {
+                path: self.input.clone(),
+                format: fmt("--from", self.from.clone()),
+                options: options(order, self.neg, self.period),
+            },
+            output: self.output.clone(),
+            to: fmt("--to", self.to.clone()),
+            to_options: TraceOptions {
+                order: self.to_order.map_or(order, OrderArg::order),
+                ..TraceOptions::default()
+            },
+        }
+    }
+}
+
+impl DumpArgs {
+    pub fn job(&self) -> job::Dump {
+        job::Dump {
+            input: self.read.input(self.file.clone()),
+            bits: self.bits,
+            json: self.json,
+        }
+    }
+}
+
+impl EncodeArgs {
+    /// The word's job; a delay the word cannot hold is refused.
+    pub fn job(&self) -> Result<job::Encode, Usage> {
+        let action = match self.action {
+            ActionArg::Delay => WordAction::Delay,
+            ActionArg::Drop => WordAction::Drop,
+            ActionArg::Dup => WordAction::Dup,
+        };
+        let word =
+            encode_word(action, self.delay_us).map_err(|m| usage(format!("--delay-us: {m}")))?;
+        Ok(job::Encode {
+            word,
+            bin: (self.format == WordFormat::Bin).then(|| self.order.order()),
+            output: self
+                .output
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+            append: self.append,
+        })
+    }
+}
+
+impl GenArgs {
+    pub fn job(&self) -> job::Gen {
+        job::Gen {
+            dist: self.dist.clone(),
+            mean_ns: self.mean,
+            jitter_ns: self.jitter,
+            count: self.count,
+            loss: self.loss,
+            hurst: self.hurst,
+            block: self.block,
+            seed: self.seed,
+            output: self.output.clone(),
+            format: fmt("--format", self.format.clone()),
+            order: self.order.order(),
+        }
+    }
+}
+
+impl StatsArgs {
+    pub fn job(&self) -> job::Stats {
+        job::Stats {
+            input: self.read.input(self.file.clone()),
+        }
+    }
+}
+
+impl FromRecordsArgs {
+    pub fn job(&self) -> job::FromRecords {
+        job::FromRecords {
+            sender: self.sender.to_string_lossy().into_owned(),
+            receiver: self.receiver.to_string_lossy().into_owned(),
+            flow: self.flow,
+            base: if self.absolute {
+                OwdBase::Absolute
+            } else {
+                OwdBase::Relative
+            },
+            output: self.output.clone(),
+            format: fmt("--format", self.format.clone()),
+            order: self.order.order(),
+        }
+    }
+}
+
+impl MaketableArgs {
+    pub fn job(&self) -> job::Maketable {
+        job::Maketable {
+            input: self.read.input(self.file.clone()),
+            output: self.output.clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{test_parse, Command};
+
+    fn trace(args: &str) -> TraceCmd {
+        match test_parse(&format!("trace {args}")) {
+            Command::Trace(t) => t.cmd,
+            c => panic!("{c:?}"),
+        }
+    }
+
+    #[test]
+    fn each_tool_gets_its_job_with_the_flags_that_name_its_formats() {
+        let TraceCmd::Convert(c) =
+            trace("convert a.txt - --from nist-txt --to nist-bin --order be --neg zero")
+        else {
+            panic!()
+        };
+        let j = c.job();
+        assert_eq!(
+            (j.input.format.flag, j.input.format.name.as_deref()),
+            ("--from", Some("nist-txt"))
+        );
+        assert_eq!(
+            (j.to.flag, j.to.name.as_deref()),
+            ("--to", Some("nist-bin"))
+        );
+        // The output's byte order follows the input's unless --to-order says otherwise.
+        assert_eq!(j.to_options.order, ByteOrder::Big);
+        assert_eq!(j.input.options.neg, NegPolicy::Zero);
+        let TraceCmd::FromRecords(f) = trace("from-records tx.wlr rx.wlr -o - --absolute") else {
+            panic!()
+        };
+        let j = f.job();
+        assert_eq!((j.base, j.format.flag), (OwdBase::Absolute, "--format"));
+        let TraceCmd::Encode(e) = trace("encode --action drop --delay-us 5") else {
+            panic!()
+        };
+        let refused = e.job().err().expect("a drop with a delay");
+        assert!(refused.0.starts_with("--delay-us: "), "{refused}");
+        let TraceCmd::Encode(e) =
+            trace("encode --action dup --delay-us -500 --format bin --order be")
+        else {
+            panic!()
+        };
+        assert_eq!(e.job().unwrap().bin, Some(ByteOrder::Big));
+    }
 
     #[test]
     fn flag_values() {
