@@ -162,70 +162,70 @@ pub struct CaptureArgs {
 impl CaptureArgs {
     /// The capture these flags ask for.
     pub fn config(&self) -> Result<CaptureConfig, Usage> {
-        let a = self;
-        let block_size = u32::try_from(a.block_size).map_err(|_| {
+        let block_size = u32::try_from(self.block_size).map_err(|_| {
             usage(format!(
                 "--block-size {} is larger than 4 GiB",
-                a.block_size
+                self.block_size
             ))
         })?;
-        let ring = u64::from(block_size) * u64::from(a.block_count);
+        let ring = u64::from(block_size) * u64::from(self.block_count);
         if ring > u64::from(u32::MAX) {
             return Err(usage(format!(
-            "--block-size x --block-count is {ring} bytes: a ring must stay below 4 GiB (the kernel's limit)"
-        )));
+                "--block-size x --block-count is {ring} bytes: a ring must stay below 4 GiB \
+                 (the kernel's limit)"
+            )));
         }
-        if a.retire != 0 && a.retire < 1_000_000 {
+        if self.retire != 0 && self.retire < 1_000_000 {
             return Err(usage(
                 "--retire has millisecond resolution: use 0 (kernel default) or at least 1ms",
             ));
         }
         Ok(CaptureConfig {
-            ifname: a.interface.clone(),
-            filter: a.filter.join(" "),
-            snaplen: a.snaplen,
+            ifname: self.interface.clone(),
+            filter: self.filter.join(" "),
+            snaplen: self.snaplen,
             ring: RingConfig {
                 block_size,
-                block_count: a.block_count,
-                retire_ms: (a.retire / 1_000_000) as u32,
-                promisc: !a.no_promisc,
-                direction: match a.direction {
+                block_count: self.block_count,
+                retire_ms: (self.retire / 1_000_000) as u32,
+                promisc: !self.no_promisc,
+                direction: match self.direction {
                     DirectionArg::In => Direction::In,
                     DirectionArg::Out => Direction::Out,
                     DirectionArg::Both => Direction::Both,
                 },
                 fanout: None,
             },
-            wait: match a.wait {
+            wait: match self.wait {
                 CaptureWaitArg::Block => WaitPolicy::Block,
                 CaptureWaitArg::Poll => WaitPolicy::Poll,
                 CaptureWaitArg::Adaptive => WaitPolicy::Adaptive,
             },
-            poll_period_ns: a.poll_period * 1_000,
-            count: a.count,
-            duration_ns: a.duration,
-            threads: a.threads.into(),
-            fanout: match a.fanout {
+            poll_period_ns: self.poll_period * 1_000,
+            count: self.count,
+            duration_ns: self.duration,
+            threads: self.threads.into(),
+            fanout: match self.fanout {
                 FanoutArg::Hash => FanoutMode::Hash,
                 FanoutArg::Cpu => FanoutMode::Cpu,
                 FanoutArg::Lb => FanoutMode::RoundRobin,
             },
-            path: (a.write.as_os_str() != "-").then(|| a.write.clone()),
-            merge: !a.split,
-            format: match (a.format, a.tsprec) {
+            path: (self.write.as_os_str() != "-").then(|| self.write.clone()),
+            merge: !self.split,
+            format: match (self.format, self.tsprec) {
                 (CaptureFormatArg::Pcapng, _) => FileFormat::Pcapng,
                 (CaptureFormatArg::Pcap, TsPrecArg::Us) => FileFormat::Pcap(PcapPrecision::Micro),
                 (CaptureFormatArg::Pcap, TsPrecArg::Ns) => FileFormat::Pcap(PcapPrecision::Nano),
             },
             rotation: Rotation {
-                max_bytes: a.rotate_size,
-                every_ns: a.rotate_every,
-                align: a.rotate_align,
-                max_files: a.rotate_files,
+                max_bytes: self.rotate_size,
+                every_ns: self.rotate_every,
+                align: self.rotate_align,
+                max_files: self.rotate_files,
             },
-            cpus: a.cpu.clone(),
-            avoid_rps_cpus: !a.no_avoid_rps,
-            direct_io: !a.buffered_io,
+            cpus: self.cpu.clone(),
+            avoid_rps_cpus: !self.no_avoid_rps,
+            direct_io: !self.buffered_io,
         })
     }
 }

@@ -150,8 +150,7 @@ impl EmulateArgs {
     /// The emulator these flags ask for; `command_line` (as typed) is kept
     /// in its report.
     pub fn spec(&self, command_line: String) -> Result<EmulateSpec, Usage> {
-        let a = self;
-        let (if_a, if_b) = match (&a.a, &a.b) {
+        let (if_a, if_b) = match (&self.a, &self.b) {
             (Some(x), Some(y)) => (x.clone(), y.clone()),
             _ => return Err(usage("emulate needs --a IF and --b IF")),
         };
@@ -159,32 +158,32 @@ impl EmulateArgs {
             flag,
             stages: s.clone().unwrap_or_default(),
         };
-        let (a2b, b2a) = match &a.both {
-            Some(_) => (stages("--both", &a.both), stages("--both", &a.both)),
-            None => (stages("--a2b", &a.a2b), stages("--b2a", &a.b2a)),
+        let (a2b, b2a) = match &self.both {
+            Some(_) => (stages("--both", &self.both), stages("--both", &self.both)),
+            None => (stages("--a2b", &self.a2b), stages("--b2a", &self.b2a)),
         };
         let spec_rt = RtSetup {
-            cpu: a.cpu,
-            fifo_priority: a.rt_priority,
-            mlock: a.rt_priority.is_some(),
+            cpu: self.cpu,
+            fifo_priority: self.rt_priority,
+            mlock: self.rt_priority.is_some(),
         };
         Ok(EmulateSpec {
             a: if_a.clone(),
             b: if_b.clone(),
             a2b,
             b2a,
-            rules: a.rule.clone(),
-            seed: a.seed,
-            ring_frames: a.ring_frames,
-            duration: a.duration.map(Duration::from_nanos),
-            spin_ns: a.spin,
-            learn: !a.fixed_spin,
+            rules: self.rule.clone(),
+            seed: self.seed,
+            ring_frames: self.ring_frames,
+            duration: self.duration.map(Duration::from_nanos),
+            spin_ns: self.spin,
+            learn: !self.fixed_spin,
             rt: spec_rt,
-            log: a.log.clone(),
-            tap: a.tap.clone(),
-            record_decisions: a.record_decisions.clone(),
-            mm_log: a.mm_log.clone(),
-            ctl: a.ctl.clone(),
+            log: self.log.clone(),
+            tap: self.tap.clone(),
+            record_decisions: self.record_decisions.clone(),
+            mm_log: self.mm_log.clone(),
+            ctl: self.ctl.clone(),
             command_line,
         })
     }

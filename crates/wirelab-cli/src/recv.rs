@@ -117,49 +117,51 @@ pub struct RecvArgs {
 impl RecvArgs {
     /// The receiver these flags ask for.
     pub fn job(&self) -> RecvJob {
-        let a = self;
-        let bind = BindAddr::or_any(a.bind, a.port, a.family.family());
-        let period_ns = a.poll_period;
+        let bind = BindAddr::or_any(self.bind, self.port, self.family.family());
+        let period_ns = self.poll_period;
         RecvJob {
             recv: RecvConfig {
                 bind,
-                v6only: a.family.ipv6,
-                echo: a.echo,
-                rcvbuf: a.rcvbuf as usize,
-                batch: a.batch.into(),
-                busy_poll_us: a.busy_poll,
-                linger: Duration::from_nanos(a.linger),
-                idle_timeout: match a.idle_timeout {
+                v6only: self.family.ipv6,
+                echo: self.echo,
+                rcvbuf: self.rcvbuf as usize,
+                batch: self.batch.into(),
+                busy_poll_us: self.busy_poll,
+                linger: Duration::from_nanos(self.linger),
+                idle_timeout: match self.idle_timeout {
                     // LUNA flows have no end marker: end when they fall silent.
-                    None if a.format == FormatArg::Luna && a.timeout.is_none() && !a.forever => {
+                    None if self.format == FormatArg::Luna
+                        && self.timeout.is_none()
+                        && !self.forever =>
+                    {
                         Some(Duration::from_secs(2))
                     }
                     d => d.map(Duration::from_nanos),
                 },
-                format: a.format.engine(),
-                reuse_port: a.reuse_port,
-                max_duration: a.timeout.map(Duration::from_nanos),
-                forever: a.forever,
-                wait: match a.wait {
+                format: self.format.engine(),
+                reuse_port: self.reuse_port,
+                max_duration: self.timeout.map(Duration::from_nanos),
+                forever: self.forever,
+                wait: match self.wait {
                     RecvWaitArg::Block => RecvWait::Block,
                     RecvWaitArg::Poll => RecvWait::Poll { period_ns },
                     RecvWaitArg::Adaptive => RecvWait::Adaptive { period_ns },
                 },
             },
             rt: RtSetup {
-                cpu: a.cpu,
-                fifo_priority: a.rt_priority,
+                cpu: self.cpu,
+                fifo_priority: self.rt_priority,
                 mlock: false,
             },
-            window_ns: a.window,
-            max_flows: a.max_flows as usize,
-            record: a.record.clone(),
-            status: a.status.clone(),
-            hw_timestamps: a.hw_timestamps.clone(),
+            window_ns: self.window,
+            max_flows: self.max_flows as usize,
+            record: self.record.clone(),
+            status: self.status.clone(),
+            hw_timestamps: self.hw_timestamps.clone(),
             settings: RecvSettings {
-                rcvbuf: a.rcvbuf,
-                batch: a.batch,
-                busy_poll_us: a.busy_poll,
+                rcvbuf: self.rcvbuf,
+                batch: self.batch,
+                busy_poll_us: self.busy_poll,
             },
         }
     }

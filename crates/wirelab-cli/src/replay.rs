@@ -7,17 +7,13 @@ use clap::{value_parser, Args, ValueEnum};
 use std::path::PathBuf;
 use wirelab_core::replay::Timing;
 use wirelab_core::units;
-use wirelab_engine::job::replay::select::selection;
-use wirelab_engine::job::replay::select::Selector;
+use wirelab_engine::job::replay::select::{selection, Selector};
 use wirelab_engine::job::replay::sides::SplitFrom;
 use wirelab_engine::job::replay::{TxMethod, TxSetup};
 use wirelab_engine::job::rt::RtSetup;
-use wirelab_engine::replay::{Output, ReadSpec, ReplayConfig, Split};
-use wirelab_engine::replay::{Ranges, Spin};
-use wirelab_wire::rewrite::arg::VlanFields;
-use wirelab_wire::rewrite::arg::{SourceMac, Tpid, VlanOp};
-use wirelab_wire::rewrite::split::PortSet;
-use wirelab_wire::rewrite::split::SplitMode;
+use wirelab_engine::replay::{Output, Ranges, ReadSpec, ReplayConfig, Spin, Split};
+use wirelab_wire::rewrite::arg::{SourceMac, Tpid, VlanFields, VlanOp};
+use wirelab_wire::rewrite::split::{PortSet, SplitMode};
 use wirelab_wire::rewrite::{parse_mac, Cidr, FixLen, IpMap, PortMap, RewriteSpec, Ttl, Vlan};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,7 +301,7 @@ pub struct ReplayRewriteArgs {
 
 impl ReplaySplitArgs {
     /// Where the client/server split comes from, if one is asked for.
-    pub fn split_from(&self) -> Option<SplitFrom> {
+    fn source(&self) -> Option<SplitFrom> {
         let mode = if self.auto {
             SplitMode::Auto
         } else if !self.cidr.is_empty() {
@@ -323,7 +319,7 @@ impl ReplayArgs {
     /// The client/server split asked for, once its flags agree.
     pub fn split_from(&self) -> Result<Option<SplitFrom>, Usage> {
         let s = &self.split;
-        let from = s.split_from();
+        let from = s.source();
         if from.is_none() && (s.intf2.is_some() || s.save_cache.is_some()) {
             return Err(usage(
                 "-I and --save-cache need a client/server split: add --auto, --cidr NETS, --port-split or --cachefile FILE",

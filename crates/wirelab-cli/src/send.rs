@@ -232,57 +232,58 @@ impl SendArgs {
         &self,
         resolve: impl FnOnce(Family) -> Result<SocketAddr, E>,
     ) -> Result<SendJob, E> {
-        let a = self;
-        let ival_flag = a.interval_flag();
-        let intervals = match (a.interval.clone(), a.rate, a.bitrate) {
+        let ival_flag = self.interval_flag();
+        let intervals = match (self.interval.clone(), self.rate, self.bitrate) {
             (Some(i), _, _) => Ok(i),
             (None, Some(pps), _) => spec::rate_interval(pps),
-            (None, None, Some(bps)) => spec::bitrate_interval(bps, &a.size).ok_or_else(|| {
+            (None, None, Some(bps)) => spec::bitrate_interval(bps, &self.size).ok_or_else(|| {
                 usage("--bitrate needs a --size whose mean is defined (not cauchy, not heavy-tailed pareto)")
             })?,
             (None, None, None) => spec::rate_interval(1000.0),
         }
         .map_err(|e| usage(format!("{ival_flag}: {e}")))?;
-        let duration_ns = a.duration.or(a.count.is_none().then_some(10_000_000_000));
-        let (spin_ns, adaptive_spin) = match a.spin_margin {
+        let duration_ns = self
+            .duration
+            .or(self.count.is_none().then_some(10_000_000_000));
+        let (spin_ns, adaptive_spin) = match self.spin_margin {
             Spin::Auto => (SpinMargin::DEFAULT_INITIAL_NS, true),
             Spin::Fixed(ns) => (ns, false),
         };
-        let socket = a.socket.engine();
+        let socket = self.socket.engine();
         // An absolute start is where the first deadline lies: a calibrated
         // phase would move it.
-        if a.start_at.is_some() && a.phase.phase == Some(PhaseArg::Auto) {
+        if self.start_at.is_some() && self.phase.phase == Some(PhaseArg::Auto) {
             return Err(usage(
                 "--start-at fixes the first deadline and --phase auto would move it: leave --phase out (--start-at implies --phase off)",
             ).into());
         }
         // The start phase matters only for a periodic schedule.
-        let phase_config = a.phase.config().filter(|_| a.start_at.is_none());
+        let phase_config = self.phase.config().filter(|_| self.start_at.is_none());
         let phase = match (phase_config, intervals.kind()) {
             (Some(pc), SpecKind::Dist(Dist::Const { value })) if *value > 0.0 => Some((pc, *value)),
             _ => None,
         };
-        if let Some(n) = a.count.filter(|&n| a.warmup >= n) {
+        if let Some(n) = self.count.filter(|&n| self.warmup >= n) {
             return Err(usage(format!(
                 "--warmup {} flags every one of the {n} probes of --count as warm-up: nothing would be measured",
-                a.warmup
+                self.warmup
             )).into());
         }
-        if a.format == FormatArg::Luna {
-            if a.warmup > 0 {
+        if self.format == FormatArg::Luna {
+            if self.warmup > 0 {
                 return Err(usage(
                     "--warmup needs the wirelab probe format: LUNA probes have no warm-up flag",
                 )
                 .into());
             }
-            if a.count.is_some_and(|n| n > 1 << 32) {
+            if self.count.is_some_and(|n| n > 1 << 32) {
                 return Err(usage(
                     "--format luna numbers probes with 32 bits: --count must be at most 4294967296",
                 )
                 .into());
             }
         }
-        let mut family = a.family.family();
+        let mut family = self.family.family();
         if socket != SocketKind::Udp {
             if family == Family::V6 {
                 return Err(usage(format!(
@@ -297,50 +298,50 @@ impl SendArgs {
         Ok(SendJob {
             flow: FlowConfig {
                 target,
-                bind: a.bind.map(|b| BindAddr::or_any(Some(b), 0, Family::Any)),
-                flow: a.flow,
+                bind: self.bind.map(|b| BindAddr::or_any(Some(b), 0, Family::Any)),
+                flow: self.flow,
                 limits: Limits {
-                    count: a.count,
+                    count: self.count,
                     duration_ns,
                 },
-                tos: a.tos.or(a.dscp.map(|d| d << 2)),
-                warmup: a.warmup,
-                padding: a.padding,
-                wait: match a.wait {
+                tos: self.tos.or(self.dscp.map(|d| d << 2)),
+                warmup: self.warmup,
+                padding: self.padding,
+                wait: match self.wait {
                     WaitArg::Sleep => WaitStrategy::Sleep,
                     WaitArg::Spin => WaitStrategy::Spin,
                     WaitArg::Hybrid => WaitStrategy::Hybrid { spin_ns },
                 },
                 adaptive_spin,
-                prime: !a.no_prime,
-                anchor_first: !a.planned_start,
-                echo: a.echo,
-                echo_wait: Duration::from_nanos(a.echo_wait),
+                prime: !self.no_prime,
+                anchor_first: !self.planned_start,
+                echo: self.echo,
+                echo_wait: Duration::from_nanos(self.echo_wait),
                 last_repeats: 3,
                 last_gap: Duration::from_millis(2),
-                max_batch: a.batch.into(),
+                max_batch: self.batch.into(),
                 lead: Duration::ZERO,
-                seed: a.seed,
+                seed: self.seed,
                 epoch_mono_ns: None,
                 start_mono_ns: None,
                 mono_to_real: 0,
-                format: a.format.engine(),
-                late: a.catch_up.policy(REBASE_THRESHOLD_NS),
+                format: self.format.engine(),
+                late: self.catch_up.policy(REBASE_THRESHOLD_NS),
                 phase,
             },
-            flows: a.flows,
-            seed: a.seed,
+            flows: self.flows,
+            seed: self.seed,
             rt: RtSetup {
-                cpu: a.cpu,
-                fifo_priority: a.rt_priority,
-                mlock: a.mlock,
+                cpu: self.cpu,
+                fifo_priority: self.rt_priority,
+                mlock: self.mlock,
             },
-            record: a.record.clone(),
-            host: a.host.clone(),
+            record: self.record.clone(),
+            host: self.host.clone(),
             socket,
-            start_at_unix_ns: a.start_at,
+            start_at_unix_ns: self.start_at,
             intervals,
-            sizes: a.size.clone(),
+            sizes: self.size.clone(),
         })
     }
 }

@@ -71,18 +71,17 @@ pub struct StressArgs {
 impl StressArgs {
     /// The stressor's options.
     pub fn options(&self) -> Options {
-        let a = self;
         Options {
-            workers: a.workers,
-            load: a.load,
-            rt_priority: a.rt_priority,
-            timer_hz: a.timer_freq,
-            to: a.to.clone(),
-            port: a.port,
-            bitrate: a.bitrate.map(|b| format!("{b}")),
-            size: a.size,
-            io_cap_bytes_per_s: a.io_cap.map(|b| (b / 8.0).round().max(1.0) as u64),
-            args: a.args.clone(),
+            workers: self.workers,
+            load: self.load,
+            rt_priority: self.rt_priority,
+            timer_hz: self.timer_freq,
+            to: self.to.clone(),
+            port: self.port,
+            bitrate: self.bitrate.map(|b| format!("{b}")),
+            size: self.size,
+            io_cap_bytes_per_s: self.io_cap.map(|b| (b / 8.0).round().max(1.0) as u64),
+            args: self.args.clone(),
         }
     }
 }

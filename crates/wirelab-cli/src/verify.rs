@@ -71,26 +71,25 @@ pub struct VerifyArgs {
 impl VerifyArgs {
     /// The check these flags ask for.
     pub fn job(self) -> Verify {
-        let a = self;
-        let configured = match (a.delay, a.trace, a.stages) {
+        let configured = match (self.delay, self.trace, self.stages) {
             (Some(d), _, _) => Configured::Delay(d),
             (_, Some(t), _) => Configured::Trace(t),
             (_, _, s) => Configured::Stages(s.unwrap_or_default()),
         };
         Verify {
-            input: a.input,
-            output: a.output,
+            input: self.input,
+            output: self.output,
             configured,
-            seed: a.seed,
-            direction: match a.direction {
+            seed: self.seed,
+            direction: match self.direction {
                 Dir::A2b => Direction::AToB,
                 Dir::B2a => Direction::BToA,
             },
             config: VerifyConfig {
-                window_ns: a.window,
-                max_pending: usize::try_from(a.max_pending).unwrap_or(usize::MAX),
-                ks_samples: usize::try_from(a.ks_samples).unwrap_or(usize::MAX),
-                skip_in: a.skip,
+                window_ns: self.window,
+                max_pending: usize::try_from(self.max_pending).unwrap_or(usize::MAX),
+                ks_samples: usize::try_from(self.ks_samples).unwrap_or(usize::MAX),
+                skip_in: self.skip,
             },
         }
     }
