@@ -367,10 +367,20 @@ fn captures(d: &ProbeData, p: &mut Page) {
     }
 }
 
+/// The receiver's figures, in the order of [`RX_FIGURES`].
 fn figures_rx(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
+    figure_owd_over_time(d, p)?;
+    figures_owd_distribution(d, p)?;
+    figure_interarrival(d, p)?;
+    figure_ipdv(d, p)?;
+    figures_loss_bursts_and_reordering(d, p)?;
+    figures_rates(d, p)
+}
+
+/// 1. One-way delay over time, with loss marks.
+fn figure_owd_over_time(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
     let t0 = d.span.map_or(0, |s| s.0);
     let lost: u64 = d.summary.totals.lost.unwrap_or(0);
-    // 1. OWD over time.
     let (svg, cap) = match &d.owd {
         Some(env) => {
             let marks = env.marks();
@@ -395,7 +405,11 @@ fn figures_rx(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
     };
     p.figure(RX_FIGURES[0], &svg, &cap);
 
-    // 2. CDF with percentiles.
+    Ok(())
+}
+
+/// 2. The one-way delay CDF with its percentiles; 3. its histogram.
+fn figures_owd_distribution(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
     let lat = d.summary.totals.latency;
     let u = ns_unit(lat.map_or(0.0, |l| {
         (l.max_ns as f64).abs().max((l.min_ns as f64).abs())
@@ -445,7 +459,11 @@ fn figures_rx(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
     )?;
     p.figure(RX_FIGURES[2], &svg, &cap);
 
-    // 4. Inter-arrival.
+    Ok(())
+}
+
+/// 4. Inter-arrival times against the requested interval.
+fn figure_interarrival(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
     let ks = d
         .summary
         .flows
@@ -493,7 +511,11 @@ fn figures_rx(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
     )?;
     p.figure(RX_FIGURES[3], &svg, &cap);
 
-    // 5. IPDV.
+    Ok(())
+}
+
+/// 5. IPDV over sequence-consecutive pairs.
+fn figure_ipdv(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
     let (bars, cap, unit) = match &d.ipdv {
         Some(h) => {
             let u = ns_unit(h.bins().last().map_or(0.0, |b| b.1 as f64));
@@ -516,7 +538,11 @@ fn figures_rx(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
     let svg = plot::bars(&bars, &format!("IPDV ({})", unit.name), "pairs", &[])?;
     p.figure(RX_FIGURES[4], &svg, &cap);
 
-    // 6. Loss bursts; 7. reordering extent.
+    Ok(())
+}
+
+/// 6. Loss burst lengths; 7. reordering extents.
+fn figures_loss_bursts_and_reordering(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
     for (title, buckets, what, none) in [
         (
             RX_FIGURES[5],
@@ -547,7 +573,11 @@ fn figures_rx(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
         p.figure(title, &svg, &cap);
     }
 
-    // 8./9. Rates per window.
+    Ok(())
+}
+
+/// 8. Throughput and 9. packet rate per window.
+fn figures_rates(d: &ProbeData, p: &mut Page) -> Result<(), ReportError> {
     let w0 = d.windows.first().map_or(0, |w| w.t_ns);
     let xs = |t: u64| t.saturating_sub(w0) as f64 / 1e9;
     let win = d

@@ -133,12 +133,79 @@ pub fn collect(
         requested_interval_ns: interval,
         ..FlowConfig::default()
     };
+    let first = first_pass(sources, opts, fcfg)?;
+    // A capture of RTP streams alone (a VoIP trace) is a page of its own.
+    let rtp = || sources.iter().filter_map(|s| s.capture());
+    if first.flows.is_empty() && !rtp().any(|(_, r)| !r.streams.is_empty()) {
+        return Err(ReportError::NoRecords);
+    }
+    let (summary, owd_all) = summarize(&first, opts, fcfg);
+    let has_tx = summary.flows.iter().any(|f| f.sender.is_some());
+
+    let mut plots = Plots::new(&summary, first.span, opts);
+    let mut state: HashMap<u32, Pass2> = HashMap::new();
+    for s in sources {
+        s.pass(&mut |r: &Record| {
+            if let Some(f) = first.flows.get(&r.flow) {
+                plots.observe(state.entry(r.flow).or_default(), f, r);
+            }
+        })?;
+    }
+    plots.count_final_repeats(&state, &first.flows);
+    if has_tx {
+        plots.mark_loss_by_send_time();
+    } else {
+        plots.mark_lost_sequences(&summary, &first.flows);
+    }
+
+    let owd_quantiles = if owd_all.is_empty() {
+        Vec::new()
+    } else {
+        quantile_grid()
+            .into_iter()
+            .filter_map(|q| Some((q, owd_all.quantile(q)?)))
+            .collect()
+    };
+    let (bursts, extents, windows) = receiver_totals(&summary);
+    Ok(ProbeData {
+        summary,
+        captures: sources.iter().filter_map(|s| s.capture()).collect(),
+        sources: first.ends,
+        span: first.span,
+        owd: plots.owd_env,
+        loss_exact: has_tx,
+        owd_quantiles,
+        owd_hist: plots.owd_hist,
+        interarrival: plots.ia_hist,
+        requested_interval_ns: interval,
+        ipdv: plots.ipdv_hist,
+        bursts,
+        extents,
+        windows,
+        lateness: plots.late_env,
+    })
+}
+
+/// What the first pass gathers: each flow's accumulators, the send-time
+/// span and how each source's pass ended.
+struct FirstPass {
+    flows: HashMap<u32, Flow>,
+    span: Option<(u64, u64)>,
+    ends: Vec<(SourceInfo, PassEnd)>,
+}
+
+fn first_pass(
+    sources: &[&dyn ProbeSource],
+    opts: &ProbeOptions,
+    fcfg: FlowConfig,
+) -> Result<FirstPass, ReportError> {
     // The run's start: the first sender file's metadata, else each flow's
     // first scheduled probe (its lateness is then 0).
     let start = sources
         .iter()
         .filter(|s| s.info().side == Side::Sender)
         .find_map(|s| start_of(&s.info().metadata));
+    let interval = opts.requested.mean_interval_ns;
     let mut flows: HashMap<u32, Flow> = HashMap::new();
     let mut span: Option<(u64, u64)> = None;
     let mut ends = Vec::new();
@@ -150,7 +217,6 @@ pub fn collect(
                 too_many = true;
                 return;
             }
-            let f = flows.entry(r.flow).or_default();
             let warm = ProbeFlags(r.probe_flags).is_warmup();
             if !warm && r.tx_ns != 0 && r.kind != RecordKind::EchoReply {
                 span = Some(match span {
@@ -158,52 +224,78 @@ pub fn collect(
                     Some((a, b)) => (a.min(r.tx_ns), b.max(r.tx_ns)),
                 });
             }
-            match r.kind {
-                RecordKind::Tx => {
-                    let start_unix_ns = *f
-                        .start
-                        .get_or_insert_with(|| start.unwrap_or(r.tx_ns.saturating_sub(r.sched_ns)));
-                    let info = SenderInfo {
-                        start_unix_ns,
-                        interval_ns: interval,
-                        late_threshold_ns: None,
-                    };
-                    f.tx.get_or_insert_with(|| SendAccum::new(info, Some(0)))
-                        .observe(r);
-                    if f.final_tx.is_none_or(|(seq, _)| r.seq >= seq) {
-                        f.final_tx = Some((r.seq, r.tx_ns));
-                    }
-                }
-                RecordKind::Rx => {
-                    f.rx.get_or_insert_with(Staged::new)
-                        .observe(r, || FlowStats::new(r.flow, fcfg));
-                    if !warm && r.tx_ns != 0 {
-                        f.rx_first.get_or_insert((r.seq, r.tx_ns));
-                        f.rx_last = Some((r.seq, r.tx_ns));
-                    }
-                }
-                RecordKind::EchoReply => f.echo.get_or_insert_with(RttStats::new).observe_record(r),
-                RecordKind::Emulated => {}
-            }
+            flows
+                .entry(r.flow)
+                .or_default()
+                .observe(r, warm, start, interval, fcfg);
         })?;
         if too_many {
             return Err(ReportError::TooManyFlows { limit: max_flows });
         }
         ends.push((s.info().clone(), end));
     }
-    // A capture of RTP streams alone (a VoIP trace) is a page of its own.
-    let rtp = || sources.iter().filter_map(|s| s.capture());
-    if flows.is_empty() && !rtp().any(|(_, r)| !r.streams.is_empty()) {
-        return Err(ReportError::NoRecords);
-    }
+    Ok(FirstPass { flows, span, ends })
+}
 
-    // The analysis/1 summary, joined per flow as `analyze` does.
+impl Flow {
+    /// Pass 1 for one record of this flow; `start` is the run's start when
+    /// a sender file names it.
+    fn observe(
+        &mut self,
+        r: &Record,
+        warm: bool,
+        start: Option<u64>,
+        interval: Option<u64>,
+        fcfg: FlowConfig,
+    ) {
+        match r.kind {
+            RecordKind::Tx => {
+                let start_unix_ns = *self
+                    .start
+                    .get_or_insert_with(|| start.unwrap_or(r.tx_ns.saturating_sub(r.sched_ns)));
+                let info = SenderInfo {
+                    start_unix_ns,
+                    interval_ns: interval,
+                    late_threshold_ns: None,
+                };
+                self.tx
+                    .get_or_insert_with(|| SendAccum::new(info, Some(0)))
+                    .observe(r);
+                if self.final_tx.is_none_or(|(seq, _)| r.seq >= seq) {
+                    self.final_tx = Some((r.seq, r.tx_ns));
+                }
+            }
+            RecordKind::Rx => {
+                self.rx
+                    .get_or_insert_with(Staged::new)
+                    .observe(r, || FlowStats::new(r.flow, fcfg));
+                if !warm && r.tx_ns != 0 {
+                    self.rx_first.get_or_insert((r.seq, r.tx_ns));
+                    self.rx_last = Some((r.seq, r.tx_ns));
+                }
+            }
+            RecordKind::EchoReply => self
+                .echo
+                .get_or_insert_with(RttStats::new)
+                .observe_record(r),
+            RecordKind::Emulated => {}
+        }
+    }
+}
+
+/// The `analysis/1` summary, joined per flow as `analyze` does, and the
+/// one-way delay histogram of every flow.
+fn summarize(
+    first: &FirstPass,
+    opts: &ProbeOptions,
+    fcfg: FlowConfig,
+) -> (Summary, SignedHistogram) {
     let mut owd_all = SignedHistogram::new();
-    let mut ids: Vec<u32> = flows.keys().copied().collect();
+    let mut ids: Vec<u32> = first.flows.keys().copied().collect();
     ids.sort_unstable();
     let mut reports = Vec::with_capacity(ids.len());
     for id in &ids {
-        let f = &flows[id];
+        let f = &first.flows[id];
         let tx = f.tx.as_ref().map(|t| t.report(*id, &opts.requested, None));
         let sent = tx.as_ref().and_then(|t| t.sent);
         let mut rep = match &f.rx {
@@ -228,193 +320,216 @@ pub fn collect(
     }
     let mut summary = Summary::new(reports);
     summary.totals.latency = owd_all.stats();
-    for (_, e) in &ends {
+    for (_, e) in &first.ends {
         summary.totals.ignored_records += e.ignored;
         summary.totals.unknown_kind_records += e.unknown_kind;
     }
-    let has_tx = summary.flows.iter().any(|f| f.sender.is_some());
+    (summary, owd_all)
+}
 
-    // Pass 2: ranges from the summary.
-    let (t_lo, t_hi) = span.unwrap_or((0, 0));
-    let lat: Option<DelayStats> = summary.totals.latency;
-    let mut owd_env = lat.map(|l| Envelope::new(t_lo, t_hi, opts.buckets, l.min_ns));
-    let mut owd_hist = lat.map(|l| {
-        let hi = l.p999_ns.max(l.min_ns.saturating_add(1)).saturating_add(1);
-        LinearHist::new(l.min_ns, hi, opts.bins)
-    });
-    let rxs = || summary.flows.iter().filter_map(|f| f.receiver.as_ref());
-    let ia_hi = rxs()
-        .filter_map(|r| r.interarrival.as_ref())
-        .map(|i| i.dist.p999_ns)
-        .max();
-    let mut ia_hist = ia_hi.map(|hi| LinearHist::new(0, hi.max(1).saturating_add(1), opts.bins));
-    let ipdv_r = rxs()
-        .filter_map(|r| r.ipdv.as_ref())
-        .map(|i| {
-            i.p99_abs_ns
-                .saturating_mul(2)
-                .max(1)
-                .min(i.max_abs_ns.max(1))
-        })
-        .max();
-    let mut ipdv_hist = ipdv_r.map(|r| LinearHist::new(-r, r.saturating_add(1), opts.bins));
-    let late_min = summary
-        .flows
-        .iter()
-        .filter_map(|f| f.sender.as_ref()?.lateness.as_ref())
-        .map(|l| l.min_ns)
-        .min();
-    let mut late_env = late_min.map(|m| Envelope::new(t_lo, t_hi, opts.buckets, m));
-    let mut sent_per = Envelope::new(t_lo, t_hi, opts.buckets, 0);
-    let mut recv_per = Envelope::new(t_lo, t_hi, opts.buckets, 0);
+/// Pass 2's state of one flow.
+#[derive(Default)]
+struct Pass2 {
+    prev_rx: Option<u64>,
+    /// (seq, owd, filled) by seq modulo [`RING`]: IPDV's pairs.
+    ring: Vec<(u64, i64, bool)>,
+    tx_last_seen: bool,
+    rx_last_seen: bool,
+    /// The end marker arrived as a plain copy / only as LAST repeats.
+    final_plain: bool,
+    final_repeat: bool,
+}
 
-    struct Pass2 {
-        prev_rx: Option<u64>,
-        ring: Vec<(u64, i64, bool)>,
-        tx_last_seen: bool,
-        rx_last_seen: bool,
-        /// The end marker arrived as a plain copy / only as LAST repeats.
-        final_plain: bool,
-        final_repeat: bool,
-    }
-    const RING: usize = wirelab_analysis::flow::IPDV_RING;
-    let mut state: HashMap<u32, Pass2> = HashMap::new();
-    for s in sources {
-        s.pass(&mut |r: &Record| {
-            let Some(st) = flows.get(&r.flow).map(|_| {
-                state.entry(r.flow).or_insert_with(|| Pass2 {
-                    prev_rx: None,
-                    ring: Vec::new(),
-                    tx_last_seen: false,
-                    rx_last_seen: false,
-                    final_plain: false,
-                    final_repeat: false,
-                })
-            }) else {
-                return;
-            };
-            let flags = ProbeFlags(r.probe_flags);
-            if flags.is_warmup() {
-                return;
-            }
-            match r.kind {
-                RecordKind::Tx => {
-                    // Repeats of the LAST probe count once.
-                    if flags.is_last() && std::mem::replace(&mut st.tx_last_seen, true) {
-                        return;
-                    }
-                    sent_per.mark(r.tx_ns, 1);
-                    if r.sched_ns != 0 {
-                        let start = flows.get(&r.flow).and_then(|f| f.start);
-                        if let (Some(env), Some(info_start)) = (late_env.as_mut(), start) {
-                            let late = i128::from(r.tx_ns)
-                                - i128::from(info_start)
-                                - i128::from(r.sched_ns);
-                            env.record(r.tx_ns, clamp(late));
-                        }
-                    }
-                }
-                RecordKind::Rx => {
-                    let final_seq = flows.get(&r.flow).and_then(|f| f.final_tx).map(|f| f.0);
-                    if flags.is_last() {
-                        match final_seq {
-                            // With sender records: counted after the pass,
-                            // once, at the original's send time.
-                            Some(fs) if fs == r.seq => st.final_repeat = true,
-                            Some(_) => {}
-                            None if !std::mem::replace(&mut st.rx_last_seen, true) => {
-                                recv_per.mark(r.tx_ns, 1)
-                            }
-                            None => {}
-                        }
-                    } else {
-                        st.final_plain |= final_seq == Some(r.seq);
-                        recv_per.mark(r.tx_ns, 1);
-                    }
-                    if r.rx_ns == 0 {
-                        return;
-                    }
-                    if let (Some(prev), Some(h)) = (st.prev_rx, ia_hist.as_mut()) {
-                        h.record(clamp(i128::from(r.rx_ns) - i128::from(prev)));
-                    }
-                    st.prev_rx = Some(r.rx_ns);
-                    if r.tx_ns == 0 {
-                        return;
-                    }
-                    let owd = clamp(i128::from(r.rx_ns) - i128::from(r.tx_ns));
-                    if let Some(e) = owd_env.as_mut() {
-                        e.record(r.tx_ns, owd);
-                    }
-                    if let Some(h) = owd_hist.as_mut() {
-                        h.record(owd);
-                    }
-                    // IPDV over sequence-consecutive pairs, whatever their
-                    // arrival order (the analysis's pairing).
-                    if st.ring.is_empty() {
-                        st.ring = vec![(0, 0, false); RING];
-                    }
-                    let at = |s: u64| (s % RING as u64) as usize;
-                    if let Some(h) = ipdv_hist.as_mut() {
-                        if let Some(p) = r.seq.checked_sub(1) {
-                            let (ps, po, ok) = st.ring[at(p)];
-                            if ok && ps == p {
-                                h.record(owd.saturating_sub(po));
-                            }
-                        }
-                        if let Some(n) = r.seq.checked_add(1) {
-                            let (ns, no, ok) = st.ring[at(n)];
-                            if ok && ns == n {
-                                h.record(no.saturating_sub(owd));
-                            }
-                        }
-                    }
-                    st.ring[at(r.seq)] = (r.seq, owd, true);
-                }
-                _ => {}
-            }
-        })?;
-    }
+const RING: usize = wirelab_analysis::flow::IPDV_RING;
 
-    for (id, st) in &state {
-        if let (true, false, Some((_, t))) = (st.final_repeat, st.final_plain, flows[id].final_tx) {
-            recv_per.mark(t, 1);
+/// What the figures need beyond the summary, over ranges the summary gave.
+struct Plots {
+    owd_env: Option<Envelope>,
+    owd_hist: Option<LinearHist>,
+    ia_hist: Option<LinearHist>,
+    ipdv_hist: Option<LinearHist>,
+    late_env: Option<Envelope>,
+    /// Probes sent and received per send-time bucket.
+    sent_per: Envelope,
+    recv_per: Envelope,
+}
+
+impl Plots {
+    fn new(summary: &Summary, span: Option<(u64, u64)>, opts: &ProbeOptions) -> Plots {
+        let (t_lo, t_hi) = span.unwrap_or((0, 0));
+        let lat: Option<DelayStats> = summary.totals.latency;
+        let rxs = || summary.flows.iter().filter_map(|f| f.receiver.as_ref());
+        let ia_hi = rxs()
+            .filter_map(|r| r.interarrival.as_ref())
+            .map(|i| i.dist.p999_ns)
+            .max();
+        let ipdv_r = rxs()
+            .filter_map(|r| r.ipdv.as_ref())
+            .map(|i| {
+                i.p99_abs_ns
+                    .saturating_mul(2)
+                    .max(1)
+                    .min(i.max_abs_ns.max(1))
+            })
+            .max();
+        let late_min = summary
+            .flows
+            .iter()
+            .filter_map(|f| f.sender.as_ref()?.lateness.as_ref())
+            .map(|l| l.min_ns)
+            .min();
+        Plots {
+            owd_env: lat.map(|l| Envelope::new(t_lo, t_hi, opts.buckets, l.min_ns)),
+            owd_hist: lat.map(|l| {
+                let hi = l.p999_ns.max(l.min_ns.saturating_add(1)).saturating_add(1);
+                LinearHist::new(l.min_ns, hi, opts.bins)
+            }),
+            ia_hist: ia_hi.map(|hi| LinearHist::new(0, hi.max(1).saturating_add(1), opts.bins)),
+            ipdv_hist: ipdv_r.map(|r| LinearHist::new(-r, r.saturating_add(1), opts.bins)),
+            late_env: late_min.map(|m| Envelope::new(t_lo, t_hi, opts.buckets, m)),
+            sent_per: Envelope::new(t_lo, t_hi, opts.buckets, 0),
+            recv_per: Envelope::new(t_lo, t_hi, opts.buckets, 0),
         }
     }
-    // Loss marks: sent − received per send-time bucket, or the first lost
-    // sequence numbers placed between the flow's first and last arrival.
-    if let Some(env) = owd_env.as_mut() {
-        if has_tx {
-            let recv: HashMap<u64, u64> = recv_per.marks().into_iter().collect();
-            for (t, n) in sent_per.marks() {
-                let lost = n.saturating_sub(recv.get(&t).copied().unwrap_or(0));
-                env.mark(t, lost);
+
+    /// Pass 2 for one record of flow `f`.
+    fn observe(&mut self, st: &mut Pass2, f: &Flow, r: &Record) {
+        let flags = ProbeFlags(r.probe_flags);
+        if flags.is_warmup() {
+            return;
+        }
+        match r.kind {
+            RecordKind::Tx => self.observe_tx(st, f, r, flags),
+            RecordKind::Rx => self.observe_rx(st, f, r, flags),
+            _ => {}
+        }
+    }
+
+    fn observe_tx(&mut self, st: &mut Pass2, f: &Flow, r: &Record, flags: ProbeFlags) {
+        // Repeats of the LAST probe count once.
+        if flags.is_last() && std::mem::replace(&mut st.tx_last_seen, true) {
+            return;
+        }
+        self.sent_per.mark(r.tx_ns, 1);
+        if r.sched_ns != 0 {
+            if let (Some(env), Some(start)) = (self.late_env.as_mut(), f.start) {
+                let late = i128::from(r.tx_ns) - i128::from(start) - i128::from(r.sched_ns);
+                env.record(r.tx_ns, clamp(late));
+            }
+        }
+    }
+
+    fn observe_rx(&mut self, st: &mut Pass2, f: &Flow, r: &Record, flags: ProbeFlags) {
+        let final_seq = f.final_tx.map(|f| f.0);
+        if flags.is_last() {
+            match final_seq {
+                // With sender records: counted after the pass, once, at the
+                // original's send time.
+                Some(fs) if fs == r.seq => st.final_repeat = true,
+                Some(_) => {}
+                None if !std::mem::replace(&mut st.rx_last_seen, true) => {
+                    self.recv_per.mark(r.tx_ns, 1)
+                }
+                None => {}
             }
         } else {
-            for f in &summary.flows {
-                let Some(rx) = &f.receiver else { continue };
-                let fl = &flows[&f.flow];
-                let (Some((s0, t0)), Some((s1, t1))) = (fl.rx_first, fl.rx_last) else {
-                    continue;
-                };
-                for &seq in &rx.loss.lost_seqs {
-                    env.mark(interpolate(seq, (s0, t0), (s1, t1)), 1);
+            st.final_plain |= final_seq == Some(r.seq);
+            self.recv_per.mark(r.tx_ns, 1);
+        }
+        if r.rx_ns == 0 {
+            return;
+        }
+        if let (Some(prev), Some(h)) = (st.prev_rx, self.ia_hist.as_mut()) {
+            h.record(clamp(i128::from(r.rx_ns) - i128::from(prev)));
+        }
+        st.prev_rx = Some(r.rx_ns);
+        if r.tx_ns == 0 {
+            return;
+        }
+        let owd = clamp(i128::from(r.rx_ns) - i128::from(r.tx_ns));
+        if let Some(e) = self.owd_env.as_mut() {
+            e.record(r.tx_ns, owd);
+        }
+        if let Some(h) = self.owd_hist.as_mut() {
+            h.record(owd);
+        }
+        self.record_ipdv(st, r.seq, owd);
+    }
+
+    /// IPDV over sequence-consecutive pairs, whatever their arrival order
+    /// (the analysis's pairing).
+    fn record_ipdv(&mut self, st: &mut Pass2, seq: u64, owd: i64) {
+        if st.ring.is_empty() {
+            st.ring = vec![(0, 0, false); RING];
+        }
+        let at = |s: u64| (s % RING as u64) as usize;
+        if let Some(h) = self.ipdv_hist.as_mut() {
+            if let Some(p) = seq.checked_sub(1) {
+                let (ps, po, ok) = st.ring[at(p)];
+                if ok && ps == p {
+                    h.record(owd.saturating_sub(po));
                 }
+            }
+            if let Some(n) = seq.checked_add(1) {
+                let (ns, no, ok) = st.ring[at(n)];
+                if ok && ns == n {
+                    h.record(no.saturating_sub(owd));
+                }
+            }
+        }
+        st.ring[at(seq)] = (seq, owd, true);
+    }
+
+    /// An end marker that arrived only as LAST repeats counts once, at the
+    /// original's send time.
+    fn count_final_repeats(&mut self, state: &HashMap<u32, Pass2>, flows: &HashMap<u32, Flow>) {
+        for (id, st) in state {
+            if let (true, false, Some((_, t))) =
+                (st.final_repeat, st.final_plain, flows[id].final_tx)
+            {
+                self.recv_per.mark(t, 1);
             }
         }
     }
 
-    let owd_quantiles = if owd_all.is_empty() {
-        Vec::new()
-    } else {
-        quantile_grid()
-            .into_iter()
-            .filter_map(|q| Some((q, owd_all.quantile(q)?)))
-            .collect()
-    };
+    /// Loss marks with sender records: sent − received per send-time bucket.
+    fn mark_loss_by_send_time(&mut self) {
+        let Some(env) = self.owd_env.as_mut() else {
+            return;
+        };
+        let recv: HashMap<u64, u64> = self.recv_per.marks().into_iter().collect();
+        for (t, n) in self.sent_per.marks() {
+            let lost = n.saturating_sub(recv.get(&t).copied().unwrap_or(0));
+            env.mark(t, lost);
+        }
+    }
+
+    /// Loss marks from receiver records alone: the first lost sequence
+    /// numbers placed between the flow's first and last arrival.
+    fn mark_lost_sequences(&mut self, summary: &Summary, flows: &HashMap<u32, Flow>) {
+        let Some(env) = self.owd_env.as_mut() else {
+            return;
+        };
+        for f in &summary.flows {
+            let Some(rx) = &f.receiver else { continue };
+            let fl = &flows[&f.flow];
+            let (Some((s0, t0)), Some((s1, t1))) = (fl.rx_first, fl.rx_last) else {
+                continue;
+            };
+            for &seq in &rx.loss.lost_seqs {
+                env.mark(interpolate(seq, (s0, t0), (s1, t1)), 1);
+            }
+        }
+    }
+}
+
+/// Loss bursts and reordering extents summed over flows by length bucket,
+/// and the throughput windows summed over flows.
+fn receiver_totals(summary: &Summary) -> (Vec<LenBucket>, Vec<LenBucket>, Vec<RateWindow>) {
     let mut bursts = BTreeMap::new();
     let mut extents = BTreeMap::new();
     let mut windows: BTreeMap<u64, RateWindow> = BTreeMap::new();
-    for r in rxs() {
+    for r in summary.flows.iter().filter_map(|f| f.receiver.as_ref()) {
         for b in &r.loss.bursts.lengths {
             *bursts.entry((b.from, b.to)).or_insert(0u64) += b.count;
         }
@@ -440,23 +555,7 @@ pub fn collect(
             .map(|((from, to), count)| LenBucket { from, to, count })
             .collect()
     };
-    Ok(ProbeData {
-        summary,
-        captures: sources.iter().filter_map(|s| s.capture()).collect(),
-        sources: ends,
-        span,
-        owd: owd_env,
-        loss_exact: has_tx,
-        owd_quantiles,
-        owd_hist,
-        interarrival: ia_hist,
-        requested_interval_ns: interval,
-        ipdv: ipdv_hist,
-        bursts: lb(bursts),
-        extents: lb(extents),
-        windows: windows.into_values().collect(),
-        lateness: late_env,
-    })
+    (lb(bursts), lb(extents), windows.into_values().collect())
 }
 
 fn clamp(v: i128) -> i64 {

@@ -166,6 +166,21 @@ pub fn render(d: &ReplayData, title: &str) -> Result<String, ReportError> {
         f.packets,
         d.loops
     ));
+    fidelity(d, &mut p);
+    figure_departure_error(d, &mut p)?;
+    figure_gap_error_cdf(d, &mut p)?;
+    figure_gap_scatter(d, &mut p)?;
+    p.metadata(d.info.metadata.as_ref());
+    p.details(
+        "wirelab.replay/1 fidelity numbers (late counts: see replay --json)",
+        &serde_json::to_string_pretty(f).map_err(|e| ReportError::Plot(e.to_string()))?,
+    );
+    Ok(p.finish())
+}
+
+/// The fidelity table and the run's totals.
+fn fidelity(d: &ReplayData, p: &mut Page) {
+    let f = &d.fidelity;
     p.h2("Fidelity");
     let ns = |v: i64| Cell::num(fmt_ns(v as f64), v as f64);
     let de = &f.departure_error;
@@ -205,7 +220,10 @@ pub fn render(d: &ReplayData, title: &str) -> Result<String, ReportError> {
         ("L2 rate".into(), format!("{:.3} Mbit/s", f.mbps_l2)),
         ("wire rate".into(), format!("{:.3} Mbit/s", f.mbps_wire)),
     ]);
+}
 
+/// Departure error over the run.
+fn figure_departure_error(d: &ReplayData, p: &mut Page) -> Result<(), ReportError> {
     let t0 = d
         .departure
         .as_ref()
@@ -225,6 +243,12 @@ pub fn render(d: &ReplayData, title: &str) -> Result<String, ReportError> {
         ),
     );
 
+    Ok(())
+}
+
+/// The CDF of the inter-departure error.
+fn figure_gap_error_cdf(d: &ReplayData, p: &mut Page) -> Result<(), ReportError> {
+    let ge = &d.fidelity.interdeparture_error;
     let max = d.gap_quantiles.last().map_or(0, |q| q.1);
     let u = ns_unit(max as f64);
     let cdf: Vec<(f64, f64)> = d
@@ -256,6 +280,11 @@ pub fn render(d: &ReplayData, title: &str) -> Result<String, ReportError> {
         ),
     );
 
+    Ok(())
+}
+
+/// Original against replayed gap, pair by pair.
+fn figure_gap_scatter(d: &ReplayData, p: &mut Page) -> Result<(), ReportError> {
     let svg = plot::scatter_loglog(&d.scatter, "original gap", "replayed gap")?;
     let mut cap = format!(
         "Each dot a pair of consecutive frames: the gap in the trace against the gap on the \
@@ -275,12 +304,7 @@ pub fn render(d: &ReplayData, title: &str) -> Result<String, ReportError> {
     cap.push('.');
     p.figure(FIGURES[2], &svg, &cap);
 
-    p.metadata(d.info.metadata.as_ref());
-    p.details(
-        "wirelab.replay/1 fidelity numbers (late counts: see replay --json)",
-        &serde_json::to_string_pretty(f).map_err(|e| ReportError::Plot(e.to_string()))?,
-    );
-    Ok(p.finish())
+    Ok(())
 }
 
 #[cfg(test)]
