@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # wirelab emulate against the kernel's own bridge (the ceiling) and tbf (for
-# rate), side by side in one run: the judge harness of the emulator's
-# specification (issue 12). Namespaces A –veth– E –veth– B, the device under
-# test in E:
+# rate), side by side in one run: the judge of the emulator's accuracy.
+# Namespaces A –veth– E –veth– B, the device under test in E:
 #   bridge   a kernel bridge over E's two veths (no delay: the ceiling)
 #   wirelab  wirelab emulate --a EA --b EB --both STAGES
 #   wirelab-rt  the same with --rt-priority (SCHED_FIFO, locked memory)
