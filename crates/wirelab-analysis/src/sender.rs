@@ -1,4 +1,5 @@
-//! Sender-side metrics from Tx records: pacing truth (DESIGN.md §4).
+//! Sender-side metrics from Tx records: pacing truth, how far each
+//! departure was from its schedule.
 //!
 //! Conventions: `sched_ns` is the scheduled send time, monotonic ns since the
 //! sender's run start (0 = unscheduled, e.g. unpaced runs); `tx_ns` the wall
