@@ -1,4 +1,4 @@
-//! Stressors end to end (spec acceptance 9): `wirelab stress` runs
+//! Stressors end to end: `wirelab stress` runs
 //! stress-ng, reports its CPU time and leaves no process behind when it
 //! ends, is stopped, or is killed; a campaign's `[[stressor]]` is up during
 //! its point, recorded in `point.json` with its log, gone after the point
