@@ -2,7 +2,7 @@
 # Capture benchmark: wirelab capture (block/poll/adaptive) vs tcpdump, netsniff-ng, tshark.
 #
 # Lab: a veth pair joins namespaces wlbc-s (sender, pinned to CPU 0) and wlbc-r (capture);
-# GRO is off and RPS in wlbc-r steers receive processing to CPU 1 (DESIGN.md §5) -- without
+# GRO is off and RPS in wlbc-r steers receive processing to CPU 1 -- without
 # it every tool looks lossless because the sender slows down instead. IPv6 is off so no
 # stray frames appear. The generator is `wirelab send --size 24`: UDP probes of 66-byte
 # frames (24 bytes is its smallest payload) to 198.19.77.3, an address with a static
@@ -19,7 +19,7 @@
 #           10 ms) over the send window; run = sum_exec_runtime from /proc/PID/schedstat
 #           (ns); both per captured frame
 # Runs are interleaved (all tools, then again) for ROUNDS rounds; the summary prints
-# medians and the ratios the goals are stated in. wirelab's JSON summaries are kept
+# medians and the ratios docs/performance.md states. wirelab's JSON summaries are kept
 # in $OUT (ring drops vs interface drops).
 #
 # Usage: sudo bench/capture.sh [RATES] [ROUNDS]   e.g. bench/capture.sh "1000 200000" 2

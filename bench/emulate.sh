@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # wirelab emulate against the kernel's own bridge (the ceiling) and tbf (for
-# rate), side by side in one run: the judge harness of the emulator's
-# specification (issue 12). Namespaces A –veth– E –veth– B, the device under
-# test in E:
+# rate), side by side in one run: the judge of the emulator's accuracy.
+# Namespaces A –veth– E –veth– B, the device under test in E:
 #   bridge   a kernel bridge over E's two veths (no delay: the ceiling)
 #   wirelab  wirelab emulate --a EA --b EB --both STAGES
 #   wirelab-rt  the same with --rt-priority (SCHED_FIFO, locked memory)
@@ -18,10 +17,11 @@
 #
 # Measurements:
 #   delay    never early and accuracy at `delay 1ms`, 10 kpps (error p50/p99/max)
-#   tableb1  the seed's Table B.1 workloads (8 kpps, 86-byte frames): bridge,
-#            delay 0, delay 121us, staircases of 10 packets per 121/122 µs up
-#            then down, a 1 µs-per-packet ramp up then down; avg/σ/min/max of
-#            the error beside the seed's figures
+#   tableb1  Table B.1 workloads of the NIST Net trace-emulation thesis
+#            (8 kpps, 86-byte frames): bridge, delay 0, delay 121us,
+#            staircases of 10 packets per 121/122 µs up then down, a
+#            1 µs-per-packet ramp up then down; avg/σ/min/max of the error
+#            beside the thesis's figures
 #   maxpps   max lossless rate of 64-byte frames one way with `delay 1ms`
 #            (stepped `wirelab replay --pps`, loss from A tx vs B rx counters),
 #            then both directions at once; ratio to the bridge
@@ -234,7 +234,7 @@ run_delay() {
     done
 }
 
-# The seed's delay patterns as delays-format traces (µs per line), up then down.
+# The thesis's delay patterns as delays-format traces (µs per line), up then down.
 make_traces() {
     local half=$((B1_N / 2))
     awk -v h="$half" 'BEGIN { for (i = 0; i < 2 * h; i++) { k = (i < h) ? i : 2 * h - 1 - i; print int(k / 10) * 121 } }' >"$WORK/stair121.delays"
@@ -435,7 +435,7 @@ print_tables() {
         echo
     fi
     if printf '%s\n' "${RESULTS[@]}" | grep -q '^b1|'; then
-        echo "Seed 004 Table B.1 workloads (8 kpps, 86-byte frames, $B1_N probes; error µs avg / σ / min / max; negative = early):"
+        echo "Table B.1 workloads of the NIST Net trace-emulation thesis (8 kpps, 86-byte frames, $B1_N probes; error µs avg / σ / min / max; negative = early):"
         echo
         echo "| workload | device | in | matched | lost | extra | early | avg / σ / min / max | NIST Net (seed) |"
         echo "|---|---|---|---|---|---|---|---|---|"

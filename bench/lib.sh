@@ -105,7 +105,8 @@ lab_up() {
     nsrx ip link set lo up
     nstx ip link set "$IF_TX" up
     nsrx ip link set "$IF_RX" up
-    # GRO off on both ends (DESIGN §5) and no offload surprises.
+    # GRO off on both ends (rx_packets then counts each frame sent, none merged)
+    # and no offload surprises.
     nstx ethtool -K "$IF_TX" gro off >/dev/null 2>&1 || true
     nsrx ethtool -K "$IF_RX" gro off >/dev/null 2>&1 || true
     # Receive processing of the receiving namespace on the other CPU (RPS).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Maximum packet rate of one flow, 64-byte UDP payload: wirelab send/recv
 # against iperf3, D-ITG, sockperf (and trafgen, a raw AF_PACKET ring, as a
-# reference), side by side and interleaved in one run (DESIGN.md §5, issue 2).
+# reference), side by side and interleaved in one run.
 #
 # Counted three ways in the receiving namespace: the interface
 # (/sys/class/net/IF/statistics/rx_packets; on veth with GRO off this is the

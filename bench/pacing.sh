@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Pacing accuracy of wirelab send against sockperf, D-ITG and iperf3, side by
-# side in one run (DESIGN.md §5, issue 2 "Performance").
+# side in one run.
 #
 # For each rate (1, 10, 100 kpps; 100-byte UDP payload) and each tool, in
 # interleaved order (A B C ... A B C ...), the packets are captured by tcpdump

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# wirelab replay against tcpreplay, side by side in one run (issue 4 "Performance").
+# wirelab replay against tcpreplay, side by side in one run.
 #
 # 1. Top speed: 1,000,000 64-byte frames and 100,000 1400-byte frames (L2
 #    bytes in the pcap, FCS not included), counted at the receiving veth

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Report and export benchmarks over one large real dataset (issue 15).
+# Report and export benchmarks over one large real dataset.
 #
 # Usage: sudo bench/report.sh [RECORDS]      (default 10000000)
 #   env: RATE (pps, default 400000), SKIP_BUILD=1, KEEP_WORK=1

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# wirelab run: the orchestration's own costs (issue 13 "Performance and
-# scale"), from one run on this machine:
+# wirelab run: the orchestration's own costs, from one run on this machine:
 #   start skew    two flows on two agents (namespaces tx and rx, opposite
 #                 directions) over POINTS points: |first send time of one
 #                 flow - of the other|, from their record files; max and p50

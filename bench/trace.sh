@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Trace ingestion (issue 12 "Performance": >= 500 MB/s, memory flat on a
-# 4 GiB trace), side by side with the page-cache read ceiling in one run.
+# Trace ingestion (target: >= 500 MB/s, memory flat on a 4 GiB trace),
+# side by side with the page-cache read ceiling in one run.
 #
 # A nist-bin trace of SIZE GiB (default 4; delays of 0-10,000 us with a drop
 # or a duplicate now and then, little-endian words) and a one-delay-per-line

@@ -1,4 +1,4 @@
-//! The LUNA probe parser (the 21-byte layout of seed 000) over arbitrary
+//! The LUNA probe parser (the 21-byte layout of the LUNA thesis) over arbitrary
 //! bytes: never panics, and a probe that parses re-emits to the same bytes.
 #![no_main]
 

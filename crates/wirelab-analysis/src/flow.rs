@@ -9,7 +9,7 @@
 //! sent enough to need it ([`crate::staged`]). [`FlowStats::finish`] takes
 //! `&self`, so a live receiver can report and keep observing.
 //!
-//! Metric definitions (DESIGN.md §4):
+//! Metric definitions:
 //! * loss, bursts, duplicates: [`crate::seqwin`] (first expected seq is 0).
 //! * reordering: RFC 4737 ([`crate::reorder`]).
 //! * one-way delay `rx_ns - tx_ns` (signed, see

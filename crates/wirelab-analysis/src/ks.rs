@@ -1,6 +1,5 @@
-//! Kolmogorov–Smirnov distances for distribution accuracy (DESIGN.md §4:
-//! how closely generated intervals or sizes follow the requested
-//! distribution).
+//! Kolmogorov–Smirnov distances for distribution accuracy (how closely
+//! generated intervals or sizes follow the requested distribution).
 //!
 //! Both functions compute the exact supremum `D = sup_x |F1(x) - F2(x)|`,
 //! also for discrete distributions and samples with ties: the requested CDF

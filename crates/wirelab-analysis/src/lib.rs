@@ -1,4 +1,4 @@
-//! wirelab metrics over per-packet records (DESIGN.md §3.2, §4).
+//! wirelab metrics over per-packet records (`wirelab_wire::record`).
 //!
 //! Pure functions and streaming accumulators: no I/O beyond `impl Write`,
 //! no clock, no `unsafe`, no panics on any record content (records come

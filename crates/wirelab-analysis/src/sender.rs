@@ -1,11 +1,15 @@
-//! Sender-side metrics from Tx records: pacing truth (DESIGN.md §4).
+//! Sender-side metrics from Tx records: pacing truth, how far each
+//! departure was from its schedule.
 //!
 //! Conventions: `sched_ns` is the scheduled send time, monotonic ns since the
 //! sender's run start (0 = unscheduled, e.g. unpaced runs); `tx_ns` the wall
 //! clock at send. With `start_unix_ns` (the wall-clock time of the run
 //! start, from the sender file's metadata) the actual send time on the same
 //! axis is `tx_ns - start_unix_ns`, and
-//! `lateness = (tx_ns - start_unix_ns) - sched_ns`.
+//! `lateness = (tx_ns - start_unix_ns) - sched_ns`. The sender derives
+//! `tx_ns` from CLOCK_MONOTONIC plus a wall-clock offset sampled once per
+//! run, so this lateness is exact on the monotonic clock even when the wall
+//! clock is stepped during the run.
 //!
 //! A *missed deadline* is lateness above `late_threshold_ns`, which defaults
 //! to the requested interval: a probe that late has slipped into the next

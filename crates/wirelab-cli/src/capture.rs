@@ -31,7 +31,7 @@ pub enum CaptureWaitArg {
     Block,
     /// Look at the ring every --poll-period without a system call
     Poll,
-    /// Forecast the arrival rate and switch between block and poll (seed 001)
+    /// Forecast the arrival rate and switch between block and poll (the DMA-ring capture thesis)
     Adaptive,
 }
 

@@ -101,7 +101,8 @@ pub enum EmulateCmd {
     Ctl(CtlArgs),
     /// Judge an emulator from captures of its input and output: applied
     /// delay per frame, its error against the configuration, loss, extra
-    /// copies, early copies, the seed's Table B.1, KS and χ² tests
+    /// copies, early copies, Table B.1 of the NIST Net trace-emulation thesis,
+    /// KS and χ² tests
     Verify(crate::verify::VerifyArgs),
 }
 

@@ -13,7 +13,7 @@ bigheap    --bigheap N                   (memory: a growing heap)\n  \
 hdd        --hdd N                       (I/O in the working directory; --io-cap caps it)\n  \
 timer      --timer N --timer-freq F      (F = --timer-freq, default 1MHz)\n  \
 network    wirelab send --to ADDR --bitrate R (default 1Gbit) -s SIZE\n  \
-realistic  seed 003 Table 4.1: 4 SCHED_FIFO workers at 100 %, 20 at 5 %, one disk writer capped \
+realistic  Table 4.1 of the Airbus DTSS test report: 4 SCHED_FIFO workers at 100 %, 20 at 5 %, one disk writer capped \
 at 1 Gbit/s, a 100 kHz timer, and with --to network load at 1 Gbit/s\n\n\
 Arguments after -- go to every stress-ng part verbatim. --io-cap uses cgroup v2 (io.max on the \
 disk holding the working directory); where that is not available the writer runs uncapped and \

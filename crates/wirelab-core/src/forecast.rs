@@ -1,10 +1,10 @@
 //! Arrival-rate forecaster of the hybrid blocking/polling receive loop.
 //!
-//! This is the forecaster of the "DMA ring" design (seed 001, §5.3.4, Fig. 5.9), kept
+//! This is the forecaster of the DMA-ring capture thesis (§5.3.4, Fig. 5.9), kept
 //! sans-IO: the caller passes the monotonic time of each processing cycle and the number of
 //! packets that cycle handled, and gets back the wait mode to use until the next cycle.
 //!
-//! # The estimate (Eqn. 5.1–5.3 of the source)
+//! # The estimate (Eqn. 5.1–5.3 of the thesis)
 //!
 //! A cycle that handled `n > 0` packets is *active*. With `Δ` the time since the previous
 //! active cycle, the current inter-packet period is `T_curr = Δ / n` (or `Δ` when `n = 0`),
@@ -40,9 +40,9 @@
 /// How the receive loop waits until its next cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitMode {
-    /// Sleep until the kernel signals data (the interrupt-driven mode of the source).
+    /// Sleep until the kernel signals data (the interrupt-driven mode of the thesis).
     Block,
-    /// Sleep for a fixed poll period, then look (the timer-paced mode of the source).
+    /// Sleep for a fixed poll period, then look (the timer-paced mode of the thesis).
     Poll,
 }
 
@@ -56,7 +56,7 @@ impl WaitMode {
     }
 }
 
-/// Settable parameters of the forecaster (seed 001, §5.3.5).
+/// Settable parameters of the forecaster (§5.3.5 of the DMA-ring capture thesis).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ForecastParams {
     /// Weight of the current period when fewer than `n1` packets were seen.
@@ -132,7 +132,7 @@ impl Forecaster {
     }
 
     /// One processing cycle ended at `now_ns` after handling `packets` packets; returns the
-    /// wait mode for the next wait (Fig. 5.9 of the source).
+    /// wait mode for the next wait (Fig. 5.9 of the thesis).
     pub fn on_cycle(&mut self, now_ns: u64, packets: u64) -> WaitMode {
         self.cycles += 1;
         if self.mode == WaitMode::Poll {

@@ -406,8 +406,8 @@ pub struct StressorSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StressPreset {
-    /// Seed 003 Table 4.1: RT CPU hogs, light CPU load, a capped disk
-    /// writer, a 100 kHz timer, network load.
+    /// Table 4.1 of the Airbus DTSS test report: RT CPU hogs, light CPU
+    /// load, a capped disk writer, a 100 kHz timer, network load.
     Realistic,
 }
 

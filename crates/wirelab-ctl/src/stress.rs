@@ -2,12 +2,12 @@
 //! processes make a load, decided without I/O.
 //!
 //! A load is one or more **parts**, each one process: stress-ng with the
-//! mapped arguments (seed 003 §3.4: `cpu` with N workers at a load %,
-//! `get` for kernel-mode load, `cpu` at SCHED_FIFO, `bigheap`, `hdd`,
-//! `timer`), or wirelab's own `send` for network load. The preset
-//! `realistic` (seed 003 Table 4.1) expands to its parts. The binary runs
-//! the parts; the campaign maps a `[[stressor]]` to a `wirelab stress`
-//! command line with [`command_for`].
+//! mapped arguments (§3.4 of the Airbus DTSS test report: `cpu` with N
+//! workers at a load %, `get` for kernel-mode load, `cpu` at SCHED_FIFO,
+//! `bigheap`, `hdd`, `timer`), or wirelab's own `send` for network load.
+//! The preset `realistic` (the report's Table 4.1) expands to its parts.
+//! The binary runs the parts; the campaign maps a `[[stressor]]` to a
+//! `wirelab stress` command line with [`command_for`].
 
 use crate::control::{StressKind, StressPreset, StressorSpec};
 use serde::{Deserialize, Serialize};
@@ -17,9 +17,11 @@ pub mod supervise;
 
 /// The schema of `wirelab stress --json`.
 pub const REPORT_SCHEMA: &str = "wirelab.stress/1";
-/// SCHED_FIFO priority of `cpu-rt` without `rt_priority` (seed 003 §3.4).
+/// SCHED_FIFO priority of `cpu-rt` without `rt_priority` (§3.4 of the
+/// Airbus DTSS test report).
 pub const DEFAULT_RT_PRIORITY: u8 = 50;
-/// The `timer` kind's frequency without a rate (seed 003 §3.4: 1 MHz).
+/// The `timer` kind's frequency without a rate (§3.4 of the Airbus DTSS
+/// test report: 1 MHz).
 pub const DEFAULT_TIMER_HZ: u64 = 1_000_000;
 /// Network load's UDP payload without a size: a full 1500-byte frame.
 pub const DEFAULT_NET_SIZE: u32 = 1472;
@@ -235,7 +237,7 @@ pub fn plan(
         }
         Load::Network => vec![net(o.to.as_deref().unwrap_or_default())],
         Load::Realistic => {
-            // Seed 003 Table 4.1.
+            // Table 4.1 of the Airbus DTSS test report.
             let mut hogs = ng("rt-hogs", rt(cpu("4".into(), 100)));
             hogs.rt_priority = Some(prio);
             let light = ng("light", cpu("20".into(), 5));

@@ -9,7 +9,8 @@
 //!   and the headers wirelab builds for the last two.
 //! - [`receiver`]: receives in batches with kernel timestamps, tracks every
 //!   flow live, reflects echo requests, writes records.
-//! - [`capture`]: TPACKET_V3 capture to pcapng/pcap with the adaptive wait of seed 001.
+//! - [`capture`]: TPACKET_V3 capture to pcapng/pcap with the adaptive wait of
+//!   the DMA-ring capture thesis.
 //! - [`emulate`]: the link emulator's forwarding loop: ring → link model →
 //!   release on absolute deadlines, never early.
 //! - [`emulate_setup`]: `wirelab emulate`'s job from its stage lists and rules.
@@ -42,7 +43,7 @@ pub use stop::StopFlag;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProbeFormat {
-    /// wirelab's own header (DESIGN.md §3.1): flow id, 64-bit sequence, end marker.
+    /// wirelab's own header (`wirelab_wire::probe`): flow id, 64-bit sequence, end marker.
     #[default]
     Wirelab,
     /// LUNA's 21-byte layout (`wirelab_wire::luna`), for LUNA peers: no flow

@@ -6,8 +6,10 @@
 //! interval is shorter than one send call, or a wake-up came late) they
 //! leave in one sendmmsg batch, each still stamped and recorded with its own
 //! scheduled time, so lateness is measured, never hidden. The flow ends with
-//! its final probe repeated with the LAST flag so the receiver knows the
-//! count without guessing.
+//! its final probe repeated with the LAST flag ([`FlowConfig::last_repeats`]
+//! copies, three from the command line) so the receiver knows the count
+//! without guessing (the final sequence + 1) and a single lost copy does not
+//! leave it waiting for its idle timeout.
 
 use crate::pace::{send_batch, wait_for, SEND_RETRIES};
 use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};

@@ -1,4 +1,4 @@
-//! The LUNA probe layout (source 000, figure 6.1), for talking to LUNA's
+//! The LUNA probe layout (figure 6.1 of the LUNA thesis), for talking to LUNA's
 //! client and server (`wirelab send --format luna`, `wirelab recv --format luna`).
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! The probe header carried in every generated packet (DESIGN.md §3.1).
+//! The probe header carried in every generated packet.
 //!
 //! ```text
 //!  0      2    3      4          8                 16                24

@@ -1,4 +1,5 @@
-//! Per-packet record files (DESIGN.md §3.2).
+//! Per-packet record files: what a sender sent and a receiver received,
+//! one fixed-size record per packet after a header.
 //!
 //! ```text
 //! header:  0..8   magic b"WLRECORD"

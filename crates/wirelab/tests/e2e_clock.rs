@@ -1,10 +1,10 @@
-//! Clock offset between hosts, end to end (spec run.md acceptance 7 and
-//! 11): `wirelab run` through an emulator that delays every packet 5 ms,
-//! without and with a 3 ms offset injected on one agent (its test hook),
-//! in both directions at once. The bundle must carry the offset within its
-//! uncertainty, the corrected one-way delays, a common start once the
-//! offsets are taken out, and relative delays only when the uncertainty
-//! is over the campaign's limit.
+//! Clock offset between hosts, end to end (docs/run.md, "Clock offset
+//! between hosts"): `wirelab run` through an emulator that delays every
+//! packet 5 ms, without and with a 3 ms offset injected on one agent (its
+//! test hook), in both directions at once. The bundle must carry the offset
+//! within its uncertainty, the corrected one-way delays, a common start
+//! once the offsets are taken out, and relative delays only when the
+//! uncertainty is over the campaign's limit.
 
 mod common;
 

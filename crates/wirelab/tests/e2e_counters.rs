@@ -1,10 +1,9 @@
-//! `wirelab run`'s counters and loss attribution end to end (spec run.md
-//! acceptance checks 4 and 5): a lab campaign through `wirelab emulate`
-//! with 1 % random loss (200,000 probes at 10 kpps), where the loss is
-//! the emulator's; and a receiver with a 4 KiB socket buffer flooded at
-//! interval 0, where the loss is the receiver stack's (RcvbufErrors),
-//! in a `[lab]` and over `ssh://` hosts. Counts only; no durations
-//! asserted.
+//! `wirelab run`'s counters and loss attribution end to end: a lab campaign
+//! through `wirelab emulate` with 1 % random loss (200,000 probes at
+//! 10 kpps), where the loss is the emulator's; and a receiver with a 4 KiB
+//! socket buffer flooded at interval 0, where the loss is the receiver
+//! stack's (RcvbufErrors), in a `[lab]` and over `ssh://` hosts. Counts
+//! only; no durations asserted.
 
 mod common;
 

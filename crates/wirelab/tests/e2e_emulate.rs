@@ -39,7 +39,7 @@ fn trace_actions_are_applied_exactly_and_counted() {
         return;
     }
     let emu = emu_lab();
-    // The spec's S1 example, then pass forever: probe 0 delayed, probe 1
+    // docs/trace.md's example S1, then pass forever: probe 0 delayed, probe 1
     // dropped, probe 2 duplicated once, probe 3 twice (three copies).
     let trace = emu.dir.join("s1.pkt.csv");
     std::fs::write(

@@ -332,10 +332,10 @@ fn udp_frames(cap: &std::path::Path) -> Vec<(u64, u16, u64)> {
 /// Two UDP flows (ports 5001 and 5002, 1000 frames/s of 1042 bytes each,
 /// 8.3 Mbit/s) from A into a 4 Mbit/s link, judged by tcpdump on B: with
 /// `per-flow dport` each flow gets a pipe of its own and the full 4 Mbit/s
-/// (±5 % over the 2 s both are backlogged: the sans-IO test holds the
-/// spec's ±2 %; here a loaded machine's release jitter counts too); with
-/// `sched drr weights 1,3` they share the 4 Mbit/s 1:3 (±5 %), the first
-/// flow to arrive getting weight 1. The emulator counts the two flows.
+/// (±5 % over the 2 s both are backlogged: the sans-IO test holds ±2 %;
+/// here a loaded machine's release jitter counts too); with `sched drr
+/// weights 1,3` they share the 4 Mbit/s 1:3 (±5 %), the first flow to
+/// arrive getting weight 1. The emulator counts the two flows.
 #[test]
 fn per_flow_pipes_and_drr_weights_share_the_rate_by_flow() {
     if !netns_available(&["tcpdump", "timeout"]) {

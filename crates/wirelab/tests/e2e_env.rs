@@ -1,9 +1,9 @@
 //! `wirelab env` end to end, in namespaces this test builds: a snapshot
 //! through `netns:` and `ssh://`, `--apply mtu=9000` and a per-namespace
-//! sysctl then `--revert` restoring both exactly (acceptance 14), bad
-//! settings refused without a change, and a campaign's `[env] apply` in
-//! effect during its point and reverted after it, also when the controller
-//! is killed mid-point (acceptance 10: `env --diff` empty).
+//! sysctl then `--revert` restoring both exactly, bad settings refused
+//! without a change, and a campaign's `[env] apply` in effect during its
+//! point and reverted after it, also when the controller is killed
+//! mid-point (`env --diff` empty).
 
 mod common;
 

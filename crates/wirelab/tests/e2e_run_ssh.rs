@@ -1,11 +1,12 @@
 //! A campaign whose three hosts (sender, emulator, receiver) are reached
 //! over `ssh://` to an sshd this test starts on loopback, each agent in a
-//! namespace of an A – E – B lab: the spec's acceptance checks 4 (1 %
-//! emulated loss over 200,000 probes, within 5σ and attributed to the
-//! path), 7 (a 5 ms emulated delay with a 3 ms offset injected on the
-//! receiver: θ = 3 ms ± U, the corrected OWD unchanged), 11 (two opposite
-//! flows start within 1 ms after offset correction) and 12 (/metrics read
-//! by the Prometheus parser, final values equal to the results) over ssh. Counts and bounds from the run's own uncertainty; no durations.
+//! namespace of an A – E – B lab. Over ssh it checks: 1 % emulated loss
+//! over 200,000 probes, within 5σ and attributed to the path; a 5 ms
+//! emulated delay with a 3 ms offset injected on the receiver (θ = 3 ms ±
+//! U, the corrected OWD unchanged); two opposite flows that start within
+//! 1 ms after offset correction; /metrics read by the Prometheus parser,
+//! final values equal to the results. Counts and bounds from the run's
+//! own uncertainty; no durations.
 
 mod common;
 

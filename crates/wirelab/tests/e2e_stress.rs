@@ -1,11 +1,11 @@
-//! Stressors end to end (spec acceptance 9): `wirelab stress` runs
-//! stress-ng, reports its CPU time and leaves no process behind when it
-//! ends, is stopped, or is killed; a campaign's `[[stressor]]` is up during
-//! its point, recorded in `point.json` with its log, gone after the point
-//! (over `lab:` and `ssh://` transports), after a killed controller and
-//! after killed ssh connections, and a stressor that dies fails the point
-//! (exit 4) naming it. Counts and content only; CPU time is asserted only
-//! as a generous fraction of what was asked.
+//! Stressors end to end: `wirelab stress` runs stress-ng, reports its CPU
+//! time and leaves no process behind when it ends, is stopped, or is
+//! killed; a campaign's `[[stressor]]` is up during its point, recorded in
+//! `point.json` with its log, gone after the point (over `lab:` and
+//! `ssh://` transports), after a killed controller and after killed ssh
+//! connections, and a stressor that dies fails the point (exit 4) naming
+//! it. Counts and content only; CPU time is asserted only as a generous
+//! fraction of what was asked.
 
 mod common;
 

@@ -79,7 +79,8 @@ impl Drop for Dir {
     }
 }
 
-/// The spec's S1: D1000, DROP, DUP2000, D3000, DUP500, DUP600, D700.
+/// docs/trace.md's example S1: D1000, DROP, DUP2000, D3000, DUP500, DUP600,
+/// D700.
 const S1_TXT: &str = "1000\n1073741824\n-2147481648\n3000\n-2147483148\n-2147483048\n700\n";
 const S1_BIN: [u8; 28] = [
     0xe8, 0x03, 0, 0, 0, 0, 0, 0x40, 0xd0, 0x07, 0, 0x80, 0xb8, 0x0b, 0, 0, 0xf4, 0x01, 0, 0x80,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An independent LUNA peer for interop tests, written from the thesis
-(source 000, section 3.1 and figure 6.1), not from wirelab's code:
+(the LUNA thesis, section 3.1 and figure 6.1), not from wirelab's code:
 payload = u32 sequence (network order) | struct timespec (two native
 little-endian int64) | u8 flags (bit 0: echo) | padding.
 

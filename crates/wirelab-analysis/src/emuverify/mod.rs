@@ -175,7 +175,8 @@ fn l4_checksum_at(linktype: u16, frame: &[u8]) -> Option<usize> {
     (at + 2 <= frame.len()).then_some(at)
 }
 
-/// The seed's Table B.1 layout: the error of the applied delay, µs.
+/// The layout of Table B.1 of the NIST Net trace-emulation thesis: the error
+/// of the applied delay, µs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TableB1 {
     pub count: u64,
@@ -252,7 +253,7 @@ pub struct VerifyReport {
     pub configured_delay: Option<DelayStats>,
     /// Applied − configured per matched copy.
     pub error: Option<DelayStats>,
-    /// `error` in the seed's Table B.1 layout.
+    /// `error` in the thesis's Table B.1 layout.
     pub table_b1: Option<TableB1>,
     pub ks: Option<KsReport>,
     /// Drop and duplication rates, configured vs observed.

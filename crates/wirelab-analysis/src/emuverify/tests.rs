@@ -135,7 +135,7 @@ fn lost_duplicated_and_unknown_frames() {
     assert_eq!(r.early, 0);
 }
 
-/// The spec's S1 example as a configuration: records [D1000, DROP,
+/// docs/trace.md's example S1 as a configuration: records [D1000, DROP,
 /// DUP2000, D3000, DUP500, DUP600, D700] over four packets.
 fn s1(index: u64, _t: u64, _len: u32, d: &mut Vec<u64>) {
     let us: &[u64] = match index {

@@ -1,5 +1,6 @@
 //! The human rendering of a [`VerifyReport`]: counts, then one row per
-//! delay distribution in µs (the seed's unit), then the Table B.1 line.
+//! delay distribution in µs (the unit of the NIST Net trace-emulation
+//! thesis), then the Table B.1 line.
 
 use std::fmt::Write;
 

@@ -341,7 +341,7 @@ mod tests {
         Link::with_sources(&cfg, key, sources).unwrap()
     }
 
-    /// D4: the man page's profile at 1 Gbit/s (its `bw`), 20,000 packets
+    /// ipfw(8)'s example profile at 1 Gbit/s (its `bw`), 20,000 packets
     /// of 125 bytes (1 µs on the wire) 2 s apart (no queueing): the loss
     /// rate is the profile's 14 % within 3σ, and the airtimes of the
     /// delivered copies (release − arrival − 1 µs) are the profile's

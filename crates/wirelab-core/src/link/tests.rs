@@ -1,7 +1,7 @@
-//! The link model against the spec's acceptance items (S1, S7, N1–N10),
-//! on a virtual clock with fixed seeds. Statistical bounds are stated in
-//! standard deviations of the quantity tested, so a correct model passes
-//! for any seed but the 1-in-10^4 one.
+//! The link model's contracts — trace records, netem's stages and their
+//! statistics, determinism — on a virtual clock with fixed seeds.
+//! Statistical bounds are stated in standard deviations of the quantity
+//! tested, so a correct model passes for any seed but the 1-in-10^4 one.
 
 use statrs::distribution::{ChiSquared, ContinuousCDF, Normal, Pareto, Uniform};
 
@@ -101,8 +101,10 @@ fn release_times(rel: &[Release]) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// docs/trace.md's example S1 (`[D1000, DROP, DUP2000, D3000, DUP500,
+/// DUP600, D700]` over four packets): each copy consumes the next record.
 #[test]
-fn s1_a_copy_consumes_the_next_record() {
+fn trace_copy_consumes_the_next_record() {
     let records = vec![
         Action::Delay {
             delay_ns: 1000 * US,
@@ -154,7 +156,7 @@ fn s1_a_copy_consumes_the_next_record() {
 }
 
 #[test]
-fn s7_trace_scale_and_offset() {
+fn trace_scale_and_offset_apply_to_every_record() {
     let records = || {
         vec![
             Action::Delay {
@@ -241,13 +243,13 @@ fn trace_duplicates_are_capped() {
     assert_eq!(l.counters().duplicates, MAX_COPIES as u64 - 1);
 }
 
-/// N1: KS distance of applied delays ≤ 0.006 over 10^5 packets and a
+/// KS distance of applied delays ≤ 0.006 over 10^5 packets and a
 /// lag-1 correlation of C ± 0.02 (about 7 sigma), for every distribution.
 /// With C = 25 % the KS distance of a correct model averages 0.0034 and
-/// exceeds 0.006 for about 2 % of seeds (the spec's bound is tight for
+/// exceeds 0.006 for about 2 % of seeds (the bound is tight for
 /// correlated samples); a wrong shape or scale gives several times that.
 #[test]
-fn n1_delay_distributions_and_correlation() {
+fn delay_distributions_and_correlation_within_bounds() {
     let n = 100_000;
     let (d, j) = (10.0 * MS as f64, 2.0 * MS as f64);
     let std_normal = Normal::new(0.0, 1.0).unwrap();
@@ -315,9 +317,9 @@ fn n1_delay_distributions_and_correlation() {
     assert!(lag1_pearson(&delays(&arr)).abs() < 0.03);
 }
 
-/// N2: with order fifo nothing is released before an earlier arrival.
+/// With order fifo nothing is released before an earlier arrival.
 #[test]
-fn n2_order_fifo_never_inverts() {
+fn order_fifo_never_inverts() {
     let inversions = |spec: &str| {
         let mut l = link(spec, 3);
         let (_, rel) = run(&mut l, evenly(10_000, MS, 200));
@@ -329,10 +331,10 @@ fn n2_order_fifo_never_inverts() {
     assert!(inversions("delay 100ms 75ms") > 1000);
 }
 
-/// N3: `loss gemodel 1% 10% 100% 0%`: loss 1/11, transitions p and r,
+/// `loss gemodel 1% 10% 100% 0%`: loss 1/11, transitions p and r,
 /// geometric bursts of mean 10.
 #[test]
-fn n3_gilbert_elliott_loss_and_bursts() {
+fn gilbert_elliott_loss_and_bursts() {
     let n: u64 = 1_000_000;
     let mut l = link("loss gemodel 1% 10% 100% 0%", 5);
     let mut lost = Vec::with_capacity(n as usize);
@@ -346,8 +348,8 @@ fn n3_gilbert_elliott_loss_and_bursts() {
     let losses = lost.iter().filter(|&&x| x).count() as f64;
     let rate = losses / n as f64;
     // sigma of the mean of a 2-state chain with lambda = 1 - p - r = 0.89:
-    // sqrt(pi(1-pi)/n * (1+lambda)/(1-lambda)) = 0.0012. The spec's
-    // ±0.1 percentage points is 0.84 sigma; 4 sigma here.
+    // sqrt(pi(1-pi)/n * (1+lambda)/(1-lambda)) = 0.0012. A bound of
+    // ±0.1 percentage points would be 0.84 sigma; 4 sigma here.
     assert!((rate - 1.0 / 11.0).abs() < 0.0048, "loss {rate}");
     assert_eq!(l.counters().dropped.loss as f64, losses);
     // Transition frequencies (a loss is exactly the bad state here).
@@ -465,10 +467,10 @@ fn ecn_marks_instead_of_dropping_ect_packets() {
     assert!(out[0].ce);
 }
 
-/// N4: duplicates within ±3σ; copies are never duplicated again and are
+/// Duplicates within ±3σ; copies are never duplicated again and are
 /// released like any packet.
 #[test]
-fn n4_duplicate_count() {
+fn duplicate_count_within_three_sigma() {
     let n = 100_000u64;
     let mut l = link("duplicate 1% delay 1ms", 4);
     let (arr, rel) = run(&mut l, evenly(n, 10 * US, 100));
@@ -483,9 +485,9 @@ fn n4_duplicate_count() {
         .all(|r| r.frame_len == 100 && r.corrupt.is_none()));
 }
 
-/// N5: a corrupted copy differs from the original in exactly one bit.
+/// A corrupted copy differs from the original in exactly one bit.
 #[test]
-fn n5_corrupt_flips_exactly_one_bit() {
+fn corrupt_flips_exactly_one_bit() {
     let mut l = link("corrupt 100%", 6);
     let (_, rel) = run(&mut l, evenly(1000, US, 64));
     let mut hits = [0u32; 64 * 8];
@@ -518,9 +520,9 @@ fn n5_corrupt_flips_exactly_one_bit() {
     );
 }
 
-/// N6: `delay 10ms reorder 100% gap 5`: exactly every 5th packet undelayed.
+/// `delay 10ms reorder 100% gap 5`: exactly every 5th packet undelayed.
 #[test]
-fn n6_reorder_gap() {
+fn reorder_gap_sends_every_nth_packet_undelayed() {
     let mut l = link("delay 10ms reorder 100% gap 5", 2);
     let (arr, _) = run(&mut l, evenly(1000, MS, 100));
     for (i, a) in arr.iter().enumerate() {
@@ -542,9 +544,9 @@ fn n6_reorder_gap() {
     );
 }
 
-/// N7: `rate 1mbit 0 48 5`: a 50-byte frame costs 106 bytes of time.
+/// `rate 1mbit 0 48 5`: a 50-byte frame costs 106 bytes of time.
 #[test]
-fn n7_rate_cells() {
+fn rate_overhead_and_cells_set_the_cost() {
     let mut l = link("rate 1mbit 0 48 5", 1);
     let (_, rel) = run(&mut l, [(1000, 50), (1000, 50)]);
     assert_eq!(
@@ -553,9 +555,9 @@ fn n7_rate_cells() {
     );
 }
 
-/// N8: serialize, then propagate; no bursts at high rate.
+/// Serialize, then propagate; no bursts at high rate.
 #[test]
-fn n8_rate_then_delay() {
+fn rate_serializes_then_delay_propagates() {
     let mut l = link("rate 12mbit delay 10ms", 1);
     let (_, rel) = run(&mut l, [(5 * MS, 1500), (5 * MS, 1500)]);
     assert_eq!(release_times(&rel), [(0, 16 * MS), (1, 17 * MS)]);
@@ -580,9 +582,9 @@ fn n8_rate_then_delay() {
     assert_eq!(rel.last().unwrap().deadline_ns - MS, 20_000 * 512);
 }
 
-/// N9: releases only at slot edges, within packets and bytes per slot.
+/// Releases only at slot edges, within packets and bytes per slot.
 #[test]
-fn n9_slot_edges_and_budgets() {
+fn slot_releases_at_edges_within_budgets() {
     let mut l = link("delay 200us slot 800us 10ms packets 42 bytes 64k", 9);
     // 20 kpps of 1000-byte frames for 2 s: more than a slot carries.
     let (arr, rel) = run(&mut l, evenly(40_000, 50 * US, 1000));
@@ -671,10 +673,10 @@ fn poisson_arrivals(n: u64, mean_gap: f64, seed: u64) -> Vec<(u64, u32)> {
         .collect()
 }
 
-/// N10: the same seed gives identical decisions, another seed others;
+/// The same seed gives identical decisions, another seed others;
 /// when `pop_due` is called does not matter.
 #[test]
-fn n10_decisions_depend_on_seed_and_input_only() {
+fn decisions_depend_on_seed_and_input_only() {
     let input = poisson_arrivals(20_000, 20_000.0, 1);
     let (a1, r1) = run(&mut link(EVERYTHING, 7), input.clone());
     let (a2, _) = run(&mut link(EVERYTHING, 7), input.clone());

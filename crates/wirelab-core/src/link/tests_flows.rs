@@ -1,6 +1,5 @@
-//! D5 (`per-flow MASK`: a pipe per flow) and D6 (`sched fifo|drr|
-//! fq_codel`: flow queues on one bottleneck) against the spec's
-//! acceptance items, on a virtual clock with fixed seeds.
+//! `per-flow MASK` (a pipe per flow) and `sched fifo|drr|fq_codel` (flow
+//! queues on one bottleneck), on a virtual clock with fixed seeds.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -93,7 +92,7 @@ fn mbit(bytes: u64, ns: u64) -> f64 {
 }
 
 #[test]
-fn d5_two_masked_flows_each_get_the_full_rate() {
+fn per_flow_two_masked_flows_each_get_the_full_rate() {
     // Two flows of 15 Mbit/s each (1250-byte frames every 2/3 ms) into
     // 10 Mbit/s: with a pipe per destination port each gets 10 Mbit/s;
     // sharing one pipe they get 5 each.
@@ -131,7 +130,7 @@ fn d5_two_masked_flows_each_get_the_full_rate() {
 }
 
 #[test]
-fn d5_the_mask_decides_what_a_flow_is() {
+fn per_flow_mask_decides_what_a_flow_is() {
     // Same /24 and port: one pipe; the mask without ports: one pipe for
     // both ports.
     let flows = [udp(1, 4000, 5001), udp(2, 4001, 5001), udp(1, 4000, 5002)];
@@ -160,7 +159,7 @@ fn d5_the_mask_decides_what_a_flow_is() {
 }
 
 #[test]
-fn d5_flows_past_the_bound_share_one_overflow_pipe() {
+fn per_flow_flows_past_the_bound_share_one_overflow_pipe() {
     // Five flows of 2 Mbit/s into `rate 1mbit` pipes, at most 2 pipes:
     // flows 0 and 1 get 1 Mbit/s each; flows 2–4 share the third pipe's
     // 1 Mbit/s; every packet of theirs is counted.
@@ -188,7 +187,7 @@ fn d5_flows_past_the_bound_share_one_overflow_pipe() {
 }
 
 #[test]
-fn d6_drr_weights_split_the_rate() {
+fn sched_drr_weights_split_the_rate() {
     // Two saturating flows (10 Mbit/s each) into 10 Mbit/s: weights 1,3
     // split it 1:3 (flow 0 came first); without weights 1:1 — in bytes,
     // whatever the frame sizes.
@@ -229,7 +228,7 @@ fn d6_drr_weights_split_the_rate() {
 }
 
 #[test]
-fn d6_a_full_scheduler_drops_from_the_longest_queue() {
+fn sched_full_scheduler_drops_from_the_longest_queue() {
     // limit 20 shared by two flows, flow 0 offering 4x what flow 1 does:
     // the drops come from flow 0's queue; flow 1 loses nothing.
     let flows = [udp(1, 4000, 5001), udp(2, 4000, 5002)];
@@ -267,7 +266,7 @@ fn sojourns(rel: &[Release], flow_of: &[usize], f: usize) -> Vec<u64> {
 }
 
 #[test]
-fn d6_fq_codel_keeps_a_sparse_flow_fast_next_to_a_bulk_flow() {
+fn sched_fq_codel_keeps_a_sparse_flow_fast_next_to_a_bulk_flow() {
     // The check: a bulk flow of 20 Mbit/s (1500-byte frames) into
     // 10 Mbit/s, a sparse flow of 100-byte frames every 20 ms. Under
     // fq_codel, once the bulk flow has left the new list (it does at its

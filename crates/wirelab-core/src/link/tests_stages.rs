@@ -1,6 +1,6 @@
 //! The bottleneck stages and the other stages added to the link model
-//! (M3 onoff, M4 link, M5 queues, D2 burst, S6 DRD, X2 timeline) against
-//! the spec's acceptance items, on a virtual clock with fixed seeds.
+//! (onoff, link, queues, burst, DRD, timeline), on a virtual clock with
+//! fixed seeds.
 
 use super::tests::{evenly, key, link, run, MS, US};
 use super::*;
@@ -49,10 +49,10 @@ fn balanced(l: &Link, rel: &[Release]) {
     }
 }
 
-/// M4: a trace of one "1" (one opportunity per ms) under 20 Mbit/s of
+/// A trace of one "1" (one opportunity per ms) under 20 Mbit/s of
 /// 1500-byte frames delivers exactly one frame per ms: 12.00 Mbit/s.
 #[test]
-fn m4_a_trace_of_ones_delivers_12_mbit() {
+fn link_trace_of_ones_delivers_12_mbit() {
     let mut l = mm_link("link ones.up", "1\n");
     // 20 Mbit/s: a 1500-byte frame every 600 us, for 10 s.
     let (_, rel) = run(&mut l, evenly(16_667, 600 * US, 1500));
@@ -74,11 +74,11 @@ fn m4_a_trace_of_ones_delivers_12_mbit() {
     balanced(&l, &rel);
 }
 
-/// M4: delivery exact to the byte over each period: frames larger or
+/// Delivery exact to the byte over each period: frames larger or
 /// smaller than an opportunity carry their rest over; repeated times are
 /// several opportunities in that ms.
 #[test]
-fn m4_partial_carry_over_is_exact_to_the_byte() {
+fn link_partial_carry_over_is_exact_to_the_byte() {
     // 1000-byte frames on "1": 1500 bytes per ms, 3 frames per 2 ms.
     let mut l = mm_link("link ones.up", "1\n");
     let (_, rel) = run(&mut l, evenly(3000, 100 * US, 1000));
@@ -114,10 +114,10 @@ fn m4_partial_carry_over_is_exact_to_the_byte() {
     balanced(&l, &rel);
 }
 
-/// M4: opportunities that find the link idle are wasted; `once`: after
+/// Opportunities that find the link idle are wasted; `once`: after
 /// the trace the link is dead, what it holds and what comes is dropped.
 #[test]
-fn m4_idle_opportunities_are_wasted_and_once_ends_the_link() {
+fn link_idle_opportunities_are_wasted_and_once_ends_the_link() {
     let mut l = mm_link("link ones.up", "1\n");
     let arrivals = [
         (0, 1500),
@@ -144,10 +144,10 @@ fn m4_idle_opportunities_are_wasted_and_once_ends_the_link() {
     balanced(&l, &rel);
 }
 
-/// M5: droptail and drophead by packets and bytes, drops counted as
+/// Droptail and drophead by packets and bytes, drops counted as
 /// `limit`; the frame being sent is not in the queue.
 #[test]
-fn m5_droptail_and_drophead_limits() {
+fn queue_droptail_and_drophead_limits() {
     let delivered = |spec: &str, len: u32| {
         let mut l = link(spec, 1);
         let (_, rel) = run(&mut l, evenly(10, 0, len));
@@ -271,13 +271,13 @@ fn reno(
     (soj, l.counters().clone())
 }
 
-/// M5: CoDel keeps the median sojourn at its target. The flows are
+/// CoDel keeps the median sojourn at its target. The flows are
 /// responsive (Reno's window dynamics), as CoDel assumes: their windows
 /// start at twice the path's bandwidth-delay product (2x overload) and
 /// the base RTT is CoDel's INTERVAL (100 ms). Against the same flows a
 /// droptail queue of the same size holds its whole buffer.
 #[test]
-fn m5_codel_holds_the_median_sojourn_at_target() {
+fn codel_holds_the_median_sojourn_at_target() {
     for flows in [1, 4, 8] {
         let (soj, c) = reno(
             "rate 10mbit queue codel packets=1000",
@@ -302,13 +302,13 @@ fn m5_codel_holds_the_median_sojourn_at_target() {
     assert!(median(soj) > 100 * MS);
 }
 
-/// M5: unresponsive 2x overload. PIE holds the delay at QDELAY_REF by
+/// Unresponsive 2x overload. PIE holds the delay at QDELAY_REF by
 /// dropping half the packets on arrival; CoDel (RFC 8289, faithfully)
 /// drops at interval/sqrt(count) and needs count ~ (rate * interval)^2
 /// to match an unresponsive flow, so the queue limit takes the excess
 /// while it ramps. Every drop is counted and comes out.
 #[test]
-fn m5_unresponsive_overload() {
+fn pie_and_codel_under_unresponsive_overload() {
     // 1000-byte frames every 400 us at 10 Mbit/s (800 us each), 120 s.
     let input = || evenly(300_000, 400 * US, 1000);
     let mut l = link("rate 10mbit queue pie packets=1000", 1);
@@ -341,11 +341,11 @@ fn m5_unresponsive_overload() {
     balanced(&l, &rel);
 }
 
-/// M3: while off, packets are held (hold is the default) and leave when
+/// While off, packets are held (hold is the default) and leave when
 /// the link is on again; with `drop`, packets arriving while off are
 /// dropped (`link_dead`).
 #[test]
-fn m3_onoff_periodic_holds_or_drops() {
+fn onoff_periodic_holds_or_drops() {
     // On [0, 100), off [100, 150), on [150, 250), ... ms from the first
     // arrival at 7 ms.
     let t0 = 7 * MS;
@@ -375,11 +375,11 @@ fn m3_onoff_periodic_holds_or_drops() {
     balanced(&l, &rel);
 }
 
-/// M3: `onoff exp 100ms 50ms`: the delivered fraction is on/(on+off) =
+/// `onoff exp 100ms 50ms`: the delivered fraction is on/(on+off) =
 /// 2/3 +- 2 % (4 sigma over 600 s: the on-time fraction of N cycles of
 /// exponential lengths has sd ~ sqrt(0.0988 / N), N ~ 4000).
 #[test]
-fn m3_onoff_exp_delivered_fraction() {
+fn onoff_exp_delivered_fraction() {
     let n = 600_000;
     let mut l = link("onoff exp 100ms 50ms drop", 3);
     let (_, rel) = run(&mut l, evenly(n, MS, 100));
@@ -405,10 +405,10 @@ fn m3_onoff_exp_delivered_fraction() {
     balanced(&l, &rel);
 }
 
-/// D2: after 1 s idle at 1 Mbit/s with `burst 125k`, the first 125 kB
+/// After 1 s idle at 1 Mbit/s with `burst 125k`, the first 125 kB
 /// leave unshaped, the rest at the rate.
 #[test]
-fn d2_burst_credit_after_idle() {
+fn burst_credit_after_idle() {
     let mut l = link("rate 1mbit burst 125k", 1);
     // Saturate first: 400 frames of 1250 bytes at once use the credit up
     // and leave the link busy until 3 s.
@@ -438,10 +438,10 @@ fn d2_burst_credit_after_idle() {
     assert_eq!(a.queued().next().unwrap().deadline_ns, 10 * MS);
 }
 
-/// S6: DRD's drops per queue-length bin fall inside a 99 % confidence
+/// DRD's drops per queue-length bin fall inside a 99 % confidence
 /// interval of the linear law (0 below 20, rising to 95 % at 50).
 #[test]
-fn s6_drd_drops_by_queue_length() {
+fn drd_drops_by_queue_length() {
     let input = poisson(200_000, 2_500_000.0, 11);
     let mut l = link("delay 100ms drd 20 50", 4);
     let spec = DrdSpec {
@@ -498,9 +498,9 @@ fn poisson(n: u64, mean_gap: f64, seed: u64) -> Vec<(u64, u32)> {
         .collect()
 }
 
-/// S6: with `congest`, ECN-capable copies DRD picks are marked instead.
+/// With `congest`, ECN-capable copies DRD picks are marked instead.
 #[test]
-fn s6_drd_congest_marks_ect() {
+fn drd_congest_marks_ect() {
     let mut l = link("delay 1s drd 2 3 congest 2", 1);
     let mut fates = Vec::new();
     for i in 0..40 {
@@ -534,11 +534,11 @@ fn timeline_link(spec: &str, csv: &str, period: Option<u64>) -> Link {
     .unwrap()
 }
 
-/// X2: each packet uses the row active at its arrival, counted from the
+/// Each packet uses the row active at its arrival, counted from the
 /// link's first arrival; empty cells leave the stage list's values; the
 /// trace loops by its period.
 #[test]
-fn x2_timeline_rows_by_arrival_time() {
+fn timeline_rows_by_arrival_time() {
     let csv = "t_ms,delay_us,loss,rate_bps\n0,1000,,\n10,5000,,\n20,,1,\n30,2000,0,8000000\n";
     let mut l = timeline_link("timeline net.csv delay 3ms", csv, Some(40 * MS));
     let t0 = 1_234;

@@ -415,9 +415,9 @@ mod tests {
     }
 
     #[test]
-    fn s1_records_drive_four_packets() {
-        // Spec S1: [D1000, DROP, DUP2000, D3000, DUP500, DUP600, D700] over
-        // four packets; each copy consumes the next record.
+    fn example_records_drive_four_packets() {
+        // docs/trace.md's example S1: [D1000, DROP, DUP2000, D3000, DUP500,
+        // DUP600, D700] over four packets; each copy consumes the next record.
         let r = PacketReader::new(
             Format::NistTxt,
             &TraceOptions::default(),

@@ -1,5 +1,6 @@
 //! Per-packet link traces: what the emulator does to each packet, read
-//! from a file (NIST Net's trace reader, seed 004 §5.2/§5.6).
+//! from a file (NIST Net's trace reader, §5.2 and §5.6 of the NIST Net
+//! trace-emulation thesis).
 //!
 //! Readers stream: they take a `BufRead`, keep one record (or one line of
 //! at most a few KiB) at a time and never size anything by a number read

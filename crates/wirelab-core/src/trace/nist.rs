@@ -1,5 +1,5 @@
-//! NIST Net's trace words (seed 004 §5.2) in binary (nist-bin) and text
-//! (nist-txt).
+//! NIST Net's trace words (§5.2 of the NIST Net trace-emulation thesis) in
+//! binary (nist-bin) and text (nist-txt).
 //!
 //! One 32-bit word per packet:
 //!

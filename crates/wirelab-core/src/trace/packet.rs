@@ -249,7 +249,8 @@ mod tests {
         Ok(out)
     }
 
-    /// S1's records: D1000, DROP, DUP2000, D3000, DUP500, DUP600, D700.
+    /// docs/trace.md's example S1: D1000, DROP, DUP2000, D3000, DUP500,
+    /// DUP600, D700.
     const S1_TXT: &str = "1000\n1073741824\n-2147481648\n3000\n-2147483148\n-2147483048\n700\n";
 
     #[test]

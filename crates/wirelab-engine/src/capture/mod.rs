@@ -1,17 +1,17 @@
-//! `capture`: the receive path of the "DMA ring" design (seed 001) on AF_PACKET TPACKET_V3.
+//! `capture`: the receive path of the DMA-ring capture thesis on AF_PACKET TPACKET_V3.
 //!
 //! One thread per ring reads retired blocks in place, writes each packet straight from the
 //! ring to the (buffered) output and hands the block back: no per-packet allocation or copy
 //! besides the write itself. Between cycles it waits in one of two ways:
 //!
 //! - **block**: `ppoll` on the socket; the kernel wakes the thread when it retires a block
-//!   (full, or after the retire timeout) — the interrupt-driven mode of the source;
+//!   (full, or after the retire timeout) — the interrupt-driven mode of the thesis;
 //! - **poll**: sleep on an absolute grid of `poll_period_ns` (CLOCK_MONOTONIC), then look at
 //!   the ring without a system call — the timer-paced mode.
 //!
 //! `adaptive` lets [`wirelab_core::forecast::Forecaster`] choose after every cycle, with
 //! hysteresis, counting switches. With TPACKET_V3 the kernel already coalesces
-//! notifications per *block* (the "interrupt" of the source is a block retirement), so the
+//! notifications per *block* (the "interrupt" of the thesis is a block retirement), so the
 //! forecaster is fed retired blocks per cycle, not packets: it polls once blocks retire
 //! faster than the poll period (small blocks or very high rates), where one timer wake-up
 //! per period is cheaper than one ppoll wake-up per block, and blocks otherwise.

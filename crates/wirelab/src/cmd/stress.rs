@@ -1,5 +1,6 @@
-//! `wirelab stress KIND`: one stressor (seed 003 §3.4) for as long as it
-//! is wanted, then nothing left of it ([`wirelab_ctl::stress::supervise`]).
+//! `wirelab stress KIND`: one stressor (§3.4 of the Airbus DTSS test
+//! report) for as long as it is wanted, then nothing left of it
+//! ([`wirelab_ctl::stress::supervise`]).
 
 use anyhow::{bail, Context, Result};
 use std::io::Write;
