@@ -1,5 +1,5 @@
-//! NIST Net's trace words (seed 004 §5.2) in binary (nist-bin) and text
-//! (nist-txt).
+//! NIST Net's trace words (the NIST Net trace-emulation thesis, §5.2) in
+//! binary (nist-bin) and text (nist-txt).
 //!
 //! One 32-bit word per packet:
 //!

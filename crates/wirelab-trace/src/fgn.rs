@@ -3,8 +3,8 @@
 //! `γ(k) = (|k+1|^2H − 2|k|^2H + |k−1|^2H) / 2`. For a Hurst parameter
 //! `H > 0.5` the correlations decay as `k^(2H−2)` and never sum to a finite
 //! value: long-range dependence, the burstiness of measured delays that
-//! independent draws lack (seed 004's motivation for trace-driven
-//! emulation).
+//! independent draws lack (the NIST Net trace-emulation thesis's motivation
+//! for trace-driven emulation).
 //!
 //! Method: Davies–Harte (circulant embedding). The covariance matrix of
 //! `n` samples (`n` a power of two) is embedded in a circulant matrix of
