@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirelab_core::link::{Direction, Link, LinkConfig, LinkKey};
+use wirelab_link::{Direction, Link, LinkConfig, LinkKey};
 
 fuzz_target!(|data: &[u8]| {
     let split = data.iter().position(|&b| b == 0).unwrap_or(data.len());

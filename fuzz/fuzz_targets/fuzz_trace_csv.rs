@@ -6,8 +6,8 @@
 use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
-use wirelab_core::trace::csv::{CsvReader, Lookup, Timeline};
-use wirelab_core::trace::{AtEnd, TraceOptions};
+use wirelab_trace::csv::{CsvReader, Lookup, Timeline};
+use wirelab_trace::{AtEnd, TraceOptions};
 
 fuzz_target!(|data: &[u8]| {
     let (period, body) = match data.split_first() {

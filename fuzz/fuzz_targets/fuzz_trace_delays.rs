@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirelab_core::trace::delays::{DelaysReader, DelaysWriter};
-use wirelab_core::trace::{Action, NegPolicy};
+use wirelab_trace::delays::{DelaysReader, DelaysWriter};
+use wirelab_trace::{Action, NegPolicy};
 
 fuzz_target!(|data: &[u8]| {
     for neg in [NegPolicy::Error, NegPolicy::Zero] {

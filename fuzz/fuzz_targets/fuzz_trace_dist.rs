@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirelab_core::trace::dist::{DistTable, NETEM_DIST_MAX};
+use wirelab_trace::dist::{DistTable, NETEM_DIST_MAX};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(t) = DistTable::read(data) else { return };

@@ -6,7 +6,7 @@
 use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
-use wirelab_core::trace::mahimahi::{MahimahiReader, MahimahiWriter, Opportunities};
+use wirelab_trace::mahimahi::{MahimahiReader, MahimahiWriter, Opportunities};
 
 fuzz_target!(|data: &[u8]| {
     let items: Vec<_> = MahimahiReader::new(data).take(data.len() + 2).collect();

@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirelab_core::trace::nist::{NistBinReader, NistBinWriter, NistTxtReader, NistTxtWriter};
-use wirelab_core::trace::{Action, ByteOrder, NegPolicy};
+use wirelab_trace::nist::{NistBinReader, NistBinWriter, NistTxtReader, NistTxtWriter};
+use wirelab_trace::{Action, ByteOrder, NegPolicy};
 
 fn round_trip(actions: &[Action]) {
     for order in [ByteOrder::Little, ByteOrder::Big] {

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirelab_core::trace::pktcsv::{PktCsvReader, PktCsvWriter};
-use wirelab_core::trace::{convert, Format, NegPolicy, Record, TraceOptions};
+use wirelab_trace::pktcsv::{PktCsvReader, PktCsvWriter};
+use wirelab_trace::{convert, Format, NegPolicy, Record, TraceOptions};
 
 fuzz_target!(|data: &[u8]| {
     let items: Vec<_> = PktCsvReader::new(data, NegPolicy::Error)

@@ -3,11 +3,11 @@
 use crate::{usage, Usage};
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
-use wirelab_core::trace::dump::{encode_word, WordAction};
-use wirelab_core::trace::fgn::{DEFAULT_BLOCK, MAX_BLOCK, MIN_BLOCK};
-use wirelab_core::trace::measured::OwdBase;
-use wirelab_core::trace::{ByteOrder, NegPolicy, TraceOptions};
 use wirelab_engine::trace::{self as job, FormatOpt, InputSpec};
+use wirelab_trace::dump::{encode_word, WordAction};
+use wirelab_trace::fgn::{DEFAULT_BLOCK, MAX_BLOCK, MIN_BLOCK};
+use wirelab_trace::measured::OwdBase;
+use wirelab_trace::{ByteOrder, NegPolicy, TraceOptions};
 
 #[derive(Args, Debug)]
 pub struct TraceArgs {

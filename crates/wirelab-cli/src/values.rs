@@ -111,7 +111,7 @@ pub const INTERVAL: Parser<GenSpec> =
 /// A link's stages in `wirelab emulate`'s syntax, checked here and passed
 /// on as written.
 pub const STAGES: Parser<String> = |s| {
-    wirelab_core::link::LinkConfig::parse(s)
+    wirelab_link::LinkConfig::parse(s)
         .map(|_| s.to_string())
         .map_err(|e| e.to_string())
 };

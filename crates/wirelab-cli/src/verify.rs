@@ -3,8 +3,8 @@
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use wirelab_analysis::emuverify::VerifyConfig;
-use wirelab_core::link::Direction;
 use wirelab_engine::emulate::verify::{Configured, Verify};
+use wirelab_link::Direction;
 
 /// The direction the captures show (its decisions have their own random
 /// stream).

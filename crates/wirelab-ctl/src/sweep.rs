@@ -31,8 +31,8 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use wirelab_core::gen::{GenSpec, SpecUnit};
-use wirelab_core::link::LinkConfig;
 use wirelab_core::units::parse_duration_ns;
+use wirelab_link::LinkConfig;
 
 use crate::control::{
     check_axis_value, check_pacing, substitute, Axis, Campaign, CaptureSpec, Control, EmulateSpec,

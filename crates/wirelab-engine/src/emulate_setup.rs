@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
-use wirelab_core::link::{Direction, LinkConfig, LinkKey, SpecError};
 use wirelab_io::bpf::{BpfError, BpfProgram};
+use wirelab_link::{Direction, LinkConfig, LinkKey, SpecError};
 
 /// A direction's stage list and the option that gave it (named in errors).
 #[derive(Debug, Clone)]

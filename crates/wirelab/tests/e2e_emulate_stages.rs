@@ -191,7 +191,7 @@ fn ecn_capable_probes_are_marked_ce_instead_of_lost() {
 /// opportunities, used or wasted: every 4 ms, each once, 1500 bytes.
 #[test]
 fn mm_logs_parse_as_mahimahi_scripts_read_them_and_match_the_counters() {
-    use wirelab_core::link::mmlog;
+    use wirelab_link::mmlog;
     if !netns_available(&[]) {
         return;
     }

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use wirelab_core::link::{Direction, LinkCounters};
+use wirelab_link::{Direction, LinkCounters};
 
 /// Longest request line read (a filter and a stage list fit many times).
 pub const MAX_REQUEST: usize = 64 << 10;

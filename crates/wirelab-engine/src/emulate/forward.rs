@@ -26,10 +26,10 @@ use std::io;
 use std::time::Duration;
 use wirelab_analysis::percentiles::histogram;
 use wirelab_analysis::DelayStats;
-use wirelab_core::link::OpportunityLog;
 use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, Step, WaitStrategy};
 use wirelab_io::ring_frames::{with_vlan, FrameSource};
 use wirelab_io::{Clock, Transmit};
+use wirelab_link::OpportunityLog;
 use wirelab_wire::record::{EmuFate, EmuRecord};
 use wirelab_wire::rewrite::{fix_checksums, parse_ethernet};
 

@@ -1,6 +1,6 @@
 //! `--mm-log DIR`: one Mahimahi-compatible log per direction
 //! (`DIR/a2b.log`, `DIR/b2a.log`; the format is the core's
-//! [`wirelab_core::link::mmlog`]): a `+` line per frame received, a `-`
+//! [`wirelab_link::mmlog`]): a `+` line per frame received, a `-`
 //! line per copy sent (its departure, delay from the frame's arrival), a
 //! `#` line per delivery opportunity of the direction's `link` stages.
 //!
@@ -13,8 +13,8 @@
 use super::sink::{ChunkFile, ChunkWriter};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use wirelab_core::link::mmlog::{self, MmClock};
-use wirelab_core::link::OpportunityLog;
+use wirelab_link::mmlog::{self, MmClock};
+use wirelab_link::OpportunityLog;
 
 /// A direction's writer, shared by the forwarding loop and its links.
 pub type MmLogHandle = Arc<Mutex<MmLogWriter>>;

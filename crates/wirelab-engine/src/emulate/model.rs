@@ -1,7 +1,7 @@
 //! Building a direction's [`Link`] from its stage list: the files its
 //! stages read are opened and checked here.
 
-use wirelab_core::link::{self, Link};
+use wirelab_link::{self as link, Link};
 
 /// Why a direction's link could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -12,7 +12,7 @@ pub enum LinkSetupError {
         source: std::io::Error,
     },
     #[error("{0}")]
-    Format(#[from] wirelab_core::trace::FormatError),
+    Format(#[from] wirelab_trace::FormatError),
     #[error("{path}: a {format} trace gives {what}; {hint}")]
     WrongStage {
         path: String,
@@ -21,7 +21,7 @@ pub enum LinkSetupError {
         hint: String,
     },
     #[error("{0}")]
-    Trace(#[from] wirelab_core::trace::FileError),
+    Trace(#[from] wirelab_trace::FileError),
     #[error("{0}")]
     Link(#[from] link::LinkError),
     /// A bad Dummynet profile: `FILE:LINE: what`.
@@ -69,9 +69,9 @@ fn read_profile(path: &str) -> Result<link::profile::Profile, LinkSetupError> {
 /// bounded memory.
 pub fn open_link(config: &link::LinkConfig, key: link::LinkKey) -> Result<Link, LinkSetupError> {
     use std::io::BufReader;
-    use wirelab_core::trace::csv::{CsvReader, Timeline};
-    use wirelab_core::trace::mahimahi::Opportunities;
-    use wirelab_core::trace::{validate, Format, Indexing, PacketReader, TraceOptions};
+    use wirelab_trace::csv::{CsvReader, Timeline};
+    use wirelab_trace::mahimahi::Opportunities;
+    use wirelab_trace::{validate, Format, Indexing, PacketReader, TraceOptions};
     let open = |p: &str| {
         std::fs::File::open(p).map_err(|source| LinkSetupError::Open {
             path: p.to_string(),
@@ -147,7 +147,7 @@ pub fn open_link(config: &link::LinkConfig, key: link::LinkKey) -> Result<Link, 
 fn detect(
     path: &str,
     open: &impl Fn(&str) -> Result<std::fs::File, LinkSetupError>,
-) -> Result<wirelab_core::trace::Format, LinkSetupError> {
+) -> Result<wirelab_trace::Format, LinkSetupError> {
     use std::io::Read;
     let mut head = Vec::with_capacity(4096);
     open(path)?
@@ -157,5 +157,5 @@ fn detect(
             path: path.to_string(),
             source,
         })?;
-    Ok(wirelab_core::trace::Format::detect(path, &head)?)
+    Ok(wirelab_trace::Format::detect(path, &head)?)
 }

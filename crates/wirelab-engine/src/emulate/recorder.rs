@@ -9,8 +9,8 @@
 use super::sink::{ChunkFile, ChunkWriter};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
-use wirelab_core::link::Arrival;
-use wirelab_core::trace::{Action, Format, PacketWriter, TraceOptions};
+use wirelab_link::Arrival;
+use wirelab_trace::{Action, Format, PacketWriter, TraceOptions};
 
 /// Why a decision trace cannot be written.
 #[derive(Debug, Error)]
@@ -71,7 +71,7 @@ impl Recorder {
             path: path.to_path_buf(),
             file,
             w: Some(w),
-            actions: Vec::with_capacity(wirelab_core::link::MAX_COPIES),
+            actions: Vec::with_capacity(wirelab_link::MAX_COPIES),
             records: 0,
             error: None,
         })

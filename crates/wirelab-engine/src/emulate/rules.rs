@@ -12,9 +12,9 @@ use super::ctl::{Cmd, CmdReceiver, RuleState};
 use super::forward::{Admission, LinkModel, Release};
 use super::recorder::{Recorded, Recorder};
 use std::collections::HashMap;
-use wirelab_core::link::{self, DropReason, Fate, Link};
-use wirelab_core::trace::Action;
 use wirelab_io::bpf::BpfProgram;
+use wirelab_link::{self as link, DropReason, Fate, Link};
+use wirelab_trace::Action;
 use wirelab_wire::record::EmuFate;
 
 /// The fate code of a copy the link model dropped.

@@ -415,9 +415,9 @@ fn frame_no(b: &[u8]) -> u64 {
     u64::from_be_bytes(b[42..50].try_into().unwrap())
 }
 
-fn link(stages: &str, rule: u32, dir: wirelab_core::link::Direction) -> wirelab_core::link::Link {
-    let c = wirelab_core::link::LinkConfig::parse(stages).unwrap();
-    let key = wirelab_core::link::LinkKey {
+fn link(stages: &str, rule: u32, dir: wirelab_link::Direction) -> wirelab_link::Link {
+    let c = wirelab_link::LinkConfig::parse(stages).unwrap();
+    let key = wirelab_link::LinkKey {
         seed: c.seed.unwrap_or(1),
         rule,
         direction: dir,
@@ -427,12 +427,12 @@ fn link(stages: &str, rule: u32, dir: wirelab_core::link::Direction) -> wirelab_
 
 fn rule(n: u32, filter: &str, stages: &str) -> RuleLink {
     let f = wirelab_io::bpf::BpfProgram::compile(filter, 1, 65_535).unwrap();
-    let l = link(stages, n, wirelab_core::link::Direction::AToB);
+    let l = link(stages, n, wirelab_link::Direction::AToB);
     RuleLink::new(n, Some(f), stages, 1, l)
 }
 
 fn default_rule(stages: &str) -> RuleLink {
-    let l = link(stages, 0, wirelab_core::link::Direction::AToB);
+    let l = link(stages, 0, wirelab_link::Direction::AToB);
     RuleLink::new(0, None, stages, 1, l)
 }
 

@@ -11,7 +11,7 @@ use thiserror::Error;
 use wirelab_analysis::emuverify::{
     verify_captures, Configuration, Side, VerifyConfig, VerifyError, VerifyReport,
 };
-use wirelab_core::link::{
+use wirelab_link::{
     DelaySpec, Direction, FlowTuple, Link, LinkConfig, LinkKey, Release, SpecError, TraceEnd,
     TraceSpec,
 };

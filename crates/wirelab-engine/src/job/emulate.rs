@@ -455,7 +455,7 @@ pub struct DirReport<'a> {
     pub send_failures: u64,
     pub ring_drops: u64,
     /// The default stages' link model counters.
-    pub link: &'a wirelab_core::link::LinkCounters,
+    pub link: &'a wirelab_link::LinkCounters,
     /// Departure minus deadline.
     pub lateness: DelayStats,
     pub lateness_buckets: &'a [Bucket],
@@ -479,7 +479,7 @@ pub struct RuleReport<'a> {
     /// Copies still queued when the run stopped.
     pub unsent: u64,
     /// Its link model's counters.
-    pub link: &'a wirelab_core::link::LinkCounters,
+    pub link: &'a wirelab_link::LinkCounters,
 }
 
 fn dir_report(r: &DirectionRun<DirModel>) -> DirReport<'_> {
@@ -535,7 +535,7 @@ fn drops_text(d: &Drops) -> String {
     }
 }
 
-fn link_drops(c: &wirelab_core::link::LinkCounters) -> Drops {
+fn link_drops(c: &wirelab_link::LinkCounters) -> Drops {
     let x = &c.dropped;
     Drops {
         loss: x.loss,

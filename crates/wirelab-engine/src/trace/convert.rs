@@ -2,9 +2,9 @@
 
 use super::files::{FormatOpt, InputSpec, Output};
 use super::TraceJobError;
-use wirelab_core::trace::conv::{convert_any, ConvFormat, ConvSummary};
-use wirelab_core::trace::rate::describe;
-use wirelab_core::trace::{ConvertError, TraceOptions, WriteError};
+use wirelab_trace::conv::{convert_any, ConvFormat, ConvSummary};
+use wirelab_trace::rate::describe;
+use wirelab_trace::{ConvertError, TraceOptions, WriteError};
 
 pub struct Convert {
     pub input: InputSpec,

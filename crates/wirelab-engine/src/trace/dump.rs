@@ -4,8 +4,8 @@
 use super::files::{InputSpec, Output};
 use super::TraceJobError;
 use std::io::{self, Write};
-use wirelab_core::trace::dump::{Dump as Entries, DumpValue};
-use wirelab_core::trace::{ByteOrder, Format};
+use wirelab_trace::dump::{Dump as Entries, DumpValue};
+use wirelab_trace::{ByteOrder, Format};
 
 pub struct Dump {
     pub input: InputSpec,
@@ -51,7 +51,7 @@ impl Dump {
     }
 }
 
-/// Writes one nist word (see [`wirelab_core::trace::dump::encode_word`]).
+/// Writes one nist word (see [`wirelab_trace::dump::encode_word`]).
 pub struct Encode {
     pub word: u32,
     /// `None`: a nist-txt line; else the word's 4 bytes in this order.
@@ -94,7 +94,7 @@ impl Encode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirelab_core::trace::dump::{encode_word, WordAction};
+    use wirelab_trace::dump::{encode_word, WordAction};
 
     #[test]
     fn a_word_as_text_or_bytes() {

@@ -5,10 +5,10 @@
 
 use std::io;
 use thiserror::Error;
-use wirelab_core::trace::gen::GenError;
-use wirelab_core::trace::maketable::MaketableError;
-use wirelab_core::trace::measured::MeasuredError;
-use wirelab_core::trace::{ConvertError, FileError, Format, FormatError};
+use wirelab_trace::gen::GenError;
+use wirelab_trace::maketable::MaketableError;
+use wirelab_trace::measured::MeasuredError;
+use wirelab_trace::{ConvertError, FileError, Format, FormatError};
 use wirelab_wire::record::RecordError;
 
 #[derive(Debug, Error)]
@@ -150,8 +150,8 @@ impl TraceJobError {
         )
     }
 
-    pub(crate) fn write(path: &str, record: u64, e: wirelab_core::trace::WriteError) -> Self {
-        use wirelab_core::trace::WriteError;
+    pub(crate) fn write(path: &str, record: u64, e: wirelab_trace::WriteError) -> Self {
+        use wirelab_trace::WriteError;
         match e {
             WriteError::Io(source) => TraceJobError::Write {
                 path: path.into(),

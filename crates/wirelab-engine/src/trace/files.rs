@@ -6,8 +6,8 @@ use super::TraceJobError;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
-use wirelab_core::trace::conv::{packet_output, ConvFormat};
-use wirelab_core::trace::{
+use wirelab_trace::conv::{packet_output, ConvFormat};
+use wirelab_trace::{
     ConvertError, Format, FormatError, Indexing, PacketReader, PacketWriter, TraceOptions,
 };
 

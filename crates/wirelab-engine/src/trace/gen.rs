@@ -4,9 +4,9 @@ use super::files::{finish, packet_output_format, writer, FormatOpt, Output};
 use super::TraceJobError;
 use std::fs::File;
 use std::io::BufReader;
-use wirelab_core::trace::dist::DistTable;
-use wirelab_core::trace::gen::{GenConfig, Shape, TraceGen};
-use wirelab_core::trace::{Action, ByteOrder, Format, TraceOptions};
+use wirelab_trace::dist::DistTable;
+use wirelab_trace::gen::{GenConfig, Shape, TraceGen};
+use wirelab_trace::{Action, ByteOrder, Format, TraceOptions};
 
 pub struct Gen {
     /// A built-in shape's name or a `.dist` file.

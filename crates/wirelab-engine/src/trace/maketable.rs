@@ -3,8 +3,8 @@
 
 use super::files::{InputSpec, Output};
 use super::TraceJobError;
-use wirelab_core::trace::maketable::{write_table, Moments, TableBuilder};
-use wirelab_core::trace::{Action, Record, TraceError};
+use wirelab_trace::maketable::{write_table, Moments, TableBuilder};
+use wirelab_trace::{Action, Record, TraceError};
 
 pub struct Maketable {
     /// A file (read twice: not stdin).
@@ -43,7 +43,7 @@ impl Maketable {
         })
     }
 
-    fn table_error(&self, error: wirelab_core::trace::maketable::MaketableError) -> TraceJobError {
+    fn table_error(&self, error: wirelab_trace::maketable::MaketableError) -> TraceJobError {
         TraceJobError::Table {
             path: self.input.path.clone(),
             error,

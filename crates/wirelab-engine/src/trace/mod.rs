@@ -1,7 +1,7 @@
 //! The `wirelab trace` tools as jobs: each takes a typed configuration,
 //! reads and writes its files, and returns a typed report (its text for
 //! stderr beside it) or a [`TraceJobError`]. The decisions themselves
-//! (formats, conversions, statistics, the join) are `wirelab_core::trace`'s.
+//! (formats, conversions, statistics, the join) are `wirelab_trace`'s.
 //!
 //! Inputs and outputs are paths, `-` for stdin/stdout ([`files`]); an
 //! output file a job does not finish is removed ([`Output`]).

@@ -1,14 +1,14 @@
 //! `trace from-records`: a sender + receiver record pair as a packet trace
 //! that replays the measured path (the join is
-//! [`wirelab_core::trace::measured`]).
+//! [`wirelab_trace::measured`]).
 
 use super::files::{finish, packet_output_format, writer, FormatOpt, Output};
 use super::TraceJobError;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
-use wirelab_core::trace::measured::{JoinFail, MeasuredSummary, OwdBase, RxIndex};
-use wirelab_core::trace::{ByteOrder, Format, Record, TraceOptions};
+use wirelab_trace::measured::{JoinFail, MeasuredSummary, OwdBase, RxIndex};
+use wirelab_trace::{ByteOrder, Format, Record, TraceOptions};
 use wirelab_wire::record::{RecordReader, Role};
 
 pub struct FromRecords {

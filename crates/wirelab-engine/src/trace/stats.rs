@@ -2,8 +2,8 @@
 
 use super::files::InputSpec;
 use super::TraceJobError;
-use wirelab_core::trace::stats::{TraceStats, TraceStatsReport};
-use wirelab_core::trace::Format;
+use wirelab_trace::stats::{TraceStats, TraceStatsReport};
+use wirelab_trace::Format;
 
 pub struct Stats {
     pub input: InputSpec,

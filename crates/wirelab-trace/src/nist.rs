@@ -1,4 +1,4 @@
-//! NIST Net's trace words (§5.2 of the NIST Net trace-emulation thesis) in
+//! NIST Net's trace words (the NIST Net trace-emulation thesis, §5.2) in
 //! binary (nist-bin) and text (nist-txt).
 //!
 //! One 32-bit word per packet:

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::trace::Action;
+use wirelab_trace::Action;
 
 use super::model::{Arrival, Release, MAX_COPIES};
 

@@ -172,7 +172,7 @@ pub fn parse(text: &str) -> Result<MmLogSummary, MmLogError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::{Direction, Link, LinkConfig, LinkKey, Release};
+    use crate::{Direction, Link, LinkConfig, LinkKey, Release};
     use std::sync::{Arc, Mutex};
 
     #[test]
@@ -264,7 +264,7 @@ mod tests {
             direction: Direction::AToB,
         };
         let opps = Box::new((1..).map(|k| k as u64)); // 1, 2, 3, ... ms
-        let sources = crate::link::Sources {
+        let sources = crate::Sources {
             opportunities: Some(opps),
             ..Default::default()
         };

@@ -1,6 +1,9 @@
 //! The emulator's link model, sans-IO: what happens to each packet of one
 //! rule and direction, decided when it arrives, released in deadline order.
 //!
+//! Stages are parsed from netem-style text ([`LinkConfig::parse`]); trace
+//! stages read their records through `wirelab-trace`.
+//!
 //! The driver calls [`Link::arrive`] with each frame's kernel receive
 //! stamp and gets every decision at once ([`Arrival`]: per copy, dropped
 //! with a [`DropReason`] or queued with an absolute deadline, a bit to
@@ -45,7 +48,7 @@
 //! docs/emulate.md gives the stage syntax and every semantic choice.
 //!
 //! ```
-//! use wirelab_core::link::{Direction, Link, LinkConfig, LinkKey};
+//! use wirelab_link::{Direction, Link, LinkConfig, LinkKey};
 //!
 //! let cfg = LinkConfig::parse("rate 12mbit delay 10ms").unwrap();
 //! let key = LinkKey { seed: 1, rule: 0, direction: Direction::AToB };
@@ -58,6 +61,7 @@
 //! let times: Vec<u64> = out.iter().map(|r| r.deadline_ns).collect();
 //! assert_eq!(times, [11_000_000, 12_000_000]);
 //! ```
+#![forbid(unsafe_code)]
 
 mod bottleneck;
 mod codel;

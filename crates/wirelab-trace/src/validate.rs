@@ -106,7 +106,7 @@ fn packets(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::ErrorKind;
+    use crate::ErrorKind;
 
     #[test]
     fn summaries() {

@@ -185,7 +185,7 @@ pub fn maketable(samples: &[f64]) -> Result<DistTable, MaketableError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::fgn::Fgn;
+    use crate::fgn::Fgn;
 
     #[test]
     fn normal_samples_give_a_normal_table() {

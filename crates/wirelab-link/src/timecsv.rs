@@ -5,8 +5,8 @@
 
 use std::io::BufRead;
 
-use crate::trace::csv::{CsvRow, Lookup, Timeline};
-use crate::trace::{AtEnd, Restart};
+use wirelab_trace::csv::{CsvRow, Lookup, Timeline};
+use wirelab_trace::{AtEnd, Restart};
 
 use super::spec::TraceEnd;
 

@@ -9,7 +9,7 @@ use rand::RngCore;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::trace::{Action, ActionSource};
+use wirelab_trace::{Action, ActionSource};
 
 use super::bottleneck::{Bottleneck, Item, Out};
 use super::decisions::{push_actions, Recording};

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-use crate::units::parse_duration_ns;
+use wirelab_core::units::parse_duration_ns;
 
 /// A trace file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

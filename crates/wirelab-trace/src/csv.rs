@@ -24,7 +24,7 @@ use super::delays::parse_delay;
 use super::error::{io_kind, ErrorKind, Pos, TraceError};
 use super::format::{NegPolicy, TraceOptions};
 use super::lines::{format_us, parse_int, Decimal, Line, Lines, MAX_LINE};
-use crate::units::parse_bitrate_bps;
+use wirelab_core::units::parse_bitrate_bps;
 
 /// One row: its time range and the parameters it sets.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -366,7 +366,7 @@ impl TraceStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::fgn::Fgn;
+    use crate::fgn::Fgn;
 
     fn d(us: u64) -> Record {
         Record::from(Action::Delay {

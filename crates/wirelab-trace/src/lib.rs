@@ -1,6 +1,10 @@
-//! Per-packet link traces: what the emulator does to each packet, read
-//! from a file (NIST Net's trace reader, §5.2 and §5.6 of the NIST Net
-//! trace-emulation thesis).
+//! Link traces: streaming readers and writers of the trace formats that
+//! tell the emulator what to do to each packet, and the logic of the
+//! `wirelab trace` tools over them.
+//!
+//! Packet-indexed traces follow NIST Net's trace reader (the NIST Net
+//! trace-emulation thesis, §5.2/§5.6). Sans-IO like `wirelab-core`: no
+//! files and no clock here; callers hand in readers and writers.
 //!
 //! Readers stream: they take a `BufRead`, keep one record (or one line of
 //! at most a few KiB) at a time and never size anything by a number read
@@ -23,6 +27,7 @@
 //! record, nist words bit by bit), [`gen`] (synthetic traces, long-range
 //! dependent through [`fgn`]), [`stats`], [`measured`] (a sender + receiver
 //! record pair as a trace) and [`maketable`] (iproute2's `.dist` maker).
+#![forbid(unsafe_code)]
 
 pub mod conv;
 pub mod csv;

@@ -224,7 +224,7 @@ pub(crate) fn standard_value(dist: DelayDist, z: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::rng::Domain;
+    use crate::rng::Domain;
 
     #[test]
     fn correlated_events_have_rate_p_and_lag1_correlation_c() {

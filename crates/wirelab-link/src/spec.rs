@@ -24,7 +24,7 @@ use thiserror::Error;
 
 use super::flow::FlowMask;
 
-use crate::units::{parse_bytes, parse_duration_ns, parse_number, UnitError};
+use wirelab_core::units::{parse_bytes, parse_duration_ns, parse_number, UnitError};
 
 /// A probability with the lag-1 correlation of its events.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -16,7 +16,7 @@
 //! Sans-IO: [`Profile::parse`] reads text, [`Profile::draw`] maps a
 //! uniform draw to an outcome.
 
-use crate::units::parse_number;
+use wirelab_core::units::parse_number;
 
 /// ipfw's bounds on `samples` and on the number of points.
 pub const MAX_SAMPLES: usize = 1024;
@@ -326,8 +326,8 @@ mod tests {
         assert!(bw("fast").is_err() && bw("0").is_err() && bw("10mbyte-ish").is_err());
     }
 
-    fn link(stages: &str, profile: &str, seed: u64) -> crate::link::Link {
-        use crate::link::{Direction, Link, LinkConfig, LinkKey, Sources};
+    fn link(stages: &str, profile: &str, seed: u64) -> crate::Link {
+        use crate::{Direction, Link, LinkConfig, LinkKey, Sources};
         let cfg = LinkConfig::parse(stages).unwrap();
         let key = LinkKey {
             seed,
@@ -357,8 +357,8 @@ mod tests {
             let t = i * 2_000_000_000;
             let a = l.arrive(t, 125, i, false);
             match a.copies() {
-                [crate::link::Fate::Dropped(crate::link::DropReason::Loss)] => lost += 1,
-                [crate::link::Fate::Queued(q)] => air.push(q.deadline_ns - t - 1_000),
+                [crate::Fate::Dropped(crate::DropReason::Loss)] => lost += 1,
+                [crate::Fate::Queued(q)] => air.push(q.deadline_ns - t - 1_000),
                 other => panic!("{other:?}"),
             }
         }
@@ -398,11 +398,11 @@ mod tests {
         for i in 0..200u64 {
             let a = l.arrive(0, 125, i, false);
             match a.copies() {
-                [crate::link::Fate::Queued(q)] => {
+                [crate::Fate::Queued(q)] => {
                     assert_eq!(q.deadline_ns, (i + 1) * 10_001_000);
                     kept += 1;
                 }
-                [crate::link::Fate::Dropped(_)] => lost += 1,
+                [crate::Fate::Dropped(_)] => lost += 1,
                 other => panic!("{other:?}"),
             }
         }
@@ -411,7 +411,7 @@ mod tests {
 
     #[test]
     fn a_profile_needs_one_speed() {
-        use crate::link::{Direction, Link, LinkConfig, LinkError, LinkKey, Sources};
+        use crate::{Direction, Link, LinkConfig, LinkError, LinkKey, Sources};
         let key = LinkKey {
             seed: 1,
             rule: 0,

@@ -200,7 +200,7 @@ impl Iterator for TraceGen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::stats::TraceStats;
+    use crate::stats::TraceStats;
 
     fn cfg(shape: Shape) -> GenConfig {
         GenConfig {
@@ -215,7 +215,7 @@ mod tests {
         }
     }
 
-    fn stats(c: GenConfig) -> (crate::trace::stats::TraceStatsReport, u64) {
+    fn stats(c: GenConfig) -> (crate::stats::TraceStatsReport, u64) {
         let mut g = TraceGen::new(c).unwrap();
         let mut s = TraceStats::new();
         for r in g.by_ref() {

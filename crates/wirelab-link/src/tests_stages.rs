@@ -17,7 +17,7 @@ fn with_sources(spec: &str, seed: u64, sources: Sources) -> Link {
 
 /// A `link` stage reading `trace` (Mahimahi text) with the real reader.
 fn mm_link(spec: &str, trace: &str) -> Link {
-    use crate::trace::mahimahi::Opportunities;
+    use wirelab_trace::mahimahi::Opportunities;
     let once = spec.contains(" once");
     let opps = Opportunities::new(std::io::Cursor::new(trace.as_bytes().to_vec()), !once)
         .map_while(Result::ok);
@@ -513,8 +513,8 @@ fn drd_congest_marks_ect() {
 
 /// A `timeline` reading `csv` with the real reader.
 fn timeline_link(spec: &str, csv: &str, period: Option<u64>) -> Link {
-    use crate::trace::csv::{CsvReader, Timeline};
-    use crate::trace::TraceOptions;
+    use wirelab_trace::csv::{CsvReader, Timeline};
+    use wirelab_trace::TraceOptions;
     let c = LinkConfig::parse(spec).unwrap();
     let tl = c.timeline.clone().unwrap();
     let opts = TraceOptions {

@@ -304,7 +304,7 @@ impl FromStr for OnError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{ActionSource, Format, PacketReader, TraceOptions};
+    use crate::{ActionSource, Format, PacketReader, TraceOptions};
 
     fn cursor(
         text: &str,

@@ -236,7 +236,7 @@ pub fn convert<R: BufRead, W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Action, ByteOrder};
+    use crate::{Action, ByteOrder};
 
     fn conv(
         from: Format,

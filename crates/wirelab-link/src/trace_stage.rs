@@ -1,7 +1,7 @@
 //! The trace stage's cursor: one record per packet copy, scaled and
 //! offset, with the end-of-trace policy.
 
-use crate::trace::{Action, ActionSource};
+use wirelab_trace::{Action, ActionSource};
 
 use super::spec::{TraceEnd, TraceSpec};
 

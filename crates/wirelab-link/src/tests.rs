@@ -6,7 +6,7 @@
 use statrs::distribution::{ChiSquared, ContinuousCDF, Normal, Pareto, Uniform};
 
 use super::*;
-use crate::trace::Action;
+use wirelab_trace::Action;
 
 pub(super) const MS: u64 = 1_000_000;
 pub(super) const US: u64 = 1_000;
