@@ -1,5 +1,5 @@
 //! `wirelab stress KIND`: one stressor (seed 003 §3.4) for as long as it
-//! is wanted, then nothing left of it ([`wirelab_ctl::stress::supervise`]).
+//! is wanted, then nothing left of it ([`wirelab_host::stress::supervise`]).
 
 use anyhow::{bail, Context, Result};
 use std::io::Write;
@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use wirelab_cli::stress::StressArgs;
-use wirelab_ctl::stress::{self, supervise};
+use wirelab_host::stress::{self, supervise};
 
 pub fn run(a: StressArgs) -> Result<()> {
     let o = a.options();
