@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::io::{BufReader, Read};
-use wirelab_ctl::proto::{self, LineRead};
+use wirelab_agent::proto::{self, LineRead};
 
 /// Returns at most `step` bytes per read call.
 struct Trickle<'a> {

@@ -10,9 +10,9 @@
 use std::collections::HashSet;
 
 use libfuzzer_sys::fuzz_target;
-use wirelab_ctl::control::{parse, ControlError};
-use wirelab_ctl::expr::Expr;
-use wirelab_ctl::sweep::{plan, resolve};
+use wirelab_campaign::control::{parse, ControlError};
+use wirelab_campaign::expr::Expr;
+use wirelab_campaign::sweep::{plan, resolve};
 
 /// Points planned per input at most (the planner allows a million; that is
 /// too slow for a fuzzer).

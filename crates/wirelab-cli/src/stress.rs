@@ -2,7 +2,7 @@
 
 use clap::Args;
 use std::path::PathBuf;
-use wirelab_ctl::stress::{self, Load, Options};
+use wirelab_host::stress::{self, Load, Options};
 
 #[derive(Args, Debug)]
 #[command(after_long_help = "Loads (stress-ng arguments; N = --workers):\n  \

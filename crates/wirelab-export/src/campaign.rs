@@ -5,7 +5,7 @@
 //!
 //! The dataset is written into a hidden directory beside the output and
 //! renamed to it when whole, so a failed export leaves no output. This
-//! crate does not read bundles itself (wirelab-ctl does): the caller
+//! crate does not read bundles itself (wirelab-campaign does): the caller
 //! gives the points ([`Point`]) and a way to derive the summary.
 
 use crate::files::{join_lines, FileError, Pair, ReadNotes};

@@ -1,5 +1,5 @@
 //! `wirelab agent --stdio` reached through each transport with
-//! `wirelab_ctl::transport::AgentConn`: local, netns (a lab built here) and
+//! `wirelab_agent::transport::AgentConn`: local, netns (a lab built here) and
 //! ssh to an sshd this test starts on 127.0.0.1 with generated keys. Each
 //! runs `wirelab recv` and `wirelab send` as agent children, checks the exact
 //! counts, fetches a record file; the dead-man rule is checked by killing
@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wirelab_ctl::proto::{Exit, Sig, PROTOCOL};
-use wirelab_ctl::transport::{AgentConn, ConnectOptions, Transport, TransportError};
+use wirelab_agent::proto::{Exit, Sig, PROTOCOL};
+use wirelab_agent::transport::{AgentConn, ConnectOptions, Transport, TransportError};
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|a| a.to_string()).collect()

@@ -106,7 +106,7 @@ fn check_flow(r: &Value, theta_ns: i64) -> u64 {
 /// host's offset: within 1 ms of each other (uncorrected, or with T0 given
 /// to every host unconverted, a 3 ms offset puts them 3 ms apart).
 fn check_common_start(b: &Path) {
-    let points = wirelab_ctl::bundle::read_points(b).unwrap();
+    let points = wirelab_campaign::bundle::read_points(b).unwrap();
     assert_eq!(points.len(), 1);
     let (pdir, p) = &points[0];
     let mut starts = vec![];
@@ -156,7 +156,7 @@ fn an_injected_3ms_offset_is_recovered_and_corrected_both_ways() {
     check_flow(&rows["down"], -3_000_000);
     // The records themselves carry the offset: uncorrected, up would be
     // 8 ms and down 2 ms.
-    let points = wirelab_ctl::bundle::read_points(&b).unwrap();
+    let points = wirelab_campaign::bundle::read_points(&b).unwrap();
     let (pdir, p) = &points[0];
     let up = p.flows.iter().find(|f| f.name == "up").unwrap();
     let file = json_file(&pdir.join(up.clock.as_ref().unwrap().file.as_ref().unwrap()));
@@ -189,7 +189,7 @@ fn over_the_uncertainty_limit_only_relative_owd_is_published() {
     // The same records with the limit lifted (point.json edited, summary
     // derived again): the relative figures are the absolute ones − min,
     // and the absolute minimum holds the path's 5 ms.
-    let points = wirelab_ctl::bundle::read_points(&b).unwrap();
+    let points = wirelab_campaign::bundle::read_points(&b).unwrap();
     let (pdir, mut p) = points.into_iter().next().unwrap();
     for f in p.flows.iter_mut() {
         f.clock.as_mut().unwrap().relative = false;

@@ -8,7 +8,7 @@ mod common;
 
 use common::{exe, netns_available, run};
 use std::path::Path;
-use wirelab_ctl::lab::{exec_in, Lab, LinkSpec};
+use wirelab_lab::lab::{exec_in, Lab, LinkSpec};
 
 /// An L2 frame of `len` bytes (EtherType 0x88b5, local experimental), with
 /// an 802.1Q tag when `tagged`; below 14 bytes just `len` bytes.

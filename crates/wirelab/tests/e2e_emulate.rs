@@ -8,7 +8,7 @@ mod common;
 use common::{count as n, exe, interrupt, json, netns_available, run, stop_json, wait_ok, EmuLab};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use wirelab_ctl::lab::exec_in;
+use wirelab_lab::lab::exec_in;
 
 /// This file's lab: A – E – B on 198.18.6.0/24.
 fn emu_lab() -> EmuLab {

@@ -9,7 +9,7 @@ mod common;
 use common::{count as n, exe, netns_available, run, stop_json, tcpdump, EmuLab};
 use std::process::{Child, Command};
 use std::time::Duration;
-use wirelab_ctl::lab::exec_in;
+use wirelab_lab::lab::exec_in;
 
 /// This file's lab: A – E – B on 198.18.7.0/24.
 fn emu_lab() -> EmuLab {

@@ -13,7 +13,7 @@ use common::{
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
-use wirelab_ctl::lab::Lab;
+use wirelab_lab::lab::Lab;
 
 /// This file's lab: A – E – B on 198.18.7.0/24.
 fn emu_lab() -> EmuLab {

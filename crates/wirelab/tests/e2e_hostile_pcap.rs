@@ -92,7 +92,7 @@ fn replay_measured(ns: Option<&str>, args: &[&str]) -> Option<(Output, u64)> {
     let rss = tmp(&format!("rss-{}", RUNS.fetch_add(1, Ordering::Relaxed)));
     let script = "ulimit -v 4194304; exec /usr/bin/time -f %M -o \"$0\" \"$@\"";
     let mut cmd = match ns {
-        Some(ns) => wirelab_ctl::lab::exec_in(ns, "sh"),
+        Some(ns) => wirelab_lab::lab::exec_in(ns, "sh"),
         None => Command::new("sh"),
     };
     let out = cmd

@@ -45,7 +45,7 @@ for f in range(1, flows + 1):
 /// `wirelab ARGS` under the measuring parent, in namespace `ns` if given.
 fn measured(ns: Option<&str>, rss: &Path, args: &[&OsStr]) -> Command {
     let mut c = match ns {
-        Some(ns) => wirelab_ctl::lab::exec_in(ns, "python3"),
+        Some(ns) => wirelab_lab::lab::exec_in(ns, "python3"),
         None => Command::new("python3"),
     };
     c.args(["-c", MEASURE_PY]).arg(rss).arg(exe()).args(args);
@@ -213,7 +213,7 @@ fn recv_facing_spoofed_flow_ids_stays_small_and_counts_what_it_cannot_track() {
         .spawn()
         .unwrap();
     lab.wait_udp(&lab.r, 6101);
-    run(wirelab_ctl::lab::exec_in(&lab.s, "python3").args([
+    run(wirelab_lab::lab::exec_in(&lab.s, "python3").args([
         "-c",
         SPOOF_PY,
         "198.18.0.2",

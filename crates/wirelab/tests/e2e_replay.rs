@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use wirelab_ctl::lab::{Lab, LinkSpec};
+use wirelab_lab::lab::{Lab, LinkSpec};
 
 const TD: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -8,7 +8,7 @@ use common::bundle::{on_tx_rx, run_campaign};
 use common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use wirelab_ctl::lab::exec_in;
+use wirelab_lab::lab::exec_in;
 
 /// Headless Chromium's binary (Debian's `chromium`).
 const CHROMIUM: &str = "chromium";

@@ -229,7 +229,7 @@ fn lab_campaign_counts_exactly_starts_together_and_derives_again() {
     }
     assert_eq!(listed.iter().filter(|p| p.ends_with(".wlr")).count(), 8);
     assert_eq!(
-        wirelab_ctl::bundle::verify(&b).unwrap(),
+        wirelab_campaign::bundle::verify(&b).unwrap(),
         Vec::<String>::new()
     );
     // The summary again from the records, twice, byte for byte.
@@ -244,7 +244,7 @@ fn lab_campaign_counts_exactly_starts_together_and_derives_again() {
     // (the controller's T0 plus that host's estimated offset), and no probe
     // leaves before it (how close to T0 they leave is bench/run.sh's
     // figure: a wall-clock matter on this machine).
-    for (_, p) in wirelab_ctl::bundle::read_points(&b).unwrap() {
+    for (_, p) in wirelab_campaign::bundle::read_points(&b).unwrap() {
         let pdir = b.join("points").join(&p.id);
         for f in &p.flows {
             let clock = f.clock.as_ref().unwrap();
@@ -329,7 +329,7 @@ fn all_three_socket_types_cross_an_emulator_whole_with_their_dscp() {
     // The destination MAC of each point's probes: the kernel's own choice
     // for udp and raw, wirelab's neighbour lookup for packet.
     let mut macs = std::collections::BTreeMap::new();
-    for (pdir, p) in wirelab_ctl::bundle::read_points(&b).unwrap() {
+    for (pdir, p) in wirelab_campaign::bundle::read_points(&b).unwrap() {
         assert_eq!(p.pcaps, vec!["pcap/emu-tx.pcapng".to_string()]);
         let out = Command::new("tcpdump")
             .args(["-nn", "-v", "-e", "-r"])
@@ -446,10 +446,10 @@ fn ctrl_c_keeps_what_is_done_and_resume_runs_the_rest() {
     let s = json_file(&b.join("summary.json"));
     assert!(s["done"].as_u64().unwrap() >= 1, "{s}");
     assert!(s["done"].as_u64().unwrap() < 3, "{s}");
-    let first: Vec<(String, u64)> = wirelab_ctl::bundle::read_points(&b)
+    let first: Vec<(String, u64)> = wirelab_campaign::bundle::read_points(&b)
         .unwrap()
         .into_iter()
-        .filter(|(_, p)| p.status == wirelab_ctl::bundle::PointStatus::Done)
+        .filter(|(_, p)| p.status == wirelab_campaign::bundle::PointStatus::Done)
         .map(|(_, p)| (p.id, p.t0_unix_ns.unwrap()))
         .collect();
     let o = run(&[

@@ -189,7 +189,7 @@ linger = "600s"
     // each converted to its own clock; moved back onto the controller's
     // clock by their hosts' offsets, their schedules start within 1 ms
     // (with T0 given unconverted, the 3 ms offset would show).
-    let points = wirelab_ctl::bundle::read_points(&bundle).unwrap();
+    let points = wirelab_campaign::bundle::read_points(&bundle).unwrap();
     let (pdir, p) = &points[0];
     let mut starts = vec![];
     for f in &p.flows {

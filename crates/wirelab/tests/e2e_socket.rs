@@ -15,7 +15,7 @@ const PROBES: usize = 200;
 /// once it captures.
 fn tcpdump(ns: &str, dev: &str, port: u16, cap: &Path) -> Child {
     tcpdump::start(
-        wirelab_ctl::lab::exec_in(ns, "timeout")
+        wirelab_lab::lab::exec_in(ns, "timeout")
             .args([
                 "60", "tcpdump", "-i", dev, "-Q", "in", "-U", "-nn", "-s", "512",
             ])
@@ -310,7 +310,7 @@ fn what_a_socket_cannot_do_is_refused_with_the_reason() {
     assert!(e.contains("at most 24 h"), "{e}");
     // Without CAP_NET_RAW (root with it dropped from the bounding set).
     for socket in ["raw", "packet"] {
-        let out = wirelab_ctl::lab::exec_in(&lab.s, "setpriv")
+        let out = wirelab_lab::lab::exec_in(&lab.s, "setpriv")
             .args(["--bounding-set", "-net_raw", "--", exe()])
             .args(["send", "198.18.0.2", "--port", "6105", "-n", "5", "-q"])
             .args(["--socket", socket])

@@ -1,12 +1,12 @@
 //! `wirelab agent --stdio`: the agent `wirelab run` starts on each host
 //! (through ssh, `ip netns exec` or as a child), serving the JSON-lines
-//! protocol of [`wirelab_ctl::proto`] on stdin/stdout.
+//! protocol of [`wirelab_agent::proto`] on stdin/stdout.
 
 use anyhow::{Context, Result};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use wirelab_agent::agent::{self, AgentConfig};
 use wirelab_cli::agent::AgentArgs;
-use wirelab_ctl::agent::{self, AgentConfig};
 
 pub fn run(a: AgentArgs) -> Result<()> {
     if let Some(o) = &a.test_clock_offset {

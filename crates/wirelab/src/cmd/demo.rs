@@ -1,4 +1,4 @@
-//! `wirelab demo`: the lab run of [`wirelab_ctl::demo`], then the analysis
+//! `wirelab demo`: the lab run of [`wirelab_lab::demo`], then the analysis
 //! of its record files.
 
 use anyhow::{Context, Result};
@@ -6,7 +6,7 @@ use std::time::Duration;
 use wirelab_cli::analyze::AnalyzeArgs;
 use wirelab_cli::demo::DemoArgs;
 use wirelab_cli::report::ReportArgs;
-use wirelab_ctl::demo::{self, DemoConfig};
+use wirelab_lab::demo::{self, DemoConfig};
 
 pub fn run(a: DemoArgs) -> Result<()> {
     let cfg = DemoConfig {

@@ -1,12 +1,12 @@
 //! `wirelab env`: a host's environment snapshot, the differences between
-//! two, and settings applied and reverted (wirelab_ctl::env::hosts). `local`
+//! two, and settings applied and reverted (wirelab_agent::hosts). `local`
 //! is read and changed by this process; other hosts through their agent.
 
 use crate::error::{usage, Privilege};
 use anyhow::Result;
+use wirelab_agent::hosts::{self, HostError, Hosts};
 use wirelab_cli::env::EnvArgs;
-use wirelab_ctl::env::apply::EnvError;
-use wirelab_ctl::env::hosts::{self, HostError, Hosts};
+use wirelab_host::env::apply::EnvError;
 
 /// An `--apply` error as its exit code wants it: a bad setting is a usage
 /// error, a refused revert file a missing privilege.
@@ -43,7 +43,7 @@ pub fn run(a: EnvArgs) -> Result<()> {
     if let [x, y] = a.diff.as_slice() {
         let x = h.snapshot_or_file(x).map_err(host_error)?;
         let y = h.snapshot_or_file(y).map_err(host_error)?;
-        let d = wirelab_ctl::env::diff(&x, &y);
+        let d = wirelab_host::env::diff(&x, &y);
         if a.json {
             println!("{}", serde_json::to_string_pretty(&d)?);
         } else {

@@ -68,7 +68,7 @@ fn campaign(dir: &Path, a: &ExportArgs, cfg: JoinConfig) -> Result<()> {
     let parquet = a.format == ExportFormat::Parquet;
     let out = campaign::check_request(dir, parquet, a.output.as_deref())?;
     let mut points = vec![];
-    for (dir, p) in wirelab_ctl::bundle::read_points(dir)? {
+    for (dir, p) in wirelab_campaign::bundle::read_points(dir)? {
         let params = (p.params.iter())
             .map(|(k, v)| Ok((k.clone(), serde_json::to_value(v)?)))
             .collect::<Result<_, serde_json::Error>>()?;
@@ -89,7 +89,7 @@ fn campaign(dir: &Path, a: &ExportArgs, cfg: JoinConfig) -> Result<()> {
         });
     }
     let summary = || -> Result<_, campaign::BundleError> {
-        let s = wirelab_ctl::bundle::summarize(dir)?;
+        let s = wirelab_campaign::bundle::summarize(dir)?;
         Ok((s.to_json(), s.to_csv()))
     };
     let w = campaign::export(dir, out, &points, summary, cfg, &mut |n| say(n.lines()))?;

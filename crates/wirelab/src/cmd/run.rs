@@ -1,4 +1,4 @@
-//! `wirelab run`: a campaign from a control file (wirelab_ctl::campaign).
+//! `wirelab run`: a campaign from a control file (wirelab_campaign::campaign).
 
 use crate::error::{usage, Infra};
 use anyhow::{Context, Result};
@@ -7,16 +7,16 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use wirelab_cli::run::RunArgs;
-use wirelab_ctl::bundle::PointStatus;
-use wirelab_ctl::campaign::{self, Event, RunConfig, RunError};
-use wirelab_ctl::control;
-use wirelab_ctl::expr::Expr;
-use wirelab_ctl::metrics::{self, Metrics};
-use wirelab_ctl::outcome::{
+use wirelab_campaign::bundle::PointStatus;
+use wirelab_campaign::campaign::{self, Event, RunConfig, RunError};
+use wirelab_campaign::control;
+use wirelab_campaign::expr::Expr;
+use wirelab_campaign::metrics::{self, Metrics};
+use wirelab_campaign::outcome::{
     ended_note, point_label, rederive, report_json, started_line, summary_text,
 };
-use wirelab_ctl::sweep;
+use wirelab_campaign::sweep;
+use wirelab_cli::run::RunArgs;
 
 pub fn run(a: RunArgs) -> Result<()> {
     let (control, text) = control::load(&a.control).map_err(|e| usage(e.to_string()))?;
@@ -116,7 +116,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
     }
     drop(server);
-    let summary = wirelab_ctl::bundle::summarize(&outcome.dir)?;
+    let summary = wirelab_campaign::bundle::summarize(&outcome.dir)?;
     if a.json {
         let j = report_json(&outcome, &summary);
         println!("{}", serde_json::to_string_pretty(&j)?);

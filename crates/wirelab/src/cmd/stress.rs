@@ -1,6 +1,6 @@
 //! `wirelab stress KIND`: one stressor (§3.4 of the Airbus DTSS test
 //! report) for as long as it is wanted, then nothing left of it
-//! ([`wirelab_ctl::stress::supervise`]).
+//! ([`wirelab_host::stress::supervise`]).
 
 use anyhow::{bail, Context, Result};
 use std::io::Write;
@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use wirelab_cli::stress::StressArgs;
-use wirelab_ctl::stress::{self, supervise};
+use wirelab_host::stress::{self, supervise};
 
 pub fn run(a: StressArgs) -> Result<()> {
     let o = a.options();

@@ -11,13 +11,13 @@ pub mod tcpdump;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
-use wirelab_ctl::lab::{exec_in, LinkSpec};
+use wirelab_lab::lab::{exec_in, LinkSpec};
 
 pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_wirelab")
 }
 
-pub use wirelab_ctl::lab::is_root;
+pub use wirelab_lab::lab::is_root;
 
 fn have(cmd: &str) -> bool {
     Command::new("sh")
@@ -155,12 +155,12 @@ pub struct Lab {
     /// The receiver's namespace.
     pub r: String,
     pub dir: PathBuf,
-    pub lab: wirelab_ctl::lab::Lab,
+    pub lab: wirelab_lab::lab::Lab,
 }
 
 impl Lab {
     pub fn new() -> Lab {
-        let lab = wirelab_ctl::lab::Lab::new("wlt")
+        let lab = wirelab_lab::lab::Lab::new("wlt")
             .namespace("s")
             .namespace("r")
             .link(
@@ -273,7 +273,7 @@ pub fn flow(v: &serde_json::Value, flow: u64) -> &serde_json::Value {
 /// A at 198.18.SUBNET.1, B at .2, static neighbours, no IPv6, so only the
 /// test's traffic crosses E), with a scratch directory removed on drop.
 pub struct EmuLab {
-    pub lab: wirelab_ctl::lab::Lab,
+    pub lab: wirelab_lab::lab::Lab,
     pub dir: PathBuf,
     /// B's address.
     b: String,
@@ -282,7 +282,7 @@ pub struct EmuLab {
 impl EmuLab {
     pub fn new(tag: &str, subnet: u8) -> EmuLab {
         let (a, b) = (format!("198.18.{subnet}.1"), format!("198.18.{subnet}.2"));
-        let lab = wirelab_ctl::lab::Lab::bridged(tag, ["a", "e", "b"], [&a, &b])
+        let lab = wirelab_lab::lab::Lab::bridged(tag, ["a", "e", "b"], [&a, &b])
             .unwrap_or_else(|e| panic!("{e}"));
         let dir = std::env::temp_dir().join(lab.ns("e"));
         std::fs::create_dir_all(&dir).unwrap();

@@ -6,7 +6,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use wirelab_ctl::transport::Transport;
+use wirelab_agent::transport::Transport;
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|a| a.to_string()).collect()
