@@ -38,6 +38,7 @@ pub fn on_ci() -> bool {
 /// Skips the calling test for `reason`: a panic with the reason on CI, else one line
 /// (`wirelab-skip: <test>: <reason>`) on stderr and in the skip log. The caller returns
 /// (or leaves out the part of the test the reason concerns) afterwards.
+#[track_caller]
 pub fn skip(reason: impl Display) {
     let test = test_path();
     if on_ci() {

@@ -35,6 +35,7 @@ pub fn have_tool(tool: &str) -> bool {
 }
 
 /// Whether the test runs as root; skips it (see [`skip`]) when not.
+#[track_caller]
 pub fn require_root() -> bool {
     if is_root() {
         return true;
@@ -45,19 +46,22 @@ pub fn require_root() -> bool {
 
 /// Whether every one of `tools` can be run; skips the test, naming the missing ones, when
 /// not.
+#[track_caller]
 pub fn require_tools(tools: &[&str]) -> bool {
     let missing: Vec<&str> = tools.iter().copied().filter(|t| !have_tool(t)).collect();
     if missing.is_empty() {
         return true;
     }
+    let them = if missing.len() == 1 { "it" } else { "them" };
     skip(format!(
-        "needs {} (scripts/install-deps.sh installs them)",
+        "needs {} (scripts/install-deps.sh installs {them})",
         missing.join(", ")
     ));
     false
 }
 
 /// Whether `python3` can import every one of `modules`; skips the test when not.
+#[track_caller]
 pub fn require_python_modules(modules: &[&str]) -> bool {
     if !require_tools(&["python3"]) {
         return false;

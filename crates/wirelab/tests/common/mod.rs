@@ -22,6 +22,7 @@ pub use wirelab_ctl::lab::is_root;
 /// Whether namespace tests can run: root, `ip` and the tools in `also`.
 /// When not, the test is skipped through [`wirelab_testkit::skip`] (a
 /// failure on CI), naming everything missing.
+#[track_caller]
 pub fn netns_available(also: &[&str]) -> bool {
     let mut missing = vec![];
     if !is_root() {
@@ -44,6 +45,7 @@ pub fn netns_available(also: &[&str]) -> bool {
 
 /// Whether the external `tools` (no root needed) are installed; a skip
 /// through [`wirelab_testkit::skip`] when not.
+#[track_caller]
 pub fn tools_available(tools: &[&str]) -> bool {
     wirelab_testkit::require_tools(tools)
 }

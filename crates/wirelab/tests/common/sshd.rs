@@ -138,6 +138,7 @@ impl Drop for Sshd {
 
 /// Whether an sshd can be started; a skip through
 /// [`wirelab_testkit::skip`] when not.
+#[track_caller]
 pub fn have_sshd() -> bool {
     if Path::new("/usr/sbin/sshd").exists() {
         return true;
