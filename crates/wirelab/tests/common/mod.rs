@@ -24,22 +24,26 @@ pub use wirelab_ctl::lab::is_root;
 /// failure on CI), naming everything missing.
 #[track_caller]
 pub fn netns_available(also: &[&str]) -> bool {
+    let tools: Vec<&str> = ["ip"]
+        .iter()
+        .chain(also)
+        .copied()
+        .filter(|c| !wirelab_testkit::have_tool(c))
+        .collect();
     let mut missing = vec![];
     if !is_root() {
-        missing.push("root");
+        missing.push("root (network namespaces)".to_string());
     }
-    for c in ["ip"].iter().chain(also) {
-        if !wirelab_testkit::have_tool(c) {
-            missing.push(c);
-        }
+    if !tools.is_empty() {
+        missing.push(format!(
+            "{} (scripts/install-deps.sh installs them)",
+            tools.join(", ")
+        ));
     }
     if missing.is_empty() {
         return true;
     }
-    wirelab_testkit::skip(format!(
-        "needs {} (root; scripts/install-deps.sh installs the tools)",
-        missing.join(", ")
-    ));
+    wirelab_testkit::skip(format!("needs {}", missing.join(" and ")));
     false
 }
 
