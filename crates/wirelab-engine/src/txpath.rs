@@ -306,8 +306,13 @@ mod tests {
             neigh_timeout: NEIGH_TIMEOUT,
         }) {
             Ok(p) => p,
-            Err(e) if e.is_permission() => {
-                eprintln!("SKIP: {e}");
+            // Unprivileged, the kernel refuses the raw socket with EPERM: that refusal,
+            // and no other error, skips the test.
+            Err(PathError::Socket(PacketError::Permission { source, .. }))
+                if !wirelab_testkit::is_root() =>
+            {
+                assert_eq!(source.raw_os_error(), Some(libc::EPERM), "{source}");
+                wirelab_testkit::skip(format!("needs CAP_NET_RAW (refused: {source})"));
                 return;
             }
             Err(e) => panic!("{e}"),

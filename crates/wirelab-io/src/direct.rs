@@ -63,16 +63,46 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    /// A scratch directory and a file in it opened by [`open_direct`], on the first of the
+    /// temporary directory and /var/tmp whose filesystem takes `O_DIRECT` (a tmpfs before
+    /// Linux 6.6 does not). A refusal must be the filesystem's EINVAL or EOPNOTSUPP; `None`
+    /// after a skip when both refuse.
+    fn direct_scratch() -> Option<(std::path::PathBuf, File)> {
+        let mut refused = vec![];
+        for base in [std::env::temp_dir(), std::path::PathBuf::from("/var/tmp")] {
+            let dir = base.join(format!("wl-direct-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let p = dir.join("f");
+            if let Some(f) = open_direct(&p).unwrap() {
+                return Some((dir, f));
+            }
+            let e = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&p)
+                .unwrap_err();
+            let errno = e.raw_os_error();
+            assert!(
+                matches!(errno, Some(libc::EINVAL | libc::EOPNOTSUPP)),
+                "{e}"
+            );
+            refused.push(format!("{}: {e}", base.display()));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        wirelab_testkit::skip(format!(
+            "no filesystem here takes O_DIRECT ({})",
+            refused.join("; ")
+        ));
+        None
+    }
+
     #[test]
     fn direct_then_buffered_tail() {
-        let dir = std::env::temp_dir().join(format!("wl-direct-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("f");
-        // Some filesystems (old tmpfs) refuse O_DIRECT: then there is nothing to test here.
-        let Some(mut f) = open_direct(&p).unwrap() else {
-            let _ = std::fs::remove_dir_all(&dir);
+        let Some((dir, mut f)) = direct_scratch() else {
             return;
         };
+        let p = dir.join("f");
         // An aligned block from an aligned address.
         let mut v = vec![7u8; 3 * DIRECT_ALIGN];
         let off = (DIRECT_ALIGN - v.as_ptr() as usize % DIRECT_ALIGN) % DIRECT_ALIGN;

@@ -749,7 +749,7 @@ mod tests {
         assert!(e.contains("block size"), "{e}");
     }
 
-    /// Real ring on loopback (needs CAP_NET_RAW; skipped otherwise): UDP datagrams sent
+    /// Real ring on loopback (needs CAP_NET_RAW; a skip otherwise): UDP datagrams sent
     /// to a port only this test uses are found in the ring, in order, with their payload.
     #[test]
     fn captures_loopback_udp() {
@@ -764,8 +764,11 @@ mod tests {
         };
         let mut ring = match RxRing::open("lo", &cfg, &f) {
             Ok(r) => r,
-            Err(RingError::Privilege { .. }) => {
-                eprintln!("SKIP: needs CAP_NET_RAW");
+            // Unprivileged, the kernel refuses the packet socket with EPERM: that refusal,
+            // and no other error, skips the test.
+            Err(RingError::Privilege { source }) if !wirelab_testkit::is_root() => {
+                assert_eq!(source.raw_os_error(), Some(libc::EPERM), "{source}");
+                wirelab_testkit::skip(format!("needs CAP_NET_RAW (refused: {source})"));
                 return;
             }
             Err(e) => panic!("{e}"),

@@ -1,5 +1,5 @@
-//! Reads every capture under ../shared/testdata (next to the repository): no panics, exact
-//! packet counts (verified with capinfos/tshark), and the files meant to be rejected are
+//! Reads every capture under the repository's testdata/ (origins in testdata/SOURCES.md): no
+//! panics, exact packet counts (verified with capinfos/tshark), and the files meant to be
 //! rejected with an error naming the offset.
 
 use std::collections::BTreeMap;
@@ -10,17 +10,11 @@ use std::process::Command;
 
 use wirelab_pcap::{ByteOrder, ErrorKind, Format, PcapError, PcapReader, TsResolution};
 
-fn testdata_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/testdata");
-    if d.is_dir() {
-        Some(d)
-    } else {
-        println!(
-            "note: {} not found; skipping the testdata tests",
-            d.display()
-        );
-        None
-    }
+/// The repository's testdata/; it is part of the repository, so its absence is a failure.
+fn testdata_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    assert!(d.is_dir(), "{} is missing", d.display());
+    d
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -308,14 +302,17 @@ const GZIPPED: &[(&str, u64)] = &[
     ("scapy/macos.pcapng.gz", 1),
 ];
 
-fn gunzip(path: &Path) -> Option<Vec<u8>> {
-    let out = Command::new("gzip").arg("-dc").arg(path).output().ok()?;
-    out.status.success().then_some(out.stdout)
+fn gunzip(path: &Path) -> Vec<u8> {
+    let out = Command::new("gzip").arg("-dc").arg(path).output().unwrap();
+    assert!(out.status.success(), "gzip -dc {}: {out:?}", path.display());
+    out.stdout
 }
 
 #[test]
 fn every_capture_reads_or_is_rejected_as_expected() {
-    let Some(dir) = testdata_dir() else { return };
+    let dir = testdata_dir();
+    // Without gzip the compressed captures are checked only for the gzip error.
+    let gzip = wirelab_testkit::require_tools(&["gzip"]);
     let mut files = Vec::new();
     walk(&dir, &mut files);
     let counts: BTreeMap<&str, u64> = EXPECTED_COUNTS.iter().copied().collect();
@@ -352,16 +349,13 @@ fn every_capture_reads_or_is_rejected_as_expected() {
                 Some(e) if e.offset == 0 && matches!(e.kind, ErrorKind::Gzip) => {}
                 other => failures.push(format!("{rel}: expected the gzip error, got {other:?}")),
             }
-            match gunzip(path) {
-                Some(raw) => {
-                    let s = summarize(&raw);
-                    if s.error.is_some() || s.packets != n {
-                        failures.push(format!(
-                            "{rel} (gunzipped): expected {n} packets, got {s:?}"
-                        ));
-                    }
+            if gzip {
+                let s = summarize(&gunzip(path));
+                if s.error.is_some() || s.packets != n {
+                    failures.push(format!(
+                        "{rel} (gunzipped): expected {n} packets, got {s:?}"
+                    ));
                 }
-                None => println!("note: gzip not available; {rel} checked only for the gzip error"),
             }
             continue;
         }
@@ -392,19 +386,19 @@ fn every_capture_reads_or_is_rejected_as_expected() {
     );
 }
 
-fn open(rel: &str) -> Option<PcapReader<BufReader<fs::File>>> {
-    let dir = testdata_dir()?;
-    let f = fs::File::open(dir.join(rel)).unwrap();
-    Some(PcapReader::new(BufReader::new(f)).unwrap())
+fn open(rel: &str) -> PcapReader<BufReader<fs::File>> {
+    let path = testdata_dir().join(rel);
+    let f = fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    PcapReader::new(BufReader::new(f)).unwrap()
 }
 
-fn all_ts(rel: &str) -> Option<Vec<u64>> {
-    let mut r = open(rel)?;
+fn all_ts(rel: &str) -> Vec<u64> {
+    let mut r = open(rel);
     let mut v = Vec::new();
     while let Some(p) = r.next_packet().unwrap() {
         v.push(p.ts_ns);
     }
-    Some(v)
+    v
 }
 
 /// First and last timestamps, exact to the ns, as printed by `tshark -T fields -e frame.time_epoch`.
@@ -458,19 +452,17 @@ fn timestamps_match_tshark() {
         ),
     ];
     for &(rel, first, last) in cases {
-        let Some(ts) = all_ts(rel) else { return };
+        let ts = all_ts(rel);
         assert_eq!((ts[0], *ts.last().unwrap()), (first, last), "{rel}");
     }
     // tcpdump -ttt: deltas 0.127521774 s and 0.000087895 s.
-    let ts = all_ts("tcpdump/tcp-handshake-nano.pcap").unwrap();
+    let ts = all_ts("tcpdump/tcp-handshake-nano.pcap");
     assert_eq!((ts[1] - ts[0], ts[2] - ts[1]), (127_521_774, 87_895));
 }
 
 #[test]
 fn pcapng_metadata() {
-    let Some(mut r) = open("tcpdump/vsock-1.pcapng") else {
-        return;
-    };
+    let mut r = open("tcpdump/vsock-1.pcapng");
     while r.next_packet().unwrap().is_some() {}
     assert_eq!(r.interfaces()[0].tsresol, TsResolution::NANO);
     assert_eq!(r.interfaces()[0].linktype, 271);
@@ -484,7 +476,7 @@ fn pcapng_metadata() {
         vec!["Counters provided by dumpcap".to_string()]
     );
 
-    let mut r = open("tcpdump/dhcp-option-108.pcapng").unwrap();
+    let mut r = open("tcpdump/dhcp-option-108.pcapng");
     while r.next_packet().unwrap().is_some() {}
     let i = &r.interfaces()[0];
     assert_eq!((i.snaplen, i.tsresol), (524_288, TsResolution::MICRO));
@@ -495,8 +487,7 @@ fn pcapng_metadata() {
     for tree in ["output_le", "output_be"] {
         let mut r = open(&format!(
             "pcapng-test-generator/{tree}/difficult/test202.pcapng"
-        ))
-        .unwrap();
+        ));
         let (mut n, mut no_ts) = (0, 0);
         while let Some(p) = r.next_packet().unwrap() {
             n += 1;
@@ -520,7 +511,7 @@ fn pcapng_metadata() {
 
     // Two interfaces; the second one's timestamps are negative (Wireshark shows year 586524):
     // all 159 packets are read, those 100 flagged.
-    let mut r = open("pcapplusplus/pcapng-example.pcapng").unwrap();
+    let mut r = open("pcapplusplus/pcapng-example.pcapng");
     let mut n = 0;
     while let Some(p) = r.next_packet().unwrap() {
         n += 1;
@@ -533,33 +524,26 @@ fn pcapng_metadata() {
 #[test]
 fn pcap_quirks() {
     // Header snaplen 7, records longer: read in full.
-    let Some(mut r) = open("tcpdump/802_15_4_beacon.pcap") else {
-        return;
-    };
+    let mut r = open("tcpdump/802_15_4_beacon.pcap");
     assert_eq!(r.pcap_header().unwrap().byte_order, ByteOrder::Big);
     let p = r.next_packet().unwrap().unwrap();
     assert!(p.data.len() > 7);
     assert_eq!(p.linktype, 195);
     // Link-type field 0x04000001: Ethernet with the FCS flag, FCS length 0.
-    let r = open("tcpdump/bootp_asan.pcap").unwrap();
+    let r = open("tcpdump/bootp_asan.pcap");
     assert_eq!(
         (r.interfaces()[0].linktype, r.interfaces()[0].fcs_len),
         (1, Some(0))
     );
     // Invalid fractions (>= 1 s) are kept, not rejected.
-    assert_eq!(
-        all_ts("tcpdump/timestamp_invalid_micro.pcap")
-            .unwrap()
-            .len(),
-        3
-    );
+    assert_eq!(all_ts("tcpdump/timestamp_invalid_micro.pcap").len(), 3);
 }
 
 /// Deterministic mutations of every real capture (byte flips, length-field hits, cuts) must
 /// never panic, and errors must point inside the input.
 #[test]
 fn mutated_real_captures_never_panic() {
-    let Some(dir) = testdata_dir() else { return };
+    let dir = testdata_dir();
     let mut files = Vec::new();
     walk(&dir, &mut files);
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;

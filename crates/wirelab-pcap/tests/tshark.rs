@@ -1,6 +1,7 @@
 //! Files written here must read back the same in Wireshark's tools: writes pcapng and pcap
 //! (ns and µs) to temporary files and compares `capinfos` / `tshark` output with what was
-//! written. Skipped with a note when tshark/capinfos are not installed (CI installs them).
+//! written. Skipped through `wirelab_testkit` when tshark/capinfos are not installed (a
+//! failure on CI, which installs them).
 
 use std::fs;
 use std::io::BufWriter;
@@ -11,17 +12,6 @@ use wirelab_pcap::{
     InterfaceOptions, PacketOptions, PcapPrecision, PcapReader, PcapWriter, PcapngWriter,
     RecordRef, StatsCounters, TsResolution, DEFAULT_USERAPPL, LINKTYPE_ETHERNET,
 };
-
-fn have(tool: &str) -> bool {
-    let ok = Command::new(tool)
-        .arg("-v")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        println!("note: {tool} not installed; skipping the Wireshark interoperability check");
-    }
-    ok
-}
 
 fn run(tool: &str, args: &[&str]) -> String {
     let out = Command::new(tool)
@@ -92,7 +82,7 @@ fn tshark_rows(path: &str, fields: &[&str]) -> Vec<Vec<String>> {
 
 #[test]
 fn pcapng_written_reads_the_same_in_wireshark() {
-    if !have("tshark") || !have("capinfos") {
+    if !wirelab_testkit::require_tools(&["tshark", "capinfos"]) {
         return;
     }
     let pk = packets();
@@ -205,7 +195,7 @@ fn pcapng_written_reads_the_same_in_wireshark() {
 
 #[test]
 fn pcap_written_reads_the_same_in_wireshark() {
-    if !have("tshark") || !have("capinfos") {
+    if !wirelab_testkit::require_tools(&["tshark", "capinfos"]) {
         return;
     }
     let pk = packets();
@@ -259,7 +249,7 @@ fn pcap_written_reads_the_same_in_wireshark() {
 /// Our reading of an obsolete packet block (type 2) and binary `if_tsresol` agrees with tshark's.
 #[test]
 fn obsolete_packet_block_and_binary_resolution_agree_with_tshark() {
-    if !have("tshark") {
+    if !wirelab_testkit::require_tools(&["tshark"]) {
         return;
     }
     fn blk(t: u32, body: &[u8]) -> Vec<u8> {
@@ -318,7 +308,7 @@ fn obsolete_packet_block_and_binary_resolution_agree_with_tshark() {
 /// header: tshark sees every packet with its timestamp and length.
 #[test]
 fn batch_encoded_records_read_the_same_in_wireshark() {
-    if !have("tshark") {
+    if !wirelab_testkit::require_tools(&["tshark"]) {
         return;
     }
     let pk = packets();

@@ -8,34 +8,13 @@ mod common;
 
 use common::bundle::{on_tx_rx, run_campaign, summary_rows};
 use common::files::{scratch, text};
-use common::{exe, flow, json, netns_available, run, tools_available, wait_ok, Lab};
+use common::{exe, flow, json, netns_available, run, wait_ok, Lab};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::io::BufReader;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use wirelab_wire::record::{RecordKind, RecordReader};
-
-/// Whether python3 can import `modules` (a skip off CI, a failure on CI,
-/// as the other prerequisites).
-fn python_has(modules: &[&str]) -> bool {
-    if !tools_available(&["python3"]) {
-        return false;
-    }
-    let ok = Command::new("python3")
-        .args(["-c", &format!("import {}", modules.join(", "))])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("python modules {modules:?} missing on CI (scripts/install-deps.sh installs them)");
-    }
-    eprintln!("SKIP: needs python modules {modules:?}");
-    false
-}
 
 /// Runs a python script with `args`; its stdout as JSON.
 fn python(script: &str, args: &[&Path]) -> Value {
@@ -90,7 +69,7 @@ fn owd_from_records(rx: &Path) -> (i64, i64, i64, u64) {
 
 #[test]
 fn joined_parquet_read_by_pyarrow_equals_analyze_and_the_records() {
-    if !netns_available(&["nft"]) || !python_has(&["pyarrow"]) {
+    if !netns_available(&["nft"]) || !wirelab_testkit::require_python_modules(&["pyarrow"]) {
         return;
     }
     let lab = Lab::new();
@@ -242,7 +221,7 @@ print(json.dumps({"per_point": per_point, "points": points}))
 
 #[test]
 fn a_campaign_dataset_queried_by_duckdb_equals_its_summary() {
-    if !netns_available(&[]) || !python_has(&["duckdb"]) {
+    if !netns_available(&[]) || !wirelab_testkit::require_python_modules(&["duckdb"]) {
         return;
     }
     let dir = scratch("export", "campaign");

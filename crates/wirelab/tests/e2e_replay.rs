@@ -9,10 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 use wirelab_lab::lab::{Lab, LinkSpec};
 
-const TD: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/testdata/tcpreplay"
-);
+/// tcpreplay's test inputs and expected outputs, in the repository's testdata/.
+const TD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/tcpreplay");
 
 fn td(name: &str) -> PathBuf {
     Path::new(TD).join(name)

@@ -19,51 +19,39 @@ pub fn exe() -> &'static str {
 
 pub use wirelab_lab::lab::is_root;
 
-fn have(cmd: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
-/// Whether namespace tests can run. On CI (CI set) a missing prerequisite
-/// is a failure, not a skip, so a broken setup cannot pass silently.
+/// Whether namespace tests can run: root, `ip` and the tools in `also`.
+/// When not, the test is skipped through [`wirelab_testkit::skip`] (a
+/// failure on CI), naming everything missing.
+#[track_caller]
 pub fn netns_available(also: &[&str]) -> bool {
+    let tools: Vec<&str> = ["ip"]
+        .iter()
+        .chain(also)
+        .copied()
+        .filter(|c| !wirelab_testkit::have_tool(c))
+        .collect();
     let mut missing = vec![];
     if !is_root() {
-        missing.push("root".to_string());
+        missing.push("root (network namespaces)".to_string());
     }
-    for c in ["ip"].iter().chain(also) {
-        if !have(c) {
-            missing.push(c.to_string());
-        }
+    if !tools.is_empty() {
+        missing.push(format!(
+            "{} (scripts/install-deps.sh installs them)",
+            tools.join(", ")
+        ));
     }
     if missing.is_empty() {
         return true;
     }
-    if std::env::var_os("CI").is_some() {
-        panic!("end-to-end test prerequisites missing on CI: {missing:?}");
-    }
-    eprintln!("SKIP: needs {missing:?}");
+    wirelab_testkit::skip(format!("needs {}", missing.join(" and ")));
     false
 }
 
-/// Whether the external `tools` (no root needed) are installed. On CI (CI
-/// set) a missing tool is a failure, not a skip, as in [`netns_available`].
+/// Whether the external `tools` (no root needed) are installed; a skip
+/// through [`wirelab_testkit::skip`] when not.
+#[track_caller]
 pub fn tools_available(tools: &[&str]) -> bool {
-    let missing: Vec<&str> = tools.iter().copied().filter(|c| !have(c)).collect();
-    if missing.is_empty() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "test prerequisites missing on CI: {missing:?} (scripts/install-deps.sh installs them)"
-        );
-    }
-    eprintln!("SKIP: needs {missing:?}");
-    false
+    wirelab_testkit::require_tools(tools)
 }
 
 pub fn run(cmd: &mut Command) -> Output {
