@@ -50,7 +50,7 @@ fn a_child_ignoring_the_signal_is_killed_after_the_grace_and_reaped() {
 
 #[test]
 fn a_child_that_obeys_ends_within_the_grace() {
-    let mut c = Supervised::spawn(&mut Command::new("sleep").arg("30"), GROUP)
+    let mut c = Supervised::spawn(Command::new("sleep").arg("30"), GROUP)
         .unwrap()
         .ask_with(libc::SIGTERM);
     let s = c.stop(Duration::from_secs(20));
@@ -85,9 +85,9 @@ fn an_ended_child_is_reaped_with_its_code_and_cpu_time() {
 
 #[test]
 fn stop_all_shares_one_grace_and_reaps_everything() {
-    let mut kids = vec![
+    let mut kids = [
         Supervised::spawn(&mut sh("trap '' INT; sleep 30 & wait"), GROUP).unwrap(),
-        Supervised::spawn(&mut Command::new("sleep").arg("30"), GROUP).unwrap(),
+        Supervised::spawn(Command::new("sleep").arg("30"), GROUP).unwrap(),
     ];
     std::thread::sleep(Duration::from_millis(200));
     let pids: Vec<u32> = kids.iter().map(Supervised::pid).collect();
@@ -99,11 +99,10 @@ fn stop_all_shares_one_grace_and_reaps_everything() {
 
 #[test]
 fn a_child_of_a_thread_that_ended_is_killed_by_the_kernel() {
-    let c = std::thread::spawn(|| {
-        Supervised::spawn(&mut Command::new("sleep").arg("30"), GROUP).unwrap()
-    })
-    .join()
-    .unwrap();
+    let c =
+        std::thread::spawn(|| Supervised::spawn(Command::new("sleep").arg("30"), GROUP).unwrap())
+            .join()
+            .unwrap();
     let mut c = c;
     let end = c
         .end_within(Duration::from_secs(20))
