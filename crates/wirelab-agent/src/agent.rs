@@ -28,10 +28,11 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
+use wirelab_io::supervise::{stop_all, Spawn, Supervised};
 
 /// Most children known at once.
 pub const MAX_CHILDREN: usize = 64;
@@ -202,17 +203,13 @@ fn make_workdir(given: Option<&Path>) -> Result<(PathBuf, bool), AgentError> {
 struct Kid {
     tag: String,
     pid: u32,
-    child: Child,
-    status: Option<ExitStatus>,
+    child: Supervised,
 }
 
 impl Kid {
     /// Reaps the child if it has ended; its status once ended.
     fn poll(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none() {
-            self.status = self.child.try_wait().ok().flatten();
-        }
-        self.status
+        self.child.poll().map(|r| r.exit_status())
     }
 }
 
@@ -362,16 +359,17 @@ impl Agent {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
-        wirelab_io::process::die_with_parent(&mut cmd);
-        let child = cmd
-            .spawn()
+        let how = Spawn {
+            group: false,
+            die_with_parent: true,
+        };
+        let child = Supervised::spawn(&mut cmd, how)
             .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
-        let pid = child.id();
+        let pid = child.pid();
         self.children.push(Kid {
             tag: tag.into(),
             pid,
             child,
-            status: None,
         });
         Ok(Response::Spawned { pid })
     }
@@ -415,10 +413,9 @@ impl Agent {
     fn signal(&mut self, tag: &str, sig: i32) -> Result<Response, String> {
         let i = self.kid(tag)?;
         let k = &mut self.children[i];
-        if k.poll().is_none() {
-            wirelab_io::process::kill(k.pid, sig)
-                .map_err(|e| format!("cannot signal {tag:?} (pid {}): {e}", k.pid))?;
-        }
+        k.child
+            .signal(sig)
+            .map_err(|e| format!("cannot signal {tag:?} (pid {}): {e}", k.pid))?;
         Ok(Response::Ok)
     }
 
@@ -514,24 +511,8 @@ impl Agent {
     /// Stops every running child (SIGTERM, SIGKILL after [`TERM_GRACE`]),
     /// reaps them all and removes a workdir of its own.
     fn shutdown(&mut self) {
-        for k in &mut self.children {
-            if k.poll().is_none() {
-                let _ = wirelab_io::process::kill(k.pid, signal_hook::consts::SIGTERM);
-            }
-        }
-        let start = Instant::now();
-        while start.elapsed() < TERM_GRACE {
-            if self.children.iter_mut().all(|k| k.poll().is_some()) {
-                break;
-            }
-            std::thread::sleep(POLL);
-        }
-        for k in &mut self.children {
-            if k.poll().is_none() {
-                let _ = k.child.kill();
-                let _ = k.child.wait();
-            }
-        }
+        let kids = self.children.iter_mut().map(|k| &mut k.child);
+        stop_all(kids, signal_hook::consts::SIGTERM, TERM_GRACE);
         self.children.clear();
         for token in std::mem::take(&mut self.env_held).into_iter().rev() {
             let res = wirelab_host::env::apply::revert(

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod conn;
-pub use conn::AgentConn;
+pub use conn::{AgentConn, RemoteChild};
 
 /// Default time an agent has to answer a request (a `wait` gets its own
 /// timeout on top).

@@ -14,6 +14,7 @@
 //! in the steady state. Magnitudes above 2^62 ns (146 years) are clamped in
 //! the histogram (min/max/mean stay exact).
 
+use crate::Welford;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -60,10 +61,8 @@ pub struct SignedHistogram {
     neg: Histogram<u64>,
     count: u64,
     sum: i128,
-    /// Welford running mean and sum of squared deviations (stable even
-    /// with a large clock offset in every value).
-    w_mean: f64,
-    w_m2: f64,
+    /// For σ: stable even with a large clock offset in every value.
+    moments: Welford,
     min: i64,
     max: i64,
     min_seq: u64,
@@ -77,8 +76,7 @@ impl Default for SignedHistogram {
             neg: new_small_hist(),
             count: 0,
             sum: 0,
-            w_mean: 0.0,
-            w_m2: 0.0,
+            moments: Welford::new(),
             min: i64::MAX,
             max: i64::MIN,
             min_seq: 0,
@@ -102,10 +100,7 @@ impl SignedHistogram {
         }
         self.count = self.count.saturating_add(1);
         self.sum += v as i128;
-        let x = v as f64;
-        let delta = x - self.w_mean;
-        self.w_mean += delta / self.count as f64;
-        self.w_m2 += delta * (x - self.w_mean);
+        self.moments.push(v as f64);
         if v < self.min {
             self.min = v;
             self.min_seq = seq;
@@ -136,7 +131,7 @@ impl SignedHistogram {
     }
     /// Population standard deviation, `None` when empty.
     pub fn stdev(&self) -> Option<f64> {
-        (self.count > 0).then(|| (self.w_m2 / self.count as f64).max(0.0).sqrt())
+        self.moments.population_variance().map(f64::sqrt)
     }
 
     /// The value at quantile `q` in `[0, 1]` (rank `ceil(q * n)`, at least 1),
@@ -206,12 +201,7 @@ impl SignedHistogram {
                 record_n(&mut self.neg, v.value_iterated_to(), v.count_at_value());
             }
         }
-        // Chan et al. parallel combination of the Welford states.
-        let (na, nb) = (self.count as f64, other.count as f64);
-        let n = na + nb;
-        let delta = other.w_mean - self.w_mean;
-        self.w_mean += delta * nb / n;
-        self.w_m2 += other.w_m2 + delta * delta * na * nb / n;
+        self.moments.merge(&other.moments);
         self.count = self.count.saturating_add(other.count);
         self.sum += other.sum;
         if other.min < self.min {

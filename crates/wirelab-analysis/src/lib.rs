@@ -43,6 +43,8 @@
 //! * [`PacketJoin`] — the streaming per-packet join of a sender's and a
 //!   receiver's records (`wirelab export TX RX`), tables defined once in
 //!   [`columns`] for every export format.
+//! * [`Welford`] — running mean and variance, mergeable (latency σ, trace
+//!   statistics).
 //! * [`render_text`], [`export_csv`], [`export_jsonl`] — output.
 #![forbid(unsafe_code)]
 
@@ -74,6 +76,7 @@ pub mod seqwin;
 pub mod staged;
 pub mod status;
 pub mod text;
+pub mod welford;
 pub mod window;
 
 pub use capture::{is_capture, CaptureCounts, CaptureOptions, CaptureRecords};
@@ -93,4 +96,5 @@ pub use requested::{analyze_run, fill_ks, Cdf, Requested, RunRecords};
 pub use rtt::RttStats;
 pub use sender::{SenderInfo, SenderStats};
 pub use text::render_text;
+pub use welford::Welford;
 pub use window::RateModel;

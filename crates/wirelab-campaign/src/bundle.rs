@@ -722,16 +722,13 @@ pub fn verify(dir: &Path) -> Result<Vec<String>, BundleError> {
     Ok(bad)
 }
 
-/// Writes `bytes` to `path` whole (write, then rename).
+/// Writes `bytes` to `path` whole ([`wirelab_io::atomic::write`]), making
+/// its directory first.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BundleError> {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d).map_err(io_err(d))?;
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io_err(path))
+    wirelab_io::atomic::write(path, bytes).map_err(|e| io_err(path)(e.into()))
 }
 
 /// Fixtures for tests; `outcome`'s tests can build their points with them.

@@ -35,6 +35,7 @@ use wirelab_analysis::status::RecvStatus;
 use wirelab_host::counters::Snapshot;
 use wirelab_host::samples::Sampler;
 use wirelab_lab::lab::{Lab, LabError, LinkSpec, Side};
+use wirelab_io::supervise;
 
 mod env;
 mod stressors;
@@ -626,16 +627,8 @@ impl PointRun<'_, '_> {
             source,
         };
         let a = self.hosts.get(host)?;
-        if let Some(e) = a.wait(tag, Duration::ZERO).map_err(err)? {
-            return Ok(e);
-        }
-        a.signal(tag, Sig::Int).map_err(err)?;
-        if let Some(e) = a.wait(tag, STOP_GRACE).map_err(err)? {
-            return Ok(e);
-        }
-        a.signal(tag, Sig::Kill).map_err(err)?;
-        a.wait(tag, STOP_GRACE)
-            .map_err(err)?
+        let s = supervise::stop(&mut a.remote_child(tag), STOP_GRACE, STOP_GRACE).map_err(err)?;
+        s.end
             .ok_or_else(|| RunError::Setup(format!("{tag} on {host} did not exit after SIGKILL")))
     }
 }

@@ -221,10 +221,10 @@ pub fn export(
         Ok(w)
     });
     let result = written.and_then(|(packets, parts)| {
-        std::fs::rename(&tmp, out).map_err(|source| CampaignError::Rename {
+        wirelab_io::atomic::publish_dir(&tmp, out).map_err(|e| CampaignError::Rename {
             from: tmp.clone(),
             to: out.to_path_buf(),
-            source,
+            source: e.into(),
         })?;
         Ok(Written {
             out: out.to_path_buf(),

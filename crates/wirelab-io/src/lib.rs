@@ -18,6 +18,9 @@
 //!   next hop a packet socket needs.
 //! - [`ifstats`]: interface counters from sysfs, thread/process CPU time.
 //! - [`process`]: children that die with their parent, signals by pid.
+//! - [`supervise`]: stopping children: signal, grace time, SIGKILL, reap.
+//! - [`atomic`]: files replaced whole (temp file, fsync, rename, fsync of the
+//!   directory), so a crash leaves the old content or the new.
 //! - [`direct`]: `O_DIRECT` files for capture output without the page-cache copy.
 //! - [`tx`]: the [`tx::Transmit`] trait over every batch sender, and which send
 //!   errors are transient.
@@ -26,6 +29,7 @@
 //!
 //! Every `unsafe` block carries a `// SAFETY:` comment.
 
+pub mod atomic;
 pub mod bpf;
 pub mod clock;
 pub mod direct;
@@ -44,6 +48,7 @@ pub mod route;
 pub mod rt;
 pub mod sim;
 mod sockopt;
+pub mod supervise;
 pub mod tx;
 pub mod udp;
 

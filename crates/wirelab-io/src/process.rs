@@ -102,6 +102,21 @@ pub struct Reaped {
     pub cpu: CpuTime,
 }
 
+impl Reaped {
+    /// Its end as the standard library reports one (`code()`, `signal()`).
+    pub fn exit_status(&self) -> std::process::ExitStatus {
+        use std::os::unix::process::ExitStatusExt;
+        // The wait(2) status word: the exit code in bits 8..16, or the
+        // terminating signal in bits 0..7.
+        let raw = match (self.code, self.signal) {
+            (Some(c), _) => (c & 0xff) << 8,
+            (None, Some(s)) => s & 0x7f,
+            (None, None) => 0x7f, // neither: reads as neither exited nor signalled
+        };
+        std::process::ExitStatus::from_raw(raw)
+    }
+}
+
 /// Reaps one ended child (`pid`, or any child when `None`) with its CPU
 /// time (wait4(2)); `Ok(None)` when none has ended yet (or, for `None`,
 /// when there is no child at all). Blocks only if `block`.

@@ -218,15 +218,12 @@ pub fn check_output(out: &Path) -> Result<(), InputError> {
     Ok(())
 }
 
-/// Writes `html` to `out` through a temporary file beside it.
+/// Writes `html` to `out` whole ([`wirelab_io::atomic::write`]).
 pub fn write_page(out: &Path, html: &str) -> Result<(), InputError> {
-    let tmp = out.with_extension("html.tmp");
-    let write = |path: &Path, source| InputError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    std::fs::write(&tmp, html).map_err(|e| write(&tmp, e))?;
-    std::fs::rename(&tmp, out).map_err(|e| write(out, e))
+    wirelab_io::atomic::write(out, html.as_bytes()).map_err(|e| InputError::Write {
+        path: out.to_path_buf(),
+        source: e.into(),
+    })
 }
 
 /// The campaign page of a results directory of `wirelab run` (default

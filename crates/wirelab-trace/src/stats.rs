@@ -24,6 +24,7 @@
 //!   give no estimate.
 
 use serde::Serialize;
+use wirelab_analysis::Welford;
 
 use super::{Action, Format, Record};
 
@@ -33,27 +34,6 @@ pub const HURST_MIN_BLOCKS: u64 = 8;
 /// The fewest block lengths a Hurst estimate uses.
 pub const HURST_MIN_LEVELS: usize = 4;
 const MAX_LEVELS: usize = 64;
-
-/// Running mean and sum of squared deviations (Welford).
-#[derive(Debug, Clone, Copy, Default)]
-struct Welford {
-    n: u64,
-    mean: f64,
-    m2: f64,
-}
-
-impl Welford {
-    fn push(&mut self, x: f64) {
-        self.n += 1;
-        let d = x - self.mean;
-        self.mean += d / self.n as f64;
-        self.m2 += d * (x - self.mean);
-    }
-
-    fn sample_variance(&self) -> Option<f64> {
-        (self.n >= 2).then(|| self.m2 / (self.n - 1) as f64)
-    }
-}
 
 /// Block means at lengths 2^j, for the aggregated-variance Hurst estimate.
 #[derive(Debug, Clone)]
@@ -94,10 +74,10 @@ impl Aggregated {
             .levels
             .iter()
             .enumerate()
-            .filter(|(_, (w, _))| w.n >= HURST_MIN_BLOCKS)
+            .filter(|(_, (w, _))| w.count() >= HURST_MIN_BLOCKS)
             .filter_map(|(j, (w, _))| {
                 let v = w.sample_variance()?;
-                (v > 0.0 && v.is_finite()).then_some(((1u64 << j) as f64, w.n as f64, v))
+                (v > 0.0 && v.is_finite()).then_some(((1u64 << j) as f64, w.count() as f64, v))
             })
             .collect();
         if pts.len() < HURST_MIN_LEVELS || n < 2 {
@@ -197,11 +177,11 @@ impl SeriesStats {
     }
 
     pub fn push(&mut self, x: f64) {
-        if self.moments.n == 0 {
+        if self.moments.count() == 0 {
             self.shift = x;
         }
         let y = x - self.shift;
-        if self.moments.n == 0 {
+        if self.moments.count() == 0 {
             self.first = y;
         } else {
             self.lag_products += self.last * y;
@@ -213,11 +193,11 @@ impl SeriesStats {
     }
 
     pub fn count(&self) -> u64 {
-        self.moments.n
+        self.moments.count()
     }
 
     pub fn mean(&self) -> Option<f64> {
-        (self.moments.n > 0).then_some(self.moments.mean + self.shift)
+        self.moments.mean().map(|m| m + self.shift)
     }
 
     /// Sample standard deviation (`n − 1`).
@@ -228,18 +208,18 @@ impl SeriesStats {
     /// Lag-1 sample autocorrelation; `None` for fewer than 2 values or a
     /// constant series.
     pub fn lag1(&self) -> Option<f64> {
-        let n = self.moments.n;
-        if n < 2 || self.moments.m2 <= 0.0 {
+        let n = self.moments.count();
+        if n < 2 || self.moments.m2() <= 0.0 {
             return None;
         }
-        let m = self.moments.mean;
+        let m = self.moments.mean().unwrap_or(0.0);
         let num = self.lag_products - m * (2.0 * self.sum - self.first - self.last)
             + (n - 1) as f64 * m * m;
-        Some(num / self.moments.m2)
+        Some(num / self.moments.m2())
     }
 
     pub fn hurst(&self) -> Option<HurstEstimate> {
-        self.agg.estimate(self.moments.n)
+        self.agg.estimate(self.moments.count())
     }
 }
 

@@ -402,3 +402,132 @@ fn a_lost_ssh_connection_leaves_the_environment_as_it_was() {
     drop(sshd);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The MTU of `dev` and `ip_forward` in namespace `ns`, read directly.
+fn settings_in(ns: &str, dev: &str) -> (String, String) {
+    (
+        read_in(ns, &format!("/sys/class/net/{dev}/mtu")),
+        read_in(ns, "/proc/sys/net/ipv4/ip_forward"),
+    )
+}
+
+/// The revert files of process `pid` (its tokens hold its pid), after
+/// removing the temporary files a kill left beside them.
+fn revert_files_of(pid: u32) -> Vec<PathBuf> {
+    let mark = format!("-{pid}-");
+    let mut files = vec![];
+    let Ok(dir) = std::fs::read_dir("/run/wirelab/env") else {
+        return files;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.contains(&mark) {
+            continue;
+        }
+        if name.starts_with('.') {
+            let _ = std::fs::remove_file(e.path());
+        } else {
+            files.push(e.path());
+        }
+    }
+    files
+}
+
+/// Waits (at most 10 s) until no process runs in namespace `ns`.
+fn wait_no_process_in(ns: &str) {
+    let t0 = Instant::now();
+    loop {
+        let o = Command::new("ip")
+            .args(["netns", "pids", ns])
+            .output()
+            .unwrap();
+        if o.stdout.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "{}", text(&o));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `env --apply` SIGKILLed at points spread over a whole run: each time
+/// its revert file is absent (and nothing changed) or whole, and reverting
+/// from it restores the values read directly from /sys and /proc.
+#[test]
+fn a_killed_apply_leaves_its_revert_file_absent_or_whole() {
+    if !netns_available(&["ethtool"]) {
+        return;
+    }
+    let lab = common::Lab::new();
+    let (ns, dev) = (lab.s.as_str(), lab.tx_if());
+    let before = settings_in(ns, dev);
+    assert_eq!(before, ("1500".to_string(), "0".to_string()));
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns, "readlink", "/proc/self/ns/net"])
+        .output()
+        .unwrap();
+    let netns = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let apply = || {
+        let mut c = lab.wirelab(ns);
+        c.args([
+            "env",
+            "--apply",
+            "mtu=9000",
+            "net.ipv4.ip_forward=1",
+            "--if",
+            dev,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        c
+    };
+    let revert = |token: &str| {
+        let o = lab
+            .wirelab(ns)
+            .args(["env", "--revert", token])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    };
+    // One whole run sets the span the kills are spread over.
+    let t0 = Instant::now();
+    let mut whole = apply().spawn().unwrap();
+    assert!(whole.wait().unwrap().success());
+    let span = t0.elapsed();
+    let [file] = revert_files_of(whole.id()).try_into().unwrap();
+    let f: Value = json_file(&file);
+    revert(f["token"].as_str().unwrap());
+    assert_eq!(settings_in(ns, dev), before);
+
+    let (mut absent, mut present) = (0, 0);
+    for i in 0..20u32 {
+        let mut child = apply().spawn().unwrap();
+        std::thread::sleep(span * i / 19);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // A tool it ran (ip, ethtool) may still finish its change.
+        wait_no_process_in(ns);
+        match revert_files_of(child.id()).as_slice() {
+            [] => {
+                absent += 1;
+                assert_eq!(
+                    settings_in(ns, dev),
+                    before,
+                    "kill {i}: no file, yet changed"
+                );
+            }
+            [file] => {
+                present += 1;
+                let f: Value = serde_json::from_slice(&std::fs::read(file).unwrap())
+                    .unwrap_or_else(|e| panic!("kill {i}: a torn revert file: {e}"));
+                assert_eq!(f["schema"], "wirelab.env.revert/1");
+                assert_eq!(f["netns"], netns.as_str());
+                assert_eq!(f["changes"].as_array().unwrap().len(), 2, "{f}");
+                revert(f["token"].as_str().unwrap());
+                assert!(!file.exists());
+                assert_eq!(settings_in(ns, dev), before, "kill {i}: not restored");
+            }
+            more => panic!("kill {i}: {more:?}"),
+        }
+    }
+    eprintln!("20 kills over {span:?}: {absent} before the revert file, {present} after");
+}

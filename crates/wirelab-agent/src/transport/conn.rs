@@ -8,11 +8,12 @@ use crate::proto::{
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, BufReader, Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ExitStatus, Stdio};
+use std::process::{ChildStdin, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+use wirelab_io::supervise::{Spawn, Stoppable, Supervised};
 
 /// How long closing or dropping a connection waits for the agent to exit
 /// (it takes up to [`crate::agent::TERM_GRACE`] to stop its children).
@@ -60,7 +61,9 @@ impl Tail {
 /// writing to a dead agent is an error, not the controller's death.
 pub struct AgentConn {
     label: String,
-    child: Option<Child>,
+    /// The agent's process, in a group of its own; asked to stop by
+    /// closing its stdin.
+    child: Option<Supervised>,
     stdin: Option<ChildStdin>,
     rx: mpsc::Receiver<Incoming>,
     tail: Arc<Mutex<Tail>>,
@@ -124,12 +127,15 @@ impl AgentConn {
         cmd.args(&o.agent_args);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
         if matches!(t, Transport::Ssh { .. }) {
             ensure_ssh_dir();
         }
-        let mut child = cmd.spawn().map_err(|e| match (e.kind(), t) {
+        let how = Spawn {
+            group: true,
+            die_with_parent: false,
+        };
+        let mut child = Supervised::spawn(&mut cmd, how).map_err(|e| match (e.kind(), t) {
             (io::ErrorKind::NotFound, Transport::Ssh { .. }) => TransportError::MissingTool {
                 program: "ssh",
                 package: "openssh-client",
@@ -152,11 +158,11 @@ impl AgentConn {
                 source: e,
             },
         })?;
+        let pipes = child.child_mut();
         let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+            (pipes.stdin.take(), pipes.stdout.take(), pipes.stderr.take())
         else {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill_and_reap();
             return Err(TransportError::Spawn {
                 host: label,
                 source: io::Error::other("no pipe to the agent"),
@@ -196,7 +202,7 @@ impl AgentConn {
     /// The pid of the local process behind the connection (the agent, `ip`,
     /// or the ssh client), while it is there.
     pub fn process_id(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        self.child.as_ref().map(Supervised::pid)
     }
 
     /// Sets the time the agent has for each answer.
@@ -229,6 +235,12 @@ impl AgentConn {
             Response::Running => Ok(None),
             other => Err(self.unexpected("wait", &other)),
         }
+    }
+
+    /// Child `tag`, to be stopped with [`wirelab_io::supervise::stop`]
+    /// (SIGINT, then SIGKILL).
+    pub fn remote_child<'a>(&'a mut self, tag: &'a str) -> RemoteChild<'a> {
+        RemoteChild { agent: self, tag }
     }
 
     /// Signals child `tag` (nothing happens if it has ended).
@@ -731,6 +743,30 @@ impl AgentConn {
     }
 }
 
+/// An agent's child as [`Stoppable`]: asked with SIGINT, its end from
+/// `wait` (which the agent reports once).
+pub struct RemoteChild<'a> {
+    agent: &'a mut AgentConn,
+    tag: &'a str,
+}
+
+impl Stoppable for RemoteChild<'_> {
+    type End = Exit;
+    type Error = TransportError;
+
+    fn end_within(&mut self, limit: Duration) -> Result<Option<Exit>, TransportError> {
+        self.agent.wait(self.tag, limit)
+    }
+
+    fn ask(&mut self) -> Result<(), TransportError> {
+        self.agent.signal(self.tag, Sig::Int)
+    }
+
+    fn kill(&mut self) -> Result<(), TransportError> {
+        self.agent.signal(self.tag, Sig::Kill)
+    }
+}
+
 impl Drop for AgentConn {
     fn drop(&mut self) {
         // EOF on its stdin: the agent stops its children and exits.
@@ -750,26 +786,15 @@ fn status_text(s: ExitStatus) -> String {
 }
 
 /// The child's status if it exits within `grace`.
-fn wait_for(c: &mut Child, grace: Duration) -> Option<ExitStatus> {
-    let start = Instant::now();
-    loop {
-        match c.try_wait() {
-            Ok(Some(st)) => return Some(st),
-            Ok(None) if start.elapsed() < grace => std::thread::sleep(Duration::from_millis(10)),
-            _ => return None,
-        }
-    }
+fn wait_for(c: &mut Supervised, grace: Duration) -> Option<ExitStatus> {
+    c.wait(grace).map(|r| r.exit_status())
 }
 
-/// Waits up to `grace` for the child to exit, then kills it; its status if
-/// it exited by itself.
-fn finish(mut c: Child, grace: Duration) -> Option<ExitStatus> {
-    let st = wait_for(&mut c, grace);
-    if st.is_none() {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    st
+/// Waits up to `grace` for the child (its stdin closed) to exit, then
+/// kills it; its status if it exited by itself.
+fn finish(mut c: Supervised, grace: Duration) -> Option<ExitStatus> {
+    let s = c.stop(grace);
+    s.end.filter(|_| !s.killed).map(|r| r.exit_status())
 }
 
 fn read_stdout<R: Read + Send + 'static>(out: R) -> mpsc::Receiver<Incoming> {

@@ -227,11 +227,8 @@ struct StatusFile {
 
 impl StatusFile {
     fn write(&self, done: bool) -> io::Result<()> {
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(".tmp");
         let json = serde_json::to_vec(&self.loss.status(done)).map_err(io::Error::other)?;
-        std::fs::write(&tmp, json)?;
-        std::fs::rename(&tmp, &self.path)
+        Ok(wirelab_io::atomic::write(&self.path, &json)?)
     }
 
     fn update(&mut self, done: bool) {

@@ -341,9 +341,9 @@ fn write_file(dir: &Path, f: &RevertFile) -> Result<(), EnvError> {
         .map_err(err)?;
     let mut text = serde_json::to_string_pretty(f).expect("a revert file serializes");
     text.push('\n');
-    let tmp = dir.join(format!(".{}.tmp", f.token));
-    std::fs::write(&tmp, text).map_err(err)?;
-    std::fs::rename(&tmp, &path).map_err(err)
+    // Durable before any setting changes: after a crash the file is absent
+    // (nothing changed yet) or whole (it says how to put everything back).
+    wirelab_io::atomic::write(&path, text.as_bytes()).map_err(|e| err(e.into()))
 }
 
 /// Applies `planned` on `sys`, its revert file in `dir` under `token`.

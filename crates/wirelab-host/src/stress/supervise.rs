@@ -14,13 +14,13 @@ use std::fs;
 use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 use wirelab_io::process as proc_;
+use wirelab_io::supervise::{self, Spawn, Supervised};
 
 /// Time between SIGINT and SIGKILL to a part's group.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -76,8 +76,8 @@ struct Running {
     part: Part,
     command: Vec<String>,
     pid: u32,
-    /// Set once reaped.
-    end: Option<proc_::Reaped>,
+    /// Its group leader, reaped by the supervisor.
+    child: Supervised,
     ended_early: bool,
     cgroup: Option<IoCgroup>,
 }
@@ -118,9 +118,7 @@ pub fn run(s: Supervise<'_>) -> Result<Outcome, SuperviseError> {
             .map_err(SuperviseError::Stderr)?;
         cmd.args(&part.args)
             .stdin(Stdio::null())
-            .stdout(Stdio::from(out))
-            .process_group(0);
-        proc_::die_with_parent(&mut cmd);
+            .stdout(Stdio::from(out));
         let mut cgroup = None;
         if let Some(cap) = part.io_cap_bytes_per_s {
             match IoCgroup::new(cap, running.len()) {
@@ -140,12 +138,16 @@ pub fn run(s: Supervise<'_>) -> Result<Outcome, SuperviseError> {
         }
         let mut command = vec![program.display().to_string()];
         command.extend(part.args.iter().cloned());
-        match cmd.spawn() {
+        let how = Spawn {
+            group: true,
+            die_with_parent: true,
+        };
+        match Supervised::spawn(&mut cmd, how) {
             Ok(child) => running.push(Running {
-                pid: child.id(),
+                pid: child.pid(),
                 part,
                 command,
-                end: None,
+                child,
                 ended_early: false,
                 cgroup,
             }),
@@ -223,9 +225,10 @@ pub fn run(s: Supervise<'_>) -> Result<Outcome, SuperviseError> {
             .map(|r| {
                 // stop_all reaps every part; one it could not reap
                 // reports no exit status and no CPU time.
-                let (code, signal, cpu) = r.end.map_or((None, None, Default::default()), |e| {
-                    (e.code, e.signal, e.cpu)
-                });
+                let (code, signal, cpu) =
+                    r.child.end().map_or((None, None, Default::default()), |e| {
+                        (e.code, e.signal, e.cpu)
+                    });
                 PartReport {
                     name: r.part.name.clone(),
                     command: r.command.clone(),
@@ -285,9 +288,8 @@ fn wait_up(running: &mut [Running], stop: &AtomicBool) -> Result<(), String> {
 /// Reaps parts that have ended; why, if one has.
 fn reap_early(running: &mut [Running]) -> Option<String> {
     let mut why = None;
-    for r in running.iter_mut().filter(|r| r.end.is_none()) {
-        if let Ok(Some(x)) = proc_::reap(Some(r.pid), false) {
-            r.end = Some(x);
+    for r in running.iter_mut().filter(|r| r.child.end().is_none()) {
+        if let Some(x) = r.child.poll() {
             r.ended_early = true;
             why.get_or_insert(format!(
                 "stressor part {} ({}) ended by itself with {}",
@@ -317,25 +319,8 @@ fn children_of(pid: u32) -> Vec<u32> {
 /// Stops every part's group (SIGINT, SIGKILL after the grace time) and
 /// reaps every descendant, orphans included.
 fn stop_all(running: &mut [Running]) {
-    for r in running.iter().filter(|r| r.end.is_none()) {
-        let _ = proc_::kill_group(r.pid, SIGINT);
-    }
-    let t0 = Instant::now();
-    while running.iter().any(|r| r.end.is_none()) && t0.elapsed() < STOP_GRACE {
-        for r in running.iter_mut().filter(|r| r.end.is_none()) {
-            if let Ok(Some(x)) = proc_::reap(Some(r.pid), false) {
-                r.end = Some(x);
-            }
-        }
-        std::thread::sleep(POLL);
-    }
-    for r in running.iter_mut().filter(|r| r.end.is_none()) {
-        // Only while the leader is unreaped does its pid name our group.
-        let _ = proc_::kill_group(r.pid, SIGKILL);
-        if let Ok(Some(x)) = proc_::reap(Some(r.pid), true) {
-            r.end = Some(x);
-        }
-    }
+    let groups = running.iter_mut().map(|r| &mut r.child);
+    supervise::stop_all(groups, SIGINT, STOP_GRACE);
     // Workers whose part has gone are re-parented here: killed and reaped
     // (bounded: SIGKILL cannot be refused).
     let me = std::process::id();

@@ -149,7 +149,12 @@ fn a_page_of_record_files_says_what_it_holds_and_what_they_lacked() {
     assert!(!out.exists());
     p.write().unwrap();
     assert_eq!(std::fs::read_to_string(&out).unwrap(), p.html);
-    assert!(!out.with_extension("html.tmp").exists());
+    let left: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     std::fs::remove_dir_all(&d).unwrap();
 }
 

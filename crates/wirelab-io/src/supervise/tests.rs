@@ -1,0 +1,203 @@
+use super::*;
+use std::process::Stdio;
+
+fn sh(script: &str) -> Command {
+    let mut c = Command::new("sh");
+    c.args(["-c", script]).stdin(Stdio::null());
+    c
+}
+
+const GROUP: Spawn = Spawn {
+    group: true,
+    die_with_parent: true,
+};
+
+/// Whether any process is left in group `pgid` (signal 0 probes), after
+/// giving its killed, orphaned members up to 10 s to be reaped by init.
+fn group_alive(pgid: u32) -> bool {
+    let t0 = Instant::now();
+    while process::kill_group(pgid, 0).is_ok() {
+        if t0.elapsed() > Duration::from_secs(10) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn a_child_ignoring_the_signal_is_killed_after_the_grace_and_reaped() {
+    // The shell and its sleep both ignore SIGTERM; the sleep is in the
+    // shell's group, so the group's SIGKILL ends it too.
+    let mut c = Supervised::spawn(&mut sh("trap '' TERM; sleep 30 & wait"), GROUP)
+        .unwrap()
+        .ask_with(libc::SIGTERM);
+    let pid = c.pid();
+    // Let the shell set its trap and start the sleep.
+    std::thread::sleep(Duration::from_millis(200));
+    let s = c.stop(Duration::from_millis(100));
+    assert!(s.killed);
+    let end = s.end.expect("reaped");
+    assert_eq!(
+        (end.pid, end.signal, end.code),
+        (pid, Some(libc::SIGKILL), None)
+    );
+    assert_eq!(c.end(), Some(end));
+    assert!(!group_alive(pid), "the group's sleep survived");
+    // Stopping again is a no-op with the same end.
+    assert_eq!(c.stop(Duration::from_millis(100)).end, Some(end));
+}
+
+#[test]
+fn a_child_that_obeys_ends_within_the_grace() {
+    let mut c = Supervised::spawn(Command::new("sleep").arg("30"), GROUP)
+        .unwrap()
+        .ask_with(libc::SIGTERM);
+    let s = c.stop(Duration::from_secs(20));
+    assert!(!s.killed);
+    assert_eq!(s.end.unwrap().signal, Some(libc::SIGTERM));
+    let st = s.end.unwrap().exit_status();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!((st.code(), st.signal()), (None, Some(libc::SIGTERM)));
+}
+
+#[test]
+fn an_ended_child_is_reaped_with_its_code_and_cpu_time() {
+    let mut c = Supervised::spawn(
+        &mut sh("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3"),
+        Spawn {
+            group: false,
+            die_with_parent: false,
+        },
+    )
+    .unwrap();
+    let end = c
+        .end_within(Duration::from_secs(30))
+        .unwrap()
+        .expect("ended");
+    assert_eq!(end.code, Some(3));
+    assert_eq!(end.exit_status().code(), Some(3));
+    assert!(end.cpu.user_ns + end.cpu.system_ns > 0, "{end:?}");
+    // No signal to an ended child: stop reports its end, not a kill.
+    let s = c.stop(Duration::from_millis(100));
+    assert_eq!((s.end, s.killed), (Some(end), false));
+}
+
+#[test]
+fn stop_all_shares_one_grace_and_reaps_everything() {
+    let mut kids = [
+        Supervised::spawn(&mut sh("trap '' INT; sleep 30 & wait"), GROUP).unwrap(),
+        Supervised::spawn(Command::new("sleep").arg("30"), GROUP).unwrap(),
+    ];
+    std::thread::sleep(Duration::from_millis(200));
+    let pids: Vec<u32> = kids.iter().map(Supervised::pid).collect();
+    stop_all(kids.iter_mut(), libc::SIGINT, Duration::from_millis(100));
+    let ends: Vec<Option<i32>> = kids.iter().map(|k| k.end().unwrap().signal).collect();
+    assert_eq!(ends, [Some(libc::SIGKILL), Some(libc::SIGINT)]);
+    assert!(pids.iter().all(|&p| !group_alive(p)));
+}
+
+#[test]
+fn a_child_of_a_thread_that_ended_is_killed_by_the_kernel() {
+    let c =
+        std::thread::spawn(|| Supervised::spawn(Command::new("sleep").arg("30"), GROUP).unwrap())
+            .join()
+            .unwrap();
+    let mut c = c;
+    let end = c
+        .end_within(Duration::from_secs(20))
+        .unwrap()
+        .expect("ended");
+    assert_eq!(end.signal, Some(libc::SIGKILL));
+}
+
+/// A remote-like target: what `stop` asked of it, in order.
+#[derive(Default)]
+struct Fake {
+    calls: Vec<&'static str>,
+    /// Ends after this many asks/kills.
+    ends_after: usize,
+    fail_ask: bool,
+}
+
+impl Stoppable for Fake {
+    type End = usize;
+    type Error = &'static str;
+    fn end_within(&mut self, limit: Duration) -> Result<Option<usize>, &'static str> {
+        self.calls
+            .push(if limit.is_zero() { "look" } else { "wait" });
+        let acts = self
+            .calls
+            .iter()
+            .filter(|c| **c == "ask" || **c == "kill")
+            .count();
+        Ok((acts >= self.ends_after).then_some(acts))
+    }
+    fn ask(&mut self) -> Result<(), &'static str> {
+        self.calls.push("ask");
+        if self.fail_ask {
+            return Err("lost");
+        }
+        Ok(())
+    }
+    fn kill(&mut self) -> Result<(), &'static str> {
+        self.calls.push("kill");
+        Ok(())
+    }
+}
+
+#[test]
+fn stop_looks_asks_waits_then_kills_in_that_order() {
+    let g = Duration::from_secs(1);
+    let mut f = Fake::default();
+    assert_eq!(
+        stop(&mut f, g, g),
+        Ok(Stopped {
+            end: Some(0),
+            killed: false
+        })
+    );
+    assert_eq!(f.calls, ["look"]);
+    let mut f = Fake {
+        ends_after: 1,
+        ..Fake::default()
+    };
+    assert_eq!(
+        stop(&mut f, g, g),
+        Ok(Stopped {
+            end: Some(1),
+            killed: false
+        })
+    );
+    assert_eq!(f.calls, ["look", "ask", "wait"]);
+    let mut f = Fake {
+        ends_after: 2,
+        ..Fake::default()
+    };
+    assert_eq!(
+        stop(&mut f, g, g),
+        Ok(Stopped {
+            end: Some(2),
+            killed: true
+        })
+    );
+    assert_eq!(f.calls, ["look", "ask", "wait", "kill", "wait"]);
+    let mut f = Fake {
+        ends_after: 3,
+        ..Fake::default()
+    };
+    assert_eq!(
+        stop(&mut f, g, g),
+        Ok(Stopped {
+            end: None,
+            killed: true
+        })
+    );
+    let mut f = Fake {
+        ends_after: 3,
+        fail_ask: true,
+        ..Fake::default()
+    };
+    assert_eq!(stop(&mut f, g, g), Err("lost"));
+    assert_eq!(f.calls, ["look", "ask"]);
+}
