@@ -84,6 +84,8 @@ mod tests;
 #[cfg(test)]
 mod tests_flows;
 #[cfg(test)]
+mod tests_spec_examples;
+#[cfg(test)]
 mod tests_stages;
 
 pub use flow::{AddrMask, FlowKey, FlowMask, FlowTuple};
