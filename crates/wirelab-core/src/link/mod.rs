@@ -42,7 +42,8 @@
 //!   set, the bottleneck's queue and the slot state hold at most what the
 //!   limit admits (plus 65536 slot checkpoints).
 //!
-//! docs/emulate.md gives the stage syntax and every semantic choice.
+//! docs/emulate-model.md gives the stage syntax and every semantic choice;
+//! the stages themselves are one table, [`STAGES`].
 //!
 //! ```
 //! use wirelab_core::link::{Direction, Link, LinkConfig, LinkKey};
@@ -76,6 +77,7 @@ mod rng;
 mod sched;
 mod slot;
 mod spec;
+mod stages;
 mod timecsv;
 mod trace_stage;
 
@@ -102,5 +104,6 @@ pub use spec::{
     CODEL_TARGET_NS, DEFAULT_MAX_FLOWS, DRD_TOP, MAX_FLOWS, MIN_ONOFF_NS, MIN_QUANTUM, MIN_SLOT_NS,
     PIE_INTERVAL_NS, PIE_TARGET_NS,
 };
+pub use stages::{docs_table, help_text, Stage, STAGES};
 pub use timecsv::{RowAt, RowSource};
 pub use trace_stage::Looping;

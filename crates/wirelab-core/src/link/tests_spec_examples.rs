@@ -12,7 +12,11 @@ fn outcome(spec: &str) -> String {
     match LinkConfig::parse(spec) {
         Ok(c) => {
             let printed = c.to_string();
-            assert_eq!(LinkConfig::parse(&printed).as_ref(), Ok(&c), "{spec} -> {printed}");
+            assert_eq!(
+                LinkConfig::parse(&printed).as_ref(),
+                Ok(&c),
+                "{spec} -> {printed}"
+            );
             format!("ok: {printed}")
         }
         Err(e) => format!("err: {e}"),
