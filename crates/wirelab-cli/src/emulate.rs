@@ -4,22 +4,12 @@ use crate::{usage, Usage};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
+use wirelab_link as link;
 use wirelab_engine::emulate_setup::{EmulateSpec, Stages};
 use wirelab_engine::job::rt::RtSetup;
 
 #[derive(Args, Debug)]
-#[command(after_help = "Stages (netem's syntax; see docs/emulate.md):\n  \
-delay 10ms [2ms [25%]] [dist normal|pareto|paretonormal|uniform]\n  \
-loss random 1% [25%] | loss state P13 [P31 [P32 [P23 [P14]]]] | loss gemodel P [R [1-H [1-K]]] [ecn]\n  \
-duplicate 1% [C]   corrupt 0.1% [C]   reorder 25% [C] gap 5\n  \
-rate 10mbit [OVERHEAD [CELL [CELLOVERHEAD]]] [burst 125k]   slot MIN [MAX] [packets N] [bytes B]\n  \
-limit 1000 | limit bytes 1m   order fifo|free   seed 7   drd MIN MAX\n  \
-trace FILE [scale X] [offset T] [at-end loop|hold|stop|pass|drop]\n  \
-timeline NET.csv [period T] [at-end loop|hold|stop|pass|drop]   (time-indexed CSV)\n  \
-link FILE [once]   (Mahimahi delivery opportunities)   onoff exp|periodic ON OFF [drop]\n  \
-queue droptail|drophead|codel|pie [packets=N] [bytes=B] [target=T] [interval=T]\n  \
-profile FILE   (Dummynet pipe profile: airtime and loss curve; needs rate or its bw line)\n\n\
-Example: wirelab emulate --a veth1 --b veth2 --both 'delay 20ms 2ms loss 1%' -d 60s")]
+#[command(after_help = stages_help())]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EmulateArgs {
     #[command(subcommand)]
@@ -90,6 +80,16 @@ pub struct EmulateArgs {
     /// No live counters on stderr
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// The stage list after the flags: made from the link model's stage
+/// registry, so every stage the parser takes is listed.
+fn stages_help() -> String {
+    format!(
+        "Stages (netem's syntax, in any order; see docs/emulate-model.md):\n{}\n\
+         Example: wirelab emulate --a veth1 --b veth2 --both 'delay 20ms 2ms loss 1%' -d 60s",
+        link::help_text()
+    )
 }
 
 /// The control socket when `--ctl` and `ctl --socket` give none.
@@ -214,5 +214,31 @@ mod tests {
         );
         assert!(s.rt.mlock, "an RT emulator locks its memory");
         assert_eq!(s.command_line, "--a x --b y --a2b loss=1% --rt-priority 5");
+    }
+
+    #[test]
+    fn help_lists_every_stage_the_parser_takes() {
+        use clap::CommandFactory;
+        let mut cmd = crate::Cli::command();
+        let emulate = cmd.find_subcommand_mut("emulate").expect("emulate");
+        // Unwrapped (wrapping depends on the terminal).
+        let help = emulate.clone().term_width(0).render_long_help().to_string();
+        assert!(help.contains(&link::help_text()), "{help}");
+        let starts: Vec<&str> = help.lines().filter_map(|l| l.strip_prefix("  ")).collect();
+        for stage in link::STAGES {
+            let listed = starts
+                .iter()
+                .any(|l| l.split(' ').next() == Some(stage.keyword));
+            assert!(listed, "{} missing:\n{help}", stage.keyword);
+            assert!(
+                link::LinkConfig::parse(stage.example).is_ok(),
+                "{}",
+                stage.example
+            );
+        }
+        assert!(
+            help.contains("per-flow MASK") && help.contains("sched fifo"),
+            "{help}"
+        );
     }
 }

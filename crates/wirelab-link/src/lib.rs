@@ -45,7 +45,8 @@
 //!   set, the bottleneck's queue and the slot state hold at most what the
 //!   limit admits (plus 65536 slot checkpoints).
 //!
-//! docs/emulate.md gives the stage syntax and every semantic choice.
+//! docs/emulate-model.md gives the stage syntax and every semantic choice;
+//! the stages themselves are one table, [`STAGES`].
 //!
 //! ```
 //! use wirelab_link::{Direction, Link, LinkConfig, LinkKey};
@@ -80,6 +81,7 @@ mod rng;
 mod sched;
 mod slot;
 mod spec;
+mod stages;
 mod timecsv;
 mod trace_stage;
 
@@ -87,6 +89,8 @@ mod trace_stage;
 mod tests;
 #[cfg(test)]
 mod tests_flows;
+#[cfg(test)]
+mod tests_spec_examples;
 #[cfg(test)]
 mod tests_stages;
 
@@ -104,5 +108,6 @@ pub use spec::{
     CODEL_TARGET_NS, DEFAULT_MAX_FLOWS, DRD_TOP, MAX_FLOWS, MIN_ONOFF_NS, MIN_QUANTUM, MIN_SLOT_NS,
     PIE_INTERVAL_NS, PIE_TARGET_NS,
 };
+pub use stages::{docs_table, help_text, Stage, STAGES};
 pub use timecsv::{RowAt, RowSource};
 pub use trace_stage::Looping;

@@ -80,6 +80,22 @@ pub enum DropReason {
     LinkDead,
 }
 
+impl DropReason {
+    /// Its name in counters and reports (as serialized).
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Loss => "loss",
+            DropReason::Trace => "trace",
+            DropReason::TraceEnd => "trace_end",
+            DropReason::Limit => "limit",
+            DropReason::Horizon => "horizon",
+            DropReason::Aqm => "aqm",
+            DropReason::Drd => "drd",
+            DropReason::LinkDead => "link_dead",
+        }
+    }
+}
+
 /// Which bit to flip: a uniform draw the driver maps onto the part of the
 /// frame it corrupts (whole frame, L3, L4 or payload).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,7 @@
-//! The stage list of one link direction in netem's syntax: parsing,
-//! validation and the canonical printed form (grammar in
-//! docs/emulate.md).
+//! The stage list of one link direction in netem's syntax: what it parses
+//! to, the reading loop, the value readers and printers. Which keywords
+//! exist, and each one's checks and printed form, is the registry
+//! ([`super::stages::STAGES`]); the grammar is in docs/emulate-model.md.
 //!
 //! Contracts:
 //! - Options may come in any order; each at most once (`limit` may be
@@ -23,6 +24,7 @@ use std::fmt;
 use thiserror::Error;
 
 use super::flow::FlowMask;
+use super::stages::{stage_named, Draft, STAGES};
 
 use wirelab_core::units::{parse_bytes, parse_duration_ns, parse_number, UnitError};
 
@@ -52,7 +54,7 @@ pub enum DelayDist {
 }
 
 impl DelayDist {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             DelayDist::Uniform => "uniform",
             DelayDist::Normal => "normal",
@@ -149,7 +151,7 @@ pub enum QueueKind {
 }
 
 impl QueueKind {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             QueueKind::DropTail => "droptail",
             QueueKind::DropHead => "drophead",
@@ -327,7 +329,7 @@ pub enum TraceEnd {
 }
 
 impl TraceEnd {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             TraceEnd::Loop => "loop",
             TraceEnd::Hold => "hold",
@@ -508,7 +510,7 @@ fn where_(token: usize, column: usize, text: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum SpecErrorKind {
     /// Not a keyword of the stage language.
-    #[error("unknown option; expected one of {KEYWORDS}")]
+    #[error("unknown option; expected one of {}", super::stages::keyword_list())]
     Unknown,
     /// The input ended inside an option.
     #[error("{option} needs {expected}")]
@@ -534,10 +536,6 @@ pub enum SpecErrorKind {
     Conflict(String),
 }
 
-const KEYWORDS: &str = "delay, dist, loss, ecn, duplicate, corrupt, reorder, rate, burst, slot, \
-                        limit, order, seed, trace, queue, link, onoff, drd, timeline, profile, \
-                        per-flow, sched";
-
 /// Shortest slot accepted (bounds the work of finding slot edges).
 pub const MIN_SLOT_NS: u64 = 1_000;
 
@@ -546,9 +544,10 @@ struct Tok<'a> {
     column: usize,
 }
 
-struct Parser<'a> {
+/// The tokens of a stage list and the next one to read.
+pub(super) struct Parser<'a> {
     toks: Vec<Tok<'a>>,
-    pos: usize,
+    pub(super) pos: usize,
     end_column: usize,
 }
 
@@ -579,7 +578,7 @@ fn tokens(s: &str) -> (Vec<Tok<'_>>, usize) {
 }
 
 impl<'a> Parser<'a> {
-    fn err_at(&self, idx: usize, kind: SpecErrorKind) -> SpecError {
+    pub(super) fn err_at(&self, idx: usize, kind: SpecErrorKind) -> SpecError {
         match self.toks.get(idx) {
             Some(t) => SpecError {
                 token: idx + 1,
@@ -597,16 +596,20 @@ impl<'a> Parser<'a> {
     }
 
     /// An error about the token just consumed.
-    fn err_prev(&self, kind: SpecErrorKind) -> SpecError {
+    pub(super) fn err_prev(&self, kind: SpecErrorKind) -> SpecError {
         self.err_at(self.pos - 1, kind)
     }
 
-    fn peek(&self) -> Option<&'a str> {
+    pub(super) fn peek(&self) -> Option<&'a str> {
         self.toks.get(self.pos).map(|t| t.text)
     }
 
     /// The next token, required.
-    fn need(&mut self, option: &'static str, expected: &'static str) -> Result<&'a str, SpecError> {
+    pub(super) fn need(
+        &mut self,
+        option: &'static str,
+        expected: &'static str,
+    ) -> Result<&'a str, SpecError> {
         match self.peek() {
             Some(t) => {
                 self.pos += 1;
@@ -654,7 +657,11 @@ impl<'a> Parser<'a> {
         self.value(what, duration(t))
     }
 
-    fn count(&mut self, option: &'static str, what: &'static str) -> Result<u64, SpecError> {
+    pub(super) fn count(
+        &mut self,
+        option: &'static str,
+        what: &'static str,
+    ) -> Result<u64, SpecError> {
         let t = self.need(option, "a whole number")?;
         self.value(what, count(t))
     }
@@ -662,30 +669,30 @@ impl<'a> Parser<'a> {
 
 /// Which option set each field, for conflict messages (token indices).
 #[derive(Default)]
-struct Seen {
-    delay: Option<usize>,
-    dist: Option<(usize, DelayDist)>,
-    loss: Option<usize>,
-    ecn: Option<usize>,
-    duplicate: Option<usize>,
-    corrupt: Option<usize>,
-    reorder: Option<usize>,
-    rate: Option<usize>,
-    slot: Option<usize>,
-    limit_packets: Option<usize>,
-    limit_bytes: Option<usize>,
-    order: Option<usize>,
-    seed: Option<usize>,
-    trace: Option<usize>,
-    burst: Option<usize>,
-    queue: Option<usize>,
-    link: Option<usize>,
-    onoff: Option<usize>,
-    drd: Option<usize>,
-    timeline: Option<usize>,
-    profile: Option<usize>,
-    per_flow: Option<usize>,
-    sched: Option<usize>,
+pub(super) struct Seen {
+    pub(super) delay: Option<usize>,
+    pub(super) dist: Option<(usize, DelayDist)>,
+    pub(super) loss: Option<usize>,
+    pub(super) ecn: Option<usize>,
+    pub(super) duplicate: Option<usize>,
+    pub(super) corrupt: Option<usize>,
+    pub(super) reorder: Option<usize>,
+    pub(super) rate: Option<usize>,
+    pub(super) slot: Option<usize>,
+    pub(super) limit_packets: Option<usize>,
+    pub(super) limit_bytes: Option<usize>,
+    pub(super) order: Option<usize>,
+    pub(super) seed: Option<usize>,
+    pub(super) trace: Option<usize>,
+    pub(super) burst: Option<usize>,
+    pub(super) queue: Option<usize>,
+    pub(super) link: Option<usize>,
+    pub(super) onoff: Option<usize>,
+    pub(super) drd: Option<usize>,
+    pub(super) timeline: Option<usize>,
+    pub(super) profile: Option<usize>,
+    pub(super) per_flow: Option<usize>,
+    pub(super) sched: Option<usize>,
 }
 
 impl LinkConfig {
@@ -698,51 +705,13 @@ impl LinkConfig {
             pos: 0,
             end_column,
         };
-        let mut c = LinkConfig::default();
-        let mut seen = Seen::default();
-        let mut burst = None;
+        let mut d = Draft::default();
         while let Some(kw) = p.peek() {
             let at = p.pos;
             p.pos += 1;
-            let slot_for = |slot: &mut Option<usize>, name: &'static str, p: &Parser| {
-                if slot.is_some() {
-                    return Err(p.err_at(at, SpecErrorKind::Repeated(name)));
-                }
-                *slot = Some(at);
-                Ok(())
-            };
-            match kw {
-                "delay" | "latency" => {
-                    slot_for(&mut seen.delay, "delay", &p)?;
-                    c.delay = Some(parse_delay(&mut p, &mut seen)?);
-                }
-                "dist" | "distribution" => {
-                    if seen.dist.is_some() {
-                        return Err(p.err_at(at, SpecErrorKind::Repeated("dist")));
-                    }
-                    seen.dist = Some((at, parse_dist(&mut p)?));
-                }
-                "loss" | "drop" => {
-                    slot_for(&mut seen.loss, "loss", &p)?;
-                    c.loss = Some(parse_loss(&mut p)?);
-                }
-                "ecn" => {
-                    slot_for(&mut seen.ecn, "ecn", &p)?;
-                    c.ecn = true;
-                }
-                "duplicate" => {
-                    slot_for(&mut seen.duplicate, "duplicate", &p)?;
-                    c.duplicate = Some(parse_chance(&mut p, "duplicate")?);
-                }
-                "corrupt" => {
-                    slot_for(&mut seen.corrupt, "corrupt", &p)?;
-                    c.corrupt = Some(parse_chance(&mut p, "corrupt")?);
-                }
-                "reorder" => {
-                    slot_for(&mut seen.reorder, "reorder", &p)?;
-                    c.reorder = Some(parse_reorder(&mut p)?);
-                }
-                "gap" => {
+            match stage_named(kw) {
+                Some(stage) => (stage.parse)(&mut p, &mut d, at)?,
+                None if kw == "gap" => {
                     return Err(p.err_at(
                         at,
                         SpecErrorKind::Conflict(
@@ -750,99 +719,17 @@ impl LinkConfig {
                         ),
                     ))
                 }
-                "rate" => {
-                    slot_for(&mut seen.rate, "rate", &p)?;
-                    c.rate = Some(parse_rate_clause(&mut p)?);
-                }
-                "slot" => {
-                    slot_for(&mut seen.slot, "slot", &p)?;
-                    c.slot = Some(parse_slot(&mut p)?);
-                }
-                "limit" => parse_limit(&mut p, &mut c.limit, &mut seen, at)?,
-                "order" => {
-                    slot_for(&mut seen.order, "order", &p)?;
-                    c.order = match p.need("order", "fifo or free")? {
-                        "fifo" => Order::Fifo,
-                        "free" => Order::Free,
-                        _ => {
-                            return Err(p.err_prev(SpecErrorKind::Value {
-                                what: "order",
-                                reason: "expected fifo or free".to_string(),
-                            }))
-                        }
-                    };
-                }
-                "seed" => {
-                    slot_for(&mut seen.seed, "seed", &p)?;
-                    c.seed = Some(p.count("seed", "seed")?);
-                }
-                "trace" => {
-                    slot_for(&mut seen.trace, "trace", &p)?;
-                    c.trace = Some(parse_trace(&mut p)?);
-                }
-                "burst" => {
-                    slot_for(&mut seen.burst, "burst", &p)?;
-                    burst = Some(parse_burst(&mut p)?);
-                }
-                "queue" => {
-                    slot_for(&mut seen.queue, "queue", &p)?;
-                    c.queue = Some(parse_queue(&mut p)?);
-                }
-                "link" => {
-                    slot_for(&mut seen.link, "link", &p)?;
-                    let file = p.need("link", "a Mahimahi trace file")?.to_string();
-                    let once = p.peek() == Some("once");
-                    p.pos += usize::from(once);
-                    c.link = Some(MmLinkSpec { file, once });
-                }
-                "profile" => {
-                    slot_for(&mut seen.profile, "profile", &p)?;
-                    let file = p.need("profile", "a Dummynet profile file")?.to_string();
-                    c.profile = Some(ProfileSpec { file });
-                }
-                "onoff" => {
-                    slot_for(&mut seen.onoff, "onoff", &p)?;
-                    c.onoff = Some(parse_onoff(&mut p)?);
-                }
-                "drd" => {
-                    slot_for(&mut seen.drd, "drd", &p)?;
-                    c.drd = Some(parse_drd(&mut p)?);
-                }
-                "timeline" => {
-                    slot_for(&mut seen.timeline, "timeline", &p)?;
-                    c.timeline = Some(parse_timeline(&mut p)?);
-                }
-                "per-flow" => {
-                    slot_for(&mut seen.per_flow, "per-flow", &p)?;
-                    c.per_flow = Some(parse_per_flow(&mut p)?);
-                }
-                "sched" => {
-                    slot_for(&mut seen.sched, "sched", &p)?;
-                    c.sched = Some(parse_sched(&mut p)?);
-                }
-                _ => return Err(p.err_at(at, SpecErrorKind::Unknown)),
+                None => return Err(p.err_at(at, SpecErrorKind::Unknown)),
             }
         }
-        if let (Some(b), Some(at)) = (burst, seen.burst) {
-            match &mut c.rate {
-                Some(r) => r.burst_bytes = b,
-                None => {
-                    return Err(p.err_at(
-                        at,
-                        SpecErrorKind::Conflict(
-                            "burst is credit of a rate: give one (e.g. rate 1mbit burst 125k)"
-                                .to_string(),
-                        ),
-                    ))
-                }
-            }
+        for stage in STAGES {
+            (stage.check)(&mut d, &p)?;
         }
-        validate(&mut c, &seen, &p)?;
-        Ok(c)
+        Ok(d.config)
     }
 }
 
-fn parse_delay(p: &mut Parser, seen: &mut Seen) -> Result<DelaySpec, SpecError> {
+pub(super) fn parse_delay(p: &mut Parser, seen: &mut Seen) -> Result<DelaySpec, SpecError> {
     let delay_ns = p.duration("delay", "delay")?;
     let mut d = DelaySpec {
         delay_ns,
@@ -864,7 +751,7 @@ fn parse_delay(p: &mut Parser, seen: &mut Seen) -> Result<DelaySpec, SpecError> 
     Ok(d)
 }
 
-fn parse_dist(p: &mut Parser) -> Result<DelayDist, SpecError> {
+pub(super) fn parse_dist(p: &mut Parser) -> Result<DelayDist, SpecError> {
     let t = p.need("dist", "uniform, normal, pareto or paretonormal")?;
     Ok(match t {
         "uniform" => DelayDist::Uniform,
@@ -880,13 +767,13 @@ fn parse_dist(p: &mut Parser) -> Result<DelayDist, SpecError> {
     })
 }
 
-fn parse_chance(p: &mut Parser, option: &'static str) -> Result<Chance, SpecError> {
+pub(super) fn parse_chance(p: &mut Parser, option: &'static str) -> Result<Chance, SpecError> {
     let prob = p.percent(option, "probability")?;
     let corr = p.optional_percent("correlation")?.unwrap_or(0.0);
     Ok(Chance { p: prob, corr })
 }
 
-fn parse_loss(p: &mut Parser) -> Result<LossModel, SpecError> {
+pub(super) fn parse_loss(p: &mut Parser) -> Result<LossModel, SpecError> {
     const EXPECTED: &str = "random P%, state P13%... or gemodel P%...";
     match p.peek() {
         Some("random") => {
@@ -959,7 +846,7 @@ fn parse_loss(p: &mut Parser) -> Result<LossModel, SpecError> {
     }
 }
 
-fn parse_reorder(p: &mut Parser) -> Result<Reorder, SpecError> {
+pub(super) fn parse_reorder(p: &mut Parser) -> Result<Reorder, SpecError> {
     let chance = parse_chance(p, "reorder")?;
     let mut gap = 1;
     if p.peek() == Some("gap") {
@@ -975,7 +862,7 @@ fn parse_reorder(p: &mut Parser) -> Result<Reorder, SpecError> {
     Ok(Reorder { chance, gap })
 }
 
-fn parse_rate_clause(p: &mut Parser) -> Result<RateSpec, SpecError> {
+pub(super) fn parse_rate_clause(p: &mut Parser) -> Result<RateSpec, SpecError> {
     let t = p.need("rate", "a rate such as 10mbit")?;
     let bits_per_sec = p.value("rate", rate_bits(t))?;
     let mut r = RateSpec {
@@ -1001,7 +888,7 @@ fn parse_rate_clause(p: &mut Parser) -> Result<RateSpec, SpecError> {
     Ok(r)
 }
 
-fn parse_slot(p: &mut Parser) -> Result<SlotSpec, SpecError> {
+pub(super) fn parse_slot(p: &mut Parser) -> Result<SlotSpec, SpecError> {
     let min_ns = p.duration("slot", "slot length")?;
     if min_ns < MIN_SLOT_NS {
         return Err(p.err_prev(SpecErrorKind::Value {
@@ -1048,7 +935,7 @@ fn parse_slot(p: &mut Parser) -> Result<SlotSpec, SpecError> {
     }
 }
 
-fn parse_limit(
+pub(super) fn parse_limit(
     p: &mut Parser,
     limit: &mut Limit,
     seen: &mut Seen,
@@ -1111,7 +998,7 @@ fn parse_limit(
     Ok(())
 }
 
-fn parse_trace(p: &mut Parser) -> Result<TraceSpec, SpecError> {
+pub(super) fn parse_trace(p: &mut Parser) -> Result<TraceSpec, SpecError> {
     let file = p.need("trace", "a file name")?.to_string();
     let mut t = TraceSpec {
         file,
@@ -1144,7 +1031,7 @@ fn parse_trace(p: &mut Parser) -> Result<TraceSpec, SpecError> {
     }
 }
 
-fn parse_burst(p: &mut Parser) -> Result<u64, SpecError> {
+pub(super) fn parse_burst(p: &mut Parser) -> Result<u64, SpecError> {
     let t = p.need("burst", "a size such as 125k")?;
     let b = p.value("burst", size(t))?;
     if b == 0 {
@@ -1156,7 +1043,7 @@ fn parse_burst(p: &mut Parser) -> Result<u64, SpecError> {
     Ok(b)
 }
 
-fn parse_queue(p: &mut Parser) -> Result<QueueSpec, SpecError> {
+pub(super) fn parse_queue(p: &mut Parser) -> Result<QueueSpec, SpecError> {
     const KINDS: &str = "droptail, drophead, codel or pie";
     let kind = match p.need("queue", KINDS)? {
         "droptail" => QueueKind::DropTail,
@@ -1239,7 +1126,7 @@ fn parse_queue(p: &mut Parser) -> Result<QueueSpec, SpecError> {
     Ok(q)
 }
 
-fn parse_per_flow(p: &mut Parser) -> Result<PerFlowSpec, SpecError> {
+pub(super) fn parse_per_flow(p: &mut Parser) -> Result<PerFlowSpec, SpecError> {
     let t = p.need("per-flow", "a mask such as src/24,dport")?;
     let mask = p.value("per-flow", FlowMask::parse(t))?;
     let mut max_flows = None;
@@ -1267,7 +1154,7 @@ fn quantum(t: &str) -> Result<u64, String> {
     Ok(q)
 }
 
-fn parse_sched(p: &mut Parser) -> Result<SchedSpec, SpecError> {
+pub(super) fn parse_sched(p: &mut Parser) -> Result<SchedSpec, SpecError> {
     const KINDS: &str = "fifo, drr or fq_codel";
     let once = |set: bool, p: &Parser| {
         if set {
@@ -1364,7 +1251,7 @@ fn at_least_one(v: u64) -> Result<u64, String> {
     }
 }
 
-fn parse_onoff(p: &mut Parser) -> Result<OnOffSpec, SpecError> {
+pub(super) fn parse_onoff(p: &mut Parser) -> Result<OnOffSpec, SpecError> {
     let kind = match p.need("onoff", "exp or periodic")? {
         "exp" => OnOffKind::Exp,
         "periodic" => OnOffKind::Periodic,
@@ -1395,7 +1282,7 @@ fn parse_onoff(p: &mut Parser) -> Result<OnOffSpec, SpecError> {
     })
 }
 
-fn parse_drd(p: &mut Parser) -> Result<DrdSpec, SpecError> {
+pub(super) fn parse_drd(p: &mut Parser) -> Result<DrdSpec, SpecError> {
     let min = p.count("drd", "DRD min (packets)")?;
     let max = p.count("drd", "DRD max (packets)")?;
     if max <= min {
@@ -1412,7 +1299,7 @@ fn parse_drd(p: &mut Parser) -> Result<DrdSpec, SpecError> {
     Ok(DrdSpec { min, max, congest })
 }
 
-fn parse_timeline(p: &mut Parser) -> Result<TimelineSpec, SpecError> {
+pub(super) fn parse_timeline(p: &mut Parser) -> Result<TimelineSpec, SpecError> {
     let file = p.need("timeline", "a time-indexed CSV file")?.to_string();
     let mut t = TimelineSpec {
         file,
@@ -1452,147 +1339,6 @@ fn parse_at_end(p: &mut Parser, option: &'static str) -> Result<TraceEnd, SpecEr
             }))
         }
     })
-}
-
-fn validate(c: &mut LinkConfig, seen: &Seen, p: &Parser) -> Result<(), SpecError> {
-    let conflict = |at: usize, msg: &str| p.err_at(at, SpecErrorKind::Conflict(msg.to_string()));
-    if let Some((at, dist)) = seen.dist {
-        match &mut c.delay {
-            Some(d) if d.jitter_ns > 0 => d.dist = dist,
-            _ => {
-                return Err(conflict(
-                    at,
-                    "dist shapes the jitter: give one, e.g. delay 10ms 2ms dist normal",
-                ))
-            }
-        }
-    }
-    if let (Some(d), Some(at)) = (&c.delay, seen.delay) {
-        if d.corr > 0.0 && d.jitter_ns == 0 {
-            return Err(conflict(at, "a delay correlation needs a jitter"));
-        }
-    }
-    if let Some(at) = seen.trace {
-        let decided = [
-            (seen.delay, "delay"),
-            (seen.loss, "loss"),
-            (seen.duplicate, "duplicate"),
-            (seen.reorder, "reorder"),
-        ];
-        if let Some((Some(other), name)) = decided.iter().find(|(s, _)| s.is_some()) {
-            return Err(conflict(
-                (*other).max(at),
-                &format!("trace decides delay, loss and duplication per packet: remove {name} or the trace"),
-            ));
-        }
-    }
-    if let Some(at) = seen.reorder {
-        if c.delay.is_none_or(|d| d.delay_ns == 0) {
-            return Err(conflict(
-                at,
-                "reorder needs a delay for the packets it does not reorder (e.g. delay 10ms reorder 25% gap 5)",
-            ));
-        }
-        if c.order == Order::Fifo {
-            return Err(conflict(
-                at.max(seen.order.unwrap_or(0)),
-                "reorder and order fifo contradict each other: fifo forbids reordering",
-            ));
-        }
-    }
-    if let Some(at) = seen.queue {
-        if c.rate.is_none() && c.link.is_none() && c.onoff.is_none() {
-            return Err(conflict(
-                at,
-                "a queue fills in front of a bottleneck: add rate R, link FILE or onoff \
-                 (e.g. queue codel rate 10mbit)",
-            ));
-        }
-    }
-    if let (Some(a), Some(b)) = (seen.link, seen.rate) {
-        return Err(conflict(
-            a.max(b),
-            "link and rate both set the bottleneck's speed: use one of them",
-        ));
-    }
-    if let Some(at) = seen.profile {
-        if let Some(t) = seen.trace {
-            return Err(conflict(
-                at.max(t),
-                "trace decides delay and loss per packet: remove profile or the trace",
-            ));
-        }
-        let held = [
-            (seen.queue, "queue"),
-            (seen.link, "link"),
-            (seen.onoff, "onoff"),
-        ];
-        if let Some((Some(other), name)) = held.iter().find(|(s, _)| s.is_some()) {
-            return Err(conflict(
-                at.max(*other),
-                &format!(
-                    "profile adds airtime to the rate's serialization, which {name} replaces with a queue simulated in time: use profile with rate (or the profile's bw)"
-                ),
-            ));
-        }
-    }
-    if let Some(at) = seen.sched {
-        if c.rate.is_none() && c.link.is_none() && c.onoff.is_none() {
-            return Err(conflict(
-                at,
-                "a scheduler serves a bottleneck: add rate R, link FILE or onoff \
-                 (e.g. sched drr weights 1,3 rate 10mbit)",
-            ));
-        }
-        if let (Some(q), true) = (seen.queue, c.flow_queues()) {
-            return Err(conflict(
-                at.max(q),
-                "sched drr and fq_codel keep a queue per flow, bounded together by limit \
-                 (fq_codel runs CoDel on each): remove queue",
-            ));
-        }
-        if let (Some(pf), Some(SchedSpec::Fifo)) = (seen.per_flow, &c.sched) {
-            return Err(conflict(
-                at.max(pf),
-                "sched fifo serves one queue: use per-flow alone for a pipe per flow, or \
-                 sched drr|fq_codel for a queue per flow on one link",
-            ));
-        }
-        if let (Some(pf), Some(SchedSpec::FqCodel { .. })) = (seen.per_flow, &c.sched) {
-            if c.per_flow.is_some_and(|p| p.max_flows.is_some()) {
-                return Err(conflict(
-                    at.max(pf),
-                    "fq_codel hashes flows into its buckets: give their number to it \
-                     (sched fq_codel flows N), not to per-flow",
-                ));
-            }
-        }
-    }
-    if let (Some(at), true) = (seen.per_flow, c.flow_pipes()) {
-        let files = [
-            (seen.trace, "trace"),
-            (seen.link, "link"),
-            (seen.timeline, "timeline"),
-        ];
-        if let Some((Some(other), name)) = files.iter().find(|(s, _)| s.is_some()) {
-            return Err(conflict(
-                at.max(*other),
-                &format!(
-                    "per-flow gives each flow a pipe of its own, but the {name} file has one \
-                     cursor: use a rule per flow (--rule FILTER '{name} ...') instead"
-                ),
-            ));
-        }
-    }
-    if let Some(at) = seen.ecn {
-        if c.loss.is_none() {
-            return Err(conflict(
-                at,
-                "ecn marks packets the loss model would drop: add loss (e.g. loss 1% ecn)",
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn percent(t: &str) -> Result<f64, String> {
@@ -1726,7 +1472,7 @@ fn rate_bits(t: &str) -> Result<u64, String> {
 }
 
 /// A duration with the largest unit that shows it exactly.
-fn fmt_duration(ns: u64) -> String {
+pub(super) fn fmt_duration(ns: u64) -> String {
     if ns == 0 {
         "0".to_string()
     } else if ns.is_multiple_of(1_000_000_000) {
@@ -1740,12 +1486,12 @@ fn fmt_duration(ns: u64) -> String {
     }
 }
 
-fn fmt_percent(p: f64) -> String {
+pub(super) fn fmt_percent(p: f64) -> String {
     let v = (p * 100.0 * 1e10).round() / 1e10;
     format!("{v}%")
 }
 
-fn fmt_rate(bps: u64) -> String {
+pub(super) fn fmt_rate(bps: u64) -> String {
     for (div, unit) in [
         (1_000_000_000, "gbit"),
         (1_000_000, "mbit"),
@@ -1761,209 +1507,12 @@ fn fmt_rate(bps: u64) -> String {
 /// The canonical form, which parses back to an equal config.
 impl fmt::Display for LinkConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut parts: Vec<String> = Vec::new();
-        if let Some(t) = &self.trace {
-            let mut s = format!("trace {}", t.file);
-            if t.scale != 1.0 {
-                s += &format!(" scale {}", t.scale);
-            }
-            if t.offset_ns != 0 {
-                let sign = if t.offset_ns < 0 { "-" } else { "" };
-                s += &format!(" offset {sign}{}", fmt_duration(t.offset_ns.unsigned_abs()));
-            }
-            s += &format!(" at-end {}", t.at_end.name());
-            parts.push(s);
-        }
-        if let Some(d) = &self.delay {
-            let mut s = format!("delay {}", fmt_duration(d.delay_ns));
-            if d.jitter_ns > 0 {
-                s += &format!(" {}", fmt_duration(d.jitter_ns));
-                if d.corr > 0.0 {
-                    s += &format!(" {}", fmt_percent(d.corr));
-                }
-                s += &format!(" dist {}", d.dist.name());
-            }
-            parts.push(s);
-        }
-        if let Some(l) = &self.loss {
-            parts.push(match *l {
-                LossModel::Random(c) => format!("loss random {}", fmt_chance(c)),
-                LossModel::State {
-                    p13,
-                    p31,
-                    p32,
-                    p23,
-                    p14,
-                } => format!(
-                    "loss state {} {} {} {} {}",
-                    fmt_percent(p13),
-                    fmt_percent(p31),
-                    fmt_percent(p32),
-                    fmt_percent(p23),
-                    fmt_percent(p14)
-                ),
-                LossModel::GilbertElliott {
-                    p,
-                    r,
-                    loss_bad,
-                    loss_good,
-                } => format!(
-                    "loss gemodel {} {} {} {}",
-                    fmt_percent(p),
-                    fmt_percent(r),
-                    fmt_percent(loss_bad),
-                    fmt_percent(loss_good)
-                ),
-            });
-        }
-        if self.ecn {
-            parts.push("ecn".to_string());
-        }
-        if let Some(c) = self.duplicate {
-            parts.push(format!("duplicate {}", fmt_chance(c)));
-        }
-        if let Some(c) = self.corrupt {
-            parts.push(format!("corrupt {}", fmt_chance(c)));
-        }
-        if let Some(r) = self.reorder {
-            parts.push(format!("reorder {} gap {}", fmt_chance(r.chance), r.gap));
-        }
-        if let Some(r) = self.rate {
-            let mut s = format!("rate {}", fmt_rate(r.bits_per_sec));
-            if r.packet_overhead != 0 || r.cell_size != 0 {
-                s += &format!(" {}", r.packet_overhead);
-                if r.cell_size != 0 {
-                    s += &format!(" {} {}", r.cell_size, r.cell_overhead);
-                }
-            }
-            if r.burst_bytes > 0 {
-                s += &format!(" burst {}", r.burst_bytes);
-            }
-            parts.push(s);
-        }
-        if let Some(pr) = &self.profile {
-            parts.push(format!("profile {}", pr.file));
-        }
-        if let Some(l) = &self.link {
-            parts.push(format!(
-                "link {}{}",
-                l.file,
-                if l.once { " once" } else { "" }
-            ));
-        }
-        if let Some(o) = self.onoff {
-            let kind = match o.kind {
-                OnOffKind::Exp => "exp",
-                OnOffKind::Periodic => "periodic",
-            };
-            parts.push(format!(
-                "onoff {kind} {} {}{}",
-                fmt_duration(o.on_ns),
-                fmt_duration(o.off_ns),
-                if o.drop { " drop" } else { "" }
-            ));
-        }
-        if let Some(q) = self.queue {
-            let mut s = format!("queue {}", q.kind.name());
-            if let Some(n) = q.packets {
-                s += &format!(" packets={n}");
-            }
-            if let Some(b) = q.bytes {
-                s += &format!(" bytes={b}");
-            }
-            if let Some(t) = q.target_ns {
-                s += &format!(" target={}", fmt_duration(t));
-            }
-            if let Some(i) = q.interval_ns {
-                s += &format!(" interval={}", fmt_duration(i));
-            }
-            parts.push(s);
-        }
-        if let Some(d) = self.drd {
-            let mut s = format!("drd {} {}", d.min, d.max);
-            if let Some(c) = d.congest {
-                s += &format!(" congest {c}");
-            }
-            parts.push(s);
-        }
-        if let Some(t) = &self.timeline {
-            let mut s = format!("timeline {}", t.file);
-            if let Some(p) = t.period_ns {
-                s += &format!(" period {}", fmt_duration(p));
-            }
-            s += &format!(" at-end {}", t.at_end.name());
-            parts.push(s);
-        }
-        if let Some(s) = self.slot {
-            let mut t = format!("slot {} {}", fmt_duration(s.min_ns), fmt_duration(s.max_ns));
-            if let Some(n) = s.packets {
-                t += &format!(" packets {n}");
-            }
-            if let Some(b) = s.bytes {
-                t += &format!(" bytes {b}");
-            }
-            parts.push(t);
-        }
-        if let Some(n) = self.limit.packets {
-            parts.push(format!("limit {n}"));
-        }
-        if let Some(b) = self.limit.bytes {
-            parts.push(format!("limit bytes {b}"));
-        }
-        if self.order == Order::Fifo {
-            parts.push("order fifo".to_string());
-        }
-        if let Some(p) = self.per_flow {
-            let mut s = format!("per-flow {}", p.mask);
-            if let Some(n) = p.max_flows {
-                s += &format!(" flows {n}");
-            }
-            parts.push(s);
-        }
-        match &self.sched {
-            None => {}
-            Some(SchedSpec::Fifo) => parts.push("sched fifo".to_string()),
-            Some(SchedSpec::Drr { weights, quantum }) => {
-                let mut s = "sched drr".to_string();
-                if !weights.is_empty() {
-                    let w: Vec<String> = weights.iter().map(u32::to_string).collect();
-                    s += &format!(" weights {}", w.join(","));
-                }
-                if let Some(q) = quantum {
-                    s += &format!(" quantum {q}");
-                }
-                parts.push(s);
-            }
-            Some(SchedSpec::FqCodel {
-                target_ns,
-                interval_ns,
-                quantum,
-                flows,
-            }) => {
-                let mut s = "sched fq_codel".to_string();
-                if let Some(t) = target_ns {
-                    s += &format!(" target {}", fmt_duration(*t));
-                }
-                if let Some(i) = interval_ns {
-                    s += &format!(" interval {}", fmt_duration(*i));
-                }
-                if let Some(q) = quantum {
-                    s += &format!(" quantum {q}");
-                }
-                if let Some(n) = flows {
-                    s += &format!(" flows {n}");
-                }
-                parts.push(s);
-            }
-        }
-        if let Some(s) = self.seed {
-            parts.push(format!("seed {s}"));
-        }
+        let parts: Vec<String> = STAGES.iter().filter_map(|s| (s.print)(self)).collect();
         f.write_str(&parts.join(" "))
     }
 }
 
-fn fmt_chance(c: Chance) -> String {
+pub(super) fn fmt_chance(c: Chance) -> String {
     if c.corr > 0.0 {
         format!("{} {}", fmt_percent(c.p), fmt_percent(c.corr))
     } else {

@@ -7,7 +7,7 @@
 //! with the same marginal distribution (each shape is a quantile function
 //! applied to `Φ(z)`, which keeps the ranks, so the correlation structure
 //! carries over). The shapes are those of the emulator's
-//! `delay D J dist NAME` (docs/emulate.md), so a generated trace and the
+//! `delay D J dist NAME` (docs/emulate-model.md), so a generated trace and the
 //! stage draw from one distribution:
 //!
 //! | shape | `S(z)` | the delay |
