@@ -83,6 +83,9 @@ pub struct Walk<'a> {
     frame: &'a [u8],
     /// VLAN TPIDs read after the MAC addresses (a tag cut short counts).
     pub vlan_tags: u8,
+    /// The EtherType after the VLAN tags (`None` when the frame ends
+    /// inside them, or for a frame that starts with IP).
+    pub ethertype: Option<u16>,
     /// MPLS labels stepped over.
     pub mpls_labels: u8,
     /// Where the L2 header (with tags, before any MPLS stack) ends; 0 for
@@ -141,6 +144,7 @@ pub fn walk_ethernet(frame: &[u8]) -> Walk<'_> {
         }
     };
     w.vlan_tags = tags.count;
+    w.ethertype = Some(tags.ethertype);
     w.l2_len = tags.payload_at;
     let mut at = tags.payload_at;
     let mut ethertype = tags.ethertype;
@@ -187,6 +191,7 @@ impl<'a> Walk<'a> {
         Walk {
             frame,
             vlan_tags: 0,
+            ethertype: None,
             mpls_labels: 0,
             l2_len: 0,
             ip: None,
