@@ -2,14 +2,14 @@
 //! `sched fq_codel`) tell apart.
 //!
 //! The driver reads a frame's addresses, protocol and ports
-//! ([`FlowTuple::from_frame`], wirelab-wire's header parser) and hands
+//! ([`FlowTuple::from_frame`], wirelab-wire's frame walk) and hands
 //! them to [`super::Link::arrive_flow`]; the link keeps the fields its
 //! mask names ([`FlowMask::key`]). Frames that are not IP are one flow.
 
 use std::fmt;
 use std::net::IpAddr;
 
-use wirelab_wire::rewrite::{parse_ethernet, L3Kind};
+use wirelab_wire::headers::walk::walk_ethernet;
 
 use super::rng::mix64;
 
@@ -29,45 +29,17 @@ pub struct FlowTuple {
     pub dport: u16,
 }
 
-/// Protocols whose header starts with a source and a destination port.
-fn has_ports(proto: u8) -> bool {
-    matches!(proto, 6 | 17 | 33 | 132 | 136)
-}
-
 impl FlowTuple {
     /// The flow fields of an Ethernet frame (behind VLAN tags and MPLS);
     /// `None` if it carries no IPv4 or IPv6 header.
     pub fn from_frame(frame: &[u8]) -> Option<FlowTuple> {
-        let l = parse_ethernet(frame);
-        let (kind, p) = l.l3?;
-        let (src, dst, mut proto) = match kind {
-            L3Kind::V4 => {
-                let a: [u8; 4] = frame.get(p + 12..p + 16)?.try_into().ok()?;
-                let b: [u8; 4] = frame.get(p + 16..p + 20)?.try_into().ok()?;
-                (IpAddr::from(a), IpAddr::from(b), frame[p + 9])
-            }
-            L3Kind::V6 => {
-                let a: [u8; 16] = frame.get(p + 8..p + 24)?.try_into().ok()?;
-                let b: [u8; 16] = frame.get(p + 24..p + 40)?.try_into().ok()?;
-                (IpAddr::from(a), IpAddr::from(b), frame[p + 6])
-            }
-        };
-        let (mut sport, mut dport) = (0, 0);
-        if let Some((l4, q)) = l.l4 {
-            proto = l4;
-            if has_ports(l4) {
-                if let Some(b) = frame.get(q..q + 4) {
-                    sport = u16::from_be_bytes([b[0], b[1]]);
-                    dport = u16::from_be_bytes([b[2], b[3]]);
-                }
-            }
-        }
+        let t = walk_ethernet(frame).five_tuple()?;
         Some(FlowTuple {
-            src,
-            dst,
-            proto,
-            sport,
-            dport,
+            src: t.src,
+            dst: t.dst,
+            proto: t.proto,
+            sport: t.sport,
+            dport: t.dport,
         })
     }
 }
@@ -386,5 +358,20 @@ mod tests {
             m.key(Some(&t)),
             m.key(Some(&FlowTuple::from_frame(&g).unwrap()))
         );
+    }
+
+    #[test]
+    fn a_0x9100_tag_is_stepped_over_like_any_tag() {
+        let plain = udp4([10, 0, 1, 5], [10, 0, 2, 1], 4000, 5004);
+        let want = FlowTuple::from_frame(&plain).unwrap();
+        for tags in [&[0x9100u16][..], &[0x88a8, 0x9100, 0x8100]] {
+            let mut f = plain[..12].to_vec();
+            for t in tags {
+                f.extend_from_slice(&t.to_be_bytes());
+                f.extend_from_slice(&[0, 9]);
+            }
+            f.extend_from_slice(&plain[12..]);
+            assert_eq!(FlowTuple::from_frame(&f), Some(want), "{tags:x?}");
+        }
     }
 }

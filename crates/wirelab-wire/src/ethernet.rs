@@ -47,6 +47,8 @@ impl Framing {
     }
 }
 
+use crate::headers::EthernetFrame;
+
 /// Destination and source MAC and the EtherType.
 pub const HEADER_BYTES: usize = 14;
 /// One 802.1Q or 802.1ad tag.
@@ -62,19 +64,28 @@ pub enum Misfit {
 }
 
 /// Whether an L2 frame (without FCS) fits an Ethernet interface whose MTU
-/// is `mtu`: at least the header, at most `mtu` + header, plus one VLAN tag
-/// when the frame carries one (802.1Q or 802.1ad). This is the packet
-/// socket's own rule: `sendmsg` refuses frames outside it (EINVAL,
-/// EMSGSIZE), and a TX ring takes them and the kernel drops them without
-/// a word, so senders check it before queuing.
+/// is `mtu`: at least the header, at most `mtu` + header, plus one tag's
+/// bytes when the outer TPID is 802.1Q. This is the packet socket's own
+/// rule (its extra-VLAN-length check reads only that TPID; 802.1ad and
+/// 0x9100 frames, which every frame reader treats as tagged, get no
+/// allowance): `sendmsg` refuses frames outside it (EINVAL, EMSGSIZE), and
+/// a TX ring takes them and the kernel drops them without a word, so
+/// senders check it before queuing.
 pub fn egress_misfit(frame: &[u8], mtu: u32) -> Option<Misfit> {
-    if frame.len() < HEADER_BYTES {
+    let Ok(eth) = EthernetFrame::new_checked(frame) else {
         return Some(Misfit::TooShort);
-    }
-    let tagged = matches!(u16::from_be_bytes([frame[12], frame[13]]), 0x8100 | 0x88a8);
-    let max = mtu as usize + HEADER_BYTES + if tagged { VLAN_TAG_BYTES } else { 0 };
+    };
+    let allowance = if eth.ethertype() == KERNEL_VLAN_TPID {
+        VLAN_TAG_BYTES
+    } else {
+        0
+    };
+    let max = mtu as usize + HEADER_BYTES + allowance;
     (frame.len() > max).then_some(Misfit::TooLong)
 }
+
+/// The one TPID the packet socket gives a tag's length beyond the MTU.
+const KERNEL_VLAN_TPID: u16 = 0x8100;
 
 /// Bytes a frame of `len` L2 bytes (without FCS) occupies on standard
 /// Ethernet: padded to 60, plus FCS 4, preamble and SFD 8, inter-frame gap 12.
@@ -107,9 +118,18 @@ mod tests {
                 Some(Misfit::TooLong)
             );
         }
-        for ty in [0x8100, 0x88a8] {
-            assert_eq!(egress_misfit(&frame(1518, ty), 1500), None);
-            assert_eq!(egress_misfit(&frame(1519, ty), 1500), Some(Misfit::TooLong));
+        assert_eq!(egress_misfit(&frame(1518, 0x8100), 1500), None);
+        assert_eq!(
+            egress_misfit(&frame(1519, 0x8100), 1500),
+            Some(Misfit::TooLong)
+        );
+        // Tagged to every frame reader, but the packet socket refuses
+        // them past MTU + header.
+        for ty in [0x88a8, 0x9100] {
+            let f = frame(1518, ty);
+            assert!(EthernetFrame::new_checked(&f[..]).unwrap().is_tagged());
+            assert_eq!(egress_misfit(&frame(1514, ty), 1500), None);
+            assert_eq!(egress_misfit(&f, 1500), Some(Misfit::TooLong), "{ty:x}");
         }
         assert_eq!(egress_misfit(&frame(9014, 0x0800), 9000), None);
     }

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ethernet;
+pub mod headers;
 pub mod luna;
 pub mod probe;
 pub mod record;

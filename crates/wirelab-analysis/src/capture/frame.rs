@@ -1,14 +1,18 @@
-//! A captured frame down to its UDP datagram: Ethernet (with 802.1Q/802.1ad
-//! tags), Linux cooked SLL and SLL2, raw IP, BSD loopback; IPv4 and IPv6
-//! (hop-by-hop, routing, destination-options and fragment headers skipped).
+//! A captured frame down to its UDP datagram: Ethernet (with the VLAN tags
+//! every frame reader steps over: 802.1Q, 802.1ad, 0x9100), Linux cooked
+//! SLL and SLL2, raw IP, BSD loopback; IPv4 and IPv6 (hop-by-hop, routing,
+//! destination-options and fragment headers skipped).
 //!
-//! Written here rather than taken from a packet crate because it is the few
-//! header walks analyze needs, with SLL2 and a typed reason for every frame
-//! that is not a UDP datagram (the report counts them). Lengths are checked
-//! before every read; the IP length, not the captured length, bounds the
-//! datagram (Ethernet pads short frames).
+//! The link headers are read here; from the IP header on, the frame walk
+//! of wirelab-wire ([`wirelab_wire::headers::walk`]) reads, and this
+//! module turns what it found into a typed reason for every frame that is
+//! not a UDP datagram (the report counts them). The IP length, not the
+//! captured length, bounds the datagram (Ethernet pads short frames).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
+
+use wirelab_wire::headers::walk::{walk_ethernet, walk_ip_at, L3Kind, Stop, Walk};
+use wirelab_wire::headers::{proto::UDP, UdpPacket, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 
 /// LINKTYPE_NULL (BSD loopback: a 4-byte address family in host order).
 pub const LINKTYPE_NULL: u16 = 0;
@@ -59,10 +63,8 @@ pub enum NotUdp {
     Truncated,
 }
 
-const ETH_IPV4: u16 = 0x0800;
-const ETH_IPV6: u16 = 0x86dd;
-const ETH_VLAN: [u16; 3] = [0x8100, 0x88a8, 0x9100];
-const UDP: u8 = 17;
+const ETH_IPV4: u16 = ETHERTYPE_IPV4;
+const ETH_IPV6: u16 = ETHERTYPE_IPV6;
 
 fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
@@ -70,29 +72,28 @@ fn be16(b: &[u8], at: usize) -> Option<u16> {
 
 /// The UDP datagram in `frame` of link type `linktype`.
 pub fn udp_in(linktype: u16, frame: &[u8]) -> Result<Udp<'_>, NotUdp> {
-    let (ethertype, ip) = match linktype {
+    let w = match linktype {
         LINKTYPE_ETHERNET => {
-            let mut at = 12;
-            let mut t = be16(frame, at).ok_or(NotUdp::Truncated)?;
-            // At most two tags (802.1ad + 802.1Q); more is not IP.
-            for _ in 0..2 {
-                if !ETH_VLAN.contains(&t) {
-                    break;
-                }
-                at += 4;
-                t = be16(frame, at).ok_or(NotUdp::Truncated)?;
-            }
-            (Some(t), frame.get(at + 2..).ok_or(NotUdp::Truncated)?)
+            let w = walk_ethernet(frame);
+            let Some(t) = w.ethertype else {
+                // Cut inside the tags, or a deeper stack than any IP frame has.
+                return Err(match w.stop {
+                    Some(Stop::TooDeep) => NotUdp::NotIp,
+                    _ => NotUdp::Truncated,
+                });
+            };
+            typed_ip(frame, Some(t), w.l2_len)?;
+            w
         }
-        LINKTYPE_LINUX_SLL => (
-            Some(be16(frame, 14).ok_or(NotUdp::Truncated)?),
-            frame.get(16..).ok_or(NotUdp::Truncated)?,
-        ),
-        LINKTYPE_LINUX_SLL2 => (
-            Some(be16(frame, 0).ok_or(NotUdp::Truncated)?),
-            frame.get(20..).ok_or(NotUdp::Truncated)?,
-        ),
-        LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_IPV6 => (None, frame),
+        LINKTYPE_LINUX_SLL => {
+            let t = be16(frame, 14).ok_or(NotUdp::Truncated)?;
+            link_ip(frame, Some(t), 16)?
+        }
+        LINKTYPE_LINUX_SLL2 => {
+            let t = be16(frame, 0).ok_or(NotUdp::Truncated)?;
+            link_ip(frame, Some(t), 20)?
+        }
+        LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_IPV6 => link_ip(frame, None, 0)?,
         LINKTYPE_NULL => {
             let af = frame.get(..4).ok_or(NotUdp::Truncated)?;
             let le = u32::from_le_bytes([af[0], af[1], af[2], af[3]]);
@@ -103,93 +104,69 @@ pub fn udp_in(linktype: u16, frame: &[u8]) -> Result<Udp<'_>, NotUdp> {
                 (10 | 24 | 28 | 30, _) | (_, 10 | 24 | 28 | 30) => ETH_IPV6,
                 _ => return Err(NotUdp::NotIp),
             };
-            (Some(t), &frame[4..])
+            link_ip(frame, Some(t), 4)?
         }
         other => return Err(NotUdp::LinkType(other)),
     };
-    let version = ip.first().ok_or(NotUdp::Truncated)? >> 4;
+    udp_of(&w, frame)
+}
+
+/// The walk from an IP header at `at` after a link header that names its
+/// EtherType (or not: raw IP).
+fn link_ip(frame: &[u8], ethertype: Option<u16>, at: usize) -> Result<Walk<'_>, NotUdp> {
+    typed_ip(frame, ethertype, at)?;
+    Ok(walk_ip_at(frame, at))
+}
+
+/// Whether the IP header at `at` is there and of the version the
+/// EtherType names (any, for raw IP).
+fn typed_ip(frame: &[u8], ethertype: Option<u16>, at: usize) -> Result<(), NotUdp> {
+    let version = frame.get(at).ok_or(NotUdp::Truncated)? >> 4;
     match (ethertype, version) {
-        (Some(ETH_IPV4) | None, 4) => ipv4(ip),
-        (Some(ETH_IPV6) | None, 6) => ipv6(ip),
+        (Some(ETH_IPV4) | None, 4) | (Some(ETH_IPV6) | None, 6) => Ok(()),
         _ => Err(NotUdp::NotIp),
     }
 }
 
-fn ipv4(ip: &[u8]) -> Result<Udp<'_>, NotUdp> {
-    let ihl = usize::from(ip.first().ok_or(NotUdp::Truncated)? & 0x0f) * 4;
-    if ihl < 20 || ip.len() < ihl {
+/// The datagram the walk reached, or why there is none. The IP length
+/// bounds the datagram and the extension headers; an authentication
+/// header is not stepped over here (its datagrams are not probes).
+fn udp_of<'a>(w: &Walk<'a>, frame: &'a [u8]) -> Result<Udp<'a>, NotUdp> {
+    let ip = w.ip.ok_or(NotUdp::Truncated)?;
+    if ip.kind == L3Kind::V4 && ip.ip_len < ip.header_len {
         return Err(NotUdp::Truncated);
     }
-    let total = usize::from(be16(ip, 2).ok_or(NotUdp::Truncated)?);
-    if total < ihl {
+    let end = frame.len().min(ip.offset + ip.ip_len);
+    if ip.kind == L3Kind::V6 && ip.offset + ip.header_len > end {
         return Err(NotUdp::Truncated);
     }
-    if ip[9] != UDP {
+    if ip.saw_ah || w.stop == Some(Stop::TooDeep) {
         return Err(NotUdp::OtherProtocol);
     }
-    let frag = be16(ip, 6).ok_or(NotUdp::Truncated)?;
-    let (more, offset) = (frag & 0x2000 != 0, frag & 0x1fff);
-    if offset != 0 {
-        return Err(NotUdp::LaterFragment);
-    }
-    let src = IpAddr::V4(Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]));
-    let dst = IpAddr::V4(Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]));
-    let body = &ip[ihl..ip.len().min(total)];
-    udp(src, dst, ip[1], body, more)
-}
-
-fn ipv6(ip: &[u8]) -> Result<Udp<'_>, NotUdp> {
-    let hdr = ip.get(..40).ok_or(NotUdp::Truncated)?;
-    let tos = ((u16::from_be_bytes([hdr[0], hdr[1]]) >> 4) & 0xff) as u8;
-    let plen = usize::from(be16(hdr, 4).ok_or(NotUdp::Truncated)?);
-    let mut next = hdr[6];
-    let addr = |at: usize| {
-        let mut a = [0u8; 16];
-        a.copy_from_slice(&hdr[at..at + 16]);
-        IpAddr::V6(Ipv6Addr::from(a))
-    };
-    let (src, dst) = (addr(8), addr(24));
-    let mut body = &ip[40..ip.len().min(40 + plen)];
-    let mut fragmented = false;
-    // A bounded walk over extension headers.
-    for _ in 0..8 {
-        match next {
-            UDP => return udp(src, dst, tos, body, fragmented),
-            0 | 43 | 60 => {
-                let len = (usize::from(*body.get(1).ok_or(NotUdp::Truncated)?) + 1) * 8;
-                next = body[0];
-                body = body.get(len..).ok_or(NotUdp::Truncated)?;
-            }
-            44 => {
-                let f = body.get(..8).ok_or(NotUdp::Truncated)?;
-                if u16::from_be_bytes([f[2], f[3]]) >> 3 != 0 {
-                    return Err(NotUdp::LaterFragment);
-                }
-                fragmented = f[3] & 1 != 0;
-                next = f[0];
-                body = &body[8..];
-            }
-            _ => return Err(NotUdp::OtherProtocol),
-        }
-    }
-    Err(NotUdp::OtherProtocol)
-}
-
-fn udp(src: IpAddr, dst: IpAddr, tos: u8, body: &[u8], fragment: bool) -> Result<Udp<'_>, NotUdp> {
-    let h = body.get(..8).ok_or(NotUdp::Truncated)?;
-    let len = usize::from(u16::from_be_bytes([h[4], h[5]]));
-    if len < 8 {
+    if w.stop.is_some() {
         return Err(NotUdp::Truncated);
     }
+    let later = ip.fragment.is_some_and(|f| f.offset != 0);
+    match (ip.kind, w.l4) {
+        // IPv4 names its protocol before its fragment offset is read.
+        (L3Kind::V4, _) if ip.protocol != UDP => return Err(NotUdp::OtherProtocol),
+        _ if later => return Err(NotUdp::LaterFragment),
+        (_, Some((UDP, _))) => {}
+        _ => return Err(NotUdp::OtherProtocol),
+    }
+    let body = frame
+        .get(ip.offset + ip.header_len..end)
+        .ok_or(NotUdp::Truncated)?;
+    let u = UdpPacket::new_checked(body).map_err(|_| NotUdp::Truncated)?;
     Ok(Udp {
-        src,
-        dst,
-        sport: u16::from_be_bytes([h[0], h[1]]),
-        dport: u16::from_be_bytes([h[2], h[3]]),
-        payload: &body[8..body.len().min(len)],
-        len: (len - 8) as u32,
-        tos,
-        first_fragment: fragment,
+        src: ip.src,
+        dst: ip.dst,
+        sport: u.src_port(),
+        dport: u.dst_port(),
+        payload: &body[8..8 + u.payload().len()],
+        len: u32::from(u.len()) - 8,
+        tos: ip.tos,
+        first_fragment: ip.fragment.is_some_and(|f| f.more),
     })
 }
 
@@ -243,6 +220,9 @@ pub mod build {
         f
     }
 }
+
+#[cfg(test)]
+mod old;
 
 #[cfg(test)]
 mod tests {
@@ -300,5 +280,22 @@ mod tests {
         // Snap length inside the payload: the header's length survives.
         let u = udp_in(LINKTYPE_RAW, &ip[..30]).unwrap();
         assert_eq!((u.payload, u.len), (&b"ab"[..], 6));
+    }
+
+    #[test]
+    fn every_tag_set_and_depth_reads_like_an_untagged_frame() {
+        let ip = ipv4_udp([10, 0, 0, 1], [10, 0, 0, 2], 4000, 5000, b"abc");
+        let eth = ethernet(&ip);
+        let want = udp_in(LINKTYPE_ETHERNET, &eth).unwrap();
+        // 0x9100 alone, and a three-deep stack (the former limit was two).
+        for tags in [&[0x9100u16][..], &[0x88a8, 0x9100, 0x8100]] {
+            let mut f = eth[..12].to_vec();
+            for t in tags {
+                f.extend_from_slice(&t.to_be_bytes());
+                f.extend_from_slice(&[0, 7]);
+            }
+            f.extend_from_slice(&eth[12..]);
+            assert_eq!(udp_in(LINKTYPE_ETHERNET, &f), Ok(want), "{tags:x?}");
+        }
     }
 }

@@ -33,6 +33,8 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::Hasher;
 
 use serde::Serialize;
+use wirelab_wire::headers::proto::{TCP, UDP};
+use wirelab_wire::headers::walk::walk_ethernet;
 
 use crate::ks::ks_two_sample;
 use crate::latency::{DelayStats, SignedHistogram};
@@ -118,10 +120,11 @@ impl Default for VerifyConfig {
 
 /// The digest frames are matched by: the captured bytes and the original
 /// length (so frames cut by a snap length differ by their tails), without
-/// the UDP or TCP checksum of an Ethernet frame (`linktype` 1, up to two
-/// VLAN tags, IPv4 or IPv6 without extension headers). A capture where a
-/// sender hands frames to a veth holds the partial checksum of checksum
-/// offload; what an emulator sends on carries the full one.
+/// the UDP or TCP checksum of an Ethernet frame (`linktype` 1, any VLAN
+/// tags the frame walk steps over, IPv4 or IPv6 without extension
+/// headers). A capture where a sender hands frames to a veth holds the
+/// partial checksum of checksum offload; what an emulator sends on carries
+/// the full one.
 pub fn digest(linktype: u16, frame: &[u8], orig_len: u32) -> u64 {
     // SipHash with fixed keys: the same in both captures of one run.
     #[allow(deprecated)]
@@ -139,37 +142,21 @@ pub fn digest(linktype: u16, frame: &[u8], orig_len: u32) -> u64 {
 }
 
 /// Where the UDP or TCP checksum of an Ethernet frame is, if it is whole
-/// in `frame`.
+/// in `frame` (read by the shared frame walk; behind MPLS or IPv6
+/// extension headers the checksum counts, as it always has).
 fn l4_checksum_at(linktype: u16, frame: &[u8]) -> Option<usize> {
     const ETHERNET: u16 = 1;
     if linktype != ETHERNET {
         return None;
     }
-    let be16 = |at: usize| Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]));
-    let mut l3 = 14;
-    let mut ethertype = be16(12)?;
-    for _ in 0..2 {
-        if ethertype == 0x8100 || ethertype == 0x88a8 {
-            ethertype = be16(l3 + 2)?;
-            l3 += 4;
-        }
+    let w = walk_ethernet(frame);
+    if w.mpls_labels > 0 || w.ip?.ext_headers > 0 {
+        return None;
     }
-    let (proto, l4) = match ethertype {
-        0x0800 => {
-            let vihl = *frame.get(l3)?;
-            // Only a first fragment holds the transport header.
-            let frag_offset = be16(l3 + 6)? & 0x1fff;
-            if vihl >> 4 != 4 || frag_offset != 0 {
-                return None;
-            }
-            (*frame.get(l3 + 9)?, l3 + usize::from(vihl & 0x0f) * 4)
-        }
-        0x86dd => (*frame.get(l3 + 6)?, l3 + 40),
-        _ => return None,
-    };
-    let at = match proto {
-        17 => l4 + 6,
-        6 => l4 + 16,
+    // Only a first fragment holds the transport header.
+    let at = match w.l4? {
+        (UDP, l4) => l4 + 6,
+        (TCP, l4) => l4 + 16,
         _ => return None,
     };
     (at + 2 <= frame.len()).then_some(at)

@@ -543,3 +543,116 @@ fn chi2_tests_judge_the_rates_not_the_frames() {
         "{text}"
     );
 }
+
+/// The checksum locator as it was before the shared frame walk, kept to
+/// compare against.
+fn old_l4_checksum_at(linktype: u16, frame: &[u8]) -> Option<usize> {
+    const ETHERNET: u16 = 1;
+    if linktype != ETHERNET {
+        return None;
+    }
+    let be16 = |at: usize| Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]));
+    let mut l3 = 14;
+    let mut ethertype = be16(12)?;
+    for _ in 0..2 {
+        if ethertype == 0x8100 || ethertype == 0x88a8 {
+            ethertype = be16(l3 + 2)?;
+            l3 += 4;
+        }
+    }
+    let (proto, l4) = match ethertype {
+        0x0800 => {
+            let vihl = *frame.get(l3)?;
+            // Only a first fragment holds the transport header.
+            let frag_offset = be16(l3 + 6)? & 0x1fff;
+            if vihl >> 4 != 4 || frag_offset != 0 {
+                return None;
+            }
+            (*frame.get(l3 + 9)?, l3 + usize::from(vihl & 0x0f) * 4)
+        }
+        0x86dd => (*frame.get(l3 + 6)?, l3 + 40),
+        _ => return None,
+    };
+    let at = match proto {
+        17 => l4 + 6,
+        6 => l4 + 16,
+        _ => return None,
+    };
+    (at + 2 <= frame.len()).then_some(at)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+    /// Wherever the former locator found a checksum in a well-formed
+    /// header (IHL of at least 5, the version the EtherType names), the
+    /// walk finds the same one; where it found none, so does the walk,
+    /// unless the frame has a tag stack it did not read (0x9100, more than
+    /// two tags).
+    #[test]
+    fn checksum_where_the_former_locator_found_it(
+        tags in proptest::collection::vec(
+            proptest::sample::select(vec![0x8100u16, 0x88a8, 0x9100]), 0..4),
+        v6 in proptest::bool::ANY,
+        tcp in proptest::bool::ANY,
+        hop_by_hop in proptest::bool::ANY,
+        cut in proptest::option::of(proptest::num::usize::ANY),
+        flips in proptest::collection::vec(
+            (proptest::num::usize::ANY, proptest::num::u8::ANY), 0..3),
+    ) {
+        let (mut f, _) = l4_frame(0, v6, tcp);
+        if v6 && hop_by_hop {
+            f.splice(54..54, [f[20], 0, 0, 0, 0, 0, 0, 0]);
+            f[20] = 0;
+        }
+        for t in &tags {
+            f.splice(12..12, [(t >> 8) as u8, *t as u8, 0, 5]);
+        }
+        if let Some(c) = cut {
+            f.truncate(c % (f.len() + 1));
+        }
+        for (at, v) in flips {
+            let n = f.len();
+            if n > 0 {
+                f[at % n] = v;
+            }
+        }
+        let old = old_l4_checksum_at(1, &f);
+        let new = l4_checksum_at(1, &f);
+        let walk = walk_ethernet(&f);
+        let new_tags = walk.vlan_tags > 2
+            || (0..walk.vlan_tags.min(2)).any(|i| {
+                wirelab_wire::headers::EthernetFrame::new_checked(&f[..])
+                    .ok()
+                    .and_then(|e| e.tag(i))
+                    .is_some_and(|(t, _)| t == 0x9100)
+            });
+        match old {
+            Some(_) if walk.ip.is_some() => proptest::prop_assert_eq!(new, old),
+            Some(_) => proptest::prop_assert_eq!(new, None),
+            None if !new_tags => proptest::prop_assert_eq!(new, None),
+            None => {}
+        }
+    }
+}
+
+#[test]
+fn a_0x9100_tag_leaves_the_checksum_out_like_any_tag() {
+    for (tpid, v6, tcp) in [
+        (0x9100u16, false, false),
+        (0x9100, true, true),
+        (0x88a8, false, true),
+    ] {
+        for depth in 1..=3 {
+            let (mut f, at) = l4_frame(0, v6, tcp);
+            for _ in 0..depth {
+                f.splice(12..12, [(tpid >> 8) as u8, tpid as u8, 0, 5]);
+            }
+            let at = at + 4 * depth;
+            let mut full = f.clone();
+            full[at..at + 2].copy_from_slice(&[0xbe, 0xef]);
+            let n = f.len() as u32;
+            assert_eq!(digest(1, &f, n), digest(1, &full, n), "{tpid:x} {depth}");
+        }
+    }
+}

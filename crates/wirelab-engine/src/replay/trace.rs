@@ -130,7 +130,7 @@ pub struct ReadStats {
     /// cannot send them).
     pub too_short: u64,
     /// Packets larger than the output takes (skipped): the MTU plus the
-    /// header, plus one VLAN tag if tagged; including those only `--fixlen
+    /// header, plus one VLAN tag if 802.1Q-tagged; including those only `--fixlen
     /// pad` would have made too large.
     pub oversize: u64,
     /// The largest frame the output takes, bytes (null for a file).

@@ -1,21 +1,11 @@
-//! Where the headers of an Ethernet frame are: VLAN tags (802.1Q, 802.1ad,
-//! 0x9100), MPLS label stacks, IPv4 or IPv6 (with extension headers), and
-//! the transport header. Parsing only reads after checking lengths; any
-//! frame, however short or odd, yields a [`Layers`] (perhaps without L3).
+//! Where the headers of an Ethernet frame are, in the offsets the rewriter
+//! works with: a [`Layers`] read from the one frame walk
+//! ([`crate::headers::walk`]). Any frame, however short or odd, yields a
+//! [`Layers`] (perhaps without L3).
 
-/// IP version of the network layer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum L3Kind {
-    /// IPv4.
-    V4,
-    /// IPv6.
-    V6,
-}
+use crate::headers::walk::{walk_ethernet, walk_ip, Walk};
 
-/// TPIDs treated as VLAN tags.
-pub fn is_vlan_tpid(t: u16) -> bool {
-    matches!(t, 0x8100 | 0x88a8 | 0x9100)
-}
+pub use crate::headers::{is_vlan_tpid, L3Kind};
 
 /// Offsets of the layers of one frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -37,129 +27,35 @@ pub struct Layers {
     pub fragment: bool,
 }
 
-/// Transport protocol numbers.
-pub const TCP: u8 = 6;
-/// UDP.
-pub const UDP: u8 = 17;
-/// ICMP.
-pub const ICMP: u8 = 1;
-/// ICMPv6.
-pub const ICMPV6: u8 = 58;
+pub use crate::headers::proto::{ICMP, ICMPV6, TCP, UDP};
 
-pub(crate) fn be16(b: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(off)?, *b.get(off + 1)?]))
+pub(crate) use crate::headers::be16;
+
+impl From<Walk<'_>> for Layers {
+    fn from(w: Walk<'_>) -> Layers {
+        let mut l = Layers {
+            vlan_tags: w.vlan_tags,
+            l4: w.l4,
+            ..Layers::default()
+        };
+        if let Some(ip) = w.ip {
+            l.l3 = Some((ip.kind, ip.offset));
+            l.l3_hdr_len = ip.header_len;
+            l.ip_len = ip.ip_len;
+            l.fragment = ip.fragment.is_some();
+        }
+        l
+    }
 }
 
-/// Parses an Ethernet II / 802.3 frame.
+/// Parses an Ethernet II / 802.3 frame (VLAN tags, MPLS, IP).
 pub fn parse_ethernet(b: &[u8]) -> Layers {
-    let mut l = Layers::default();
-    let Some(mut et) = be16(b, 12) else {
-        return l;
-    };
-    let mut off = 12;
-    while is_vlan_tpid(et) {
-        off += 4;
-        l.vlan_tags = l.vlan_tags.saturating_add(1);
-        match be16(b, off) {
-            Some(t) => et = t,
-            None => return l,
-        }
-    }
-    let mut p = off + 2;
-    if et == 0x8847 || et == 0x8848 {
-        // MPLS: walk to the bottom of the stack, then guess IP by version.
-        for _ in 0..16 {
-            let Some(&s) = b.get(p + 2) else { return l };
-            p += 4;
-            if s & 1 == 1 {
-                break;
-            }
-        }
-        et = match b.get(p).map(|v| v >> 4) {
-            Some(4) => 0x0800,
-            Some(6) => 0x86dd,
-            _ => return l,
-        };
-    }
-    match et {
-        0x0800 => parse_ipv4(b, p, &mut l),
-        0x86dd => parse_ipv6(b, p, &mut l),
-        _ => {}
-    }
-    l
+    walk_ethernet(b).into()
 }
 
 /// Parses a frame that starts with an IP header (LINKTYPE_RAW).
 pub fn parse_raw_ip(b: &[u8]) -> Layers {
-    let mut l = Layers::default();
-    match b.first().map(|v| v >> 4) {
-        Some(4) => parse_ipv4(b, 0, &mut l),
-        Some(6) => parse_ipv6(b, 0, &mut l),
-        _ => {}
-    }
-    l
-}
-
-fn parse_ipv4(b: &[u8], p: usize, l: &mut Layers) {
-    let Some(&vihl) = b.get(p) else { return };
-    let ihl = usize::from(vihl & 0x0f) * 4;
-    if vihl >> 4 != 4 || ihl < 20 || b.len() < p + ihl {
-        return;
-    }
-    let total = be16(b, p + 2).unwrap_or(0) as usize;
-    let frag = be16(b, p + 6).unwrap_or(0);
-    l.l3 = Some((L3Kind::V4, p));
-    l.l3_hdr_len = ihl;
-    l.ip_len = total;
-    l.fragment = frag & 0x3fff != 0;
-    if frag & 0x1fff == 0 {
-        l.l4 = Some((b[p + 9], p + ihl));
-    }
-}
-
-fn parse_ipv6(b: &[u8], p: usize, l: &mut Layers) {
-    if b.len() < p + 40 || b[p] >> 4 != 6 {
-        return;
-    }
-    l.l3 = Some((L3Kind::V6, p));
-    l.ip_len = 40 + be16(b, p + 4).unwrap_or(0) as usize;
-    let mut nh = b[p + 6];
-    let mut q = p + 40;
-    for _ in 0..8 {
-        match nh {
-            0 | 43 | 60 => {
-                let (Some(&n), Some(&len)) = (b.get(q), b.get(q + 1)) else {
-                    return;
-                };
-                nh = n;
-                q += (usize::from(len) + 1) * 8;
-            }
-            51 => {
-                let (Some(&n), Some(&len)) = (b.get(q), b.get(q + 1)) else {
-                    return;
-                };
-                nh = n;
-                q += (usize::from(len) + 2) * 4;
-            }
-            44 => {
-                let (Some(&n), Some(fo)) = (b.get(q), be16(b, q + 2)) else {
-                    return;
-                };
-                l.fragment = true;
-                nh = n;
-                q += 8;
-                if fo >> 3 != 0 {
-                    l.l3_hdr_len = q - p;
-                    return;
-                }
-            }
-            _ => break,
-        }
-    }
-    l.l3_hdr_len = q - p;
-    if q <= b.len() {
-        l.l4 = Some((nh, q));
-    }
+    walk_ip(b).into()
 }
 
 #[cfg(test)]

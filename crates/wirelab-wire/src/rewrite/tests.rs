@@ -298,3 +298,33 @@ fn never_panics_on_garbage() {
         let _ = unique_ip(&mut f, 3);
     }
 }
+
+#[test]
+fn a_0x9100_tag_is_rewritten_like_802_1q() {
+    let tag = |f: &[u8], tpid: u16| {
+        let mut g = f[..12].to_vec();
+        g.extend_from_slice(&tpid.to_be_bytes());
+        g.extend_from_slice(&[0, 42]);
+        g.extend_from_slice(&f[12..]);
+        g
+    };
+    for plain in [udp4(b"hello"), tcp6()] {
+        let (q, qq) = (tag(&plain, 0x8100), tag(&plain, 0x9100));
+        let (l, ll) = (parse_ethernet(&q), parse_ethernet(&qq));
+        assert_eq!((ll.vlan_tags, ll.l3, ll.l4), (l.vlan_tags, l.l3, l.l4));
+        assert_eq!(split::endpoints(&qq), split::endpoints(&q));
+        assert!(checksums_ok(&qq));
+        // A port map rewrites the same bytes and keeps the checksum right.
+        let mut spec = RewriteSpec::default();
+        spec.ports.push(PortMap::parse("53:5353").unwrap());
+        spec.ports.push(PortMap::parse("80:81").unwrap());
+        let (mut a, mut b) = (q.clone(), qq.clone());
+        let (mut la, mut lb) = (a.len() as u32, b.len() as u32);
+        let mut st = RewriteStats::default();
+        let _ = spec.apply(&mut a, &mut la, &mut st);
+        let _ = spec.apply(&mut b, &mut lb, &mut st);
+        assert_ne!(b, qq, "the port changed");
+        assert_eq!(a[16..], b[16..]);
+        assert!(checksums_ok(&b));
+    }
+}
