@@ -34,8 +34,8 @@ use wirelab_agent::transport::{AgentConn, Transport, TransportError};
 use wirelab_analysis::status::RecvStatus;
 use wirelab_host::counters::Snapshot;
 use wirelab_host::samples::Sampler;
-use wirelab_lab::lab::{Lab, LabError, LinkSpec, Side};
 use wirelab_io::supervise;
+use wirelab_lab::lab::{Lab, LabError, LinkSpec, Side};
 
 mod env;
 mod stressors;

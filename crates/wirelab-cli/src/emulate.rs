@@ -4,9 +4,9 @@ use crate::{usage, Usage};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
-use wirelab_link as link;
 use wirelab_engine::emulate_setup::{EmulateSpec, Stages};
 use wirelab_engine::job::rt::RtSetup;
+use wirelab_link as link;
 
 #[derive(Args, Debug)]
 #[command(after_help = stages_help())]

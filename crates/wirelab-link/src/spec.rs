@@ -1475,11 +1475,11 @@ fn rate_bits(t: &str) -> Result<u64, String> {
 pub(super) fn fmt_duration(ns: u64) -> String {
     if ns == 0 {
         "0".to_string()
-    } else if ns.is_multiple_of(1_000_000_000) {
+    } else if ns % 1_000_000_000 == 0 {
         format!("{}s", ns / 1_000_000_000)
-    } else if ns.is_multiple_of(1_000_000) {
+    } else if ns % 1_000_000 == 0 {
         format!("{}ms", ns / 1_000_000)
-    } else if ns.is_multiple_of(1_000) {
+    } else if ns % 1_000 == 0 {
         format!("{}us", ns / 1_000)
     } else {
         format!("{ns}ns")
@@ -1497,7 +1497,7 @@ pub(super) fn fmt_rate(bps: u64) -> String {
         (1_000_000, "mbit"),
         (1_000, "kbit"),
     ] {
-        if bps.is_multiple_of(div) {
+        if bps % div == 0 {
             return format!("{}{unit}", bps / div);
         }
     }
