@@ -6,7 +6,7 @@
 
 use super::LinkConfig;
 
-const FILE: &str = "src/link/spec_examples.tsv";
+const FILE: &str = "src/spec_examples.tsv";
 
 fn outcome(spec: &str) -> String {
     match LinkConfig::parse(spec) {
