@@ -169,19 +169,48 @@ fn parse_cidr(s: &str) -> bool {
 
 fn read_lab(t: &Tbl) -> Result<LabSpec, ControlError> {
     t.only(&["namespaces", "links", "routes", "sysctls"])?;
-    let mut namespaces: Vec<String> = Vec::new();
+    let namespaces = read_lab_namespaces(t)?;
+    let link_tables = t.tables("links")?;
+    if link_tables.len() > 36 {
+        return Err(t.err(
+            link_tables[36].span.start,
+            "links",
+            "a lab has at most 36 links",
+        ));
+    }
+    let links = link_tables
+        .iter()
+        .map(|l| read_lab_link(l, &namespaces))
+        .collect::<Result<_, _>>()?;
+    let routes = t
+        .tables("routes")?
+        .iter()
+        .map(|r| read_lab_route(r, &namespaces))
+        .collect::<Result<_, _>>()?;
+    let sysctls = t
+        .tables("sysctls")?
+        .iter()
+        .map(|s| read_lab_sysctl(s, &namespaces))
+        .collect::<Result<_, _>>()?;
+    Ok(LabSpec {
+        namespaces,
+        links,
+        routes,
+        sysctls,
+    })
+}
+
+/// The lab's namespaces: at least one, each 1 to 6 lowercase letters or
+/// digits (they prefix interface names, which the kernel caps at 15), none
+/// twice.
+fn read_lab_namespaces(t: &Tbl) -> Result<Vec<String>, ControlError> {
     let ns_list = t.strings("namespaces")?;
     if ns_list.is_empty() {
         return Err(t.missing("namespaces", "the lab's namespaces, e.g. [\"tx\", \"rx\"]"));
     }
+    let mut namespaces: Vec<String> = Vec::new();
     for n in ns_list {
-        if n.v.is_empty()
-            || n.v.len() > 6
-            || !n
-                .v
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        {
+        if !valid_lab_ns(&n.v) {
             return Err(t.err(
                 n.span.start,
                 "namespaces",
@@ -200,151 +229,159 @@ fn read_lab(t: &Tbl) -> Result<LabSpec, ControlError> {
         }
         namespaces.push(n.v);
     }
-    let known = |tt: &Tbl, key: &str, a: &At<String>| -> Result<(), ControlError> {
-        if namespaces.contains(&a.v) {
-            Ok(())
-        } else {
-            Err(tt.err(
-                a.span.start,
-                key,
-                format!(
-                    "{:?} is not a lab namespace; namespaces: {}",
-                    a.v,
-                    namespaces.join(", ")
-                ),
-            ))
-        }
-    };
-    let mut links = Vec::new();
-    let link_tables = t.tables("links")?;
-    if link_tables.len() > 36 {
-        return Err(t.err(
-            link_tables[36].span.start,
-            "links",
-            "a lab has at most 36 links",
+    Ok(namespaces)
+}
+
+fn valid_lab_ns(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 6
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
+/// `a` names one of the lab's namespaces.
+fn known_lab_ns(
+    t: &Tbl,
+    key: &str,
+    a: &At<String>,
+    namespaces: &[String],
+) -> Result<(), ControlError> {
+    if namespaces.contains(&a.v) {
+        return Ok(());
+    }
+    Err(t.err(
+        a.span.start,
+        key,
+        format!(
+            "{:?} is not a lab namespace; namespaces: {}",
+            a.v,
+            namespaces.join(", ")
+        ),
+    ))
+}
+
+/// One `[[lab.links]]`: two different known namespaces, optional addresses,
+/// and interface names for both ends or neither.
+fn read_lab_link(l: &Tbl, namespaces: &[String]) -> Result<LabLink, ControlError> {
+    l.only(&["a", "b", "a_addr", "b_addr", "a_if", "b_if", "mtu", "ipv6"])?;
+    let a = l.req_str("a", "the namespace at one end")?;
+    let b = l.req_str("b", "the namespace at the other end")?;
+    known_lab_ns(l, "a", &a, namespaces)?;
+    known_lab_ns(l, "b", &b, namespaces)?;
+    if a.v == b.v {
+        return Err(l.err(b.span.start, "b", "a link joins two different namespaces"));
+    }
+    let (a_if, b_if) = (lab_link_ifname(l, "a_if")?, lab_link_ifname(l, "b_if")?);
+    if a_if.is_some() != b_if.is_some() {
+        return Err(l.err(
+            l.span.start,
+            if a_if.is_some() { "b_if" } else { "a_if" },
+            "name both ends (a_if and b_if) or neither",
         ));
     }
-    for l in &link_tables {
-        l.only(&["a", "b", "a_addr", "b_addr", "a_if", "b_if", "mtu", "ipv6"])?;
-        let a = l.req_str("a", "the namespace at one end")?;
-        let b = l.req_str("b", "the namespace at the other end")?;
-        known(l, "a", &a)?;
-        known(l, "b", &b)?;
-        if a.v == b.v {
-            return Err(l.err(b.span.start, "b", "a link joins two different namespaces"));
-        }
-        let addr = |key: &str| -> Result<Option<String>, ControlError> {
-            let Some(x) = l.str(key)? else {
-                return Ok(None);
-            };
-            if !parse_cidr(&x.v) {
-                return Err(l.err(
-                    x.span.start,
-                    key,
-                    format!("{:?}: write ADDRESS/PREFIX, e.g. 198.18.0.1/24", x.v),
-                ));
-            }
-            Ok(Some(x.v))
-        };
-        let ifname = |key: &str| -> Result<Option<String>, ControlError> {
-            let Some(x) = l.str(key)? else {
-                return Ok(None);
-            };
-            let ok = !x.v.is_empty()
-                && x.v.len() <= 15
-                && x.v
-                    .bytes()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
-            if !ok {
-                return Err(l.err(
-                    x.span.start,
-                    key,
-                    format!(
-                        "{:?}: an interface name is 1 to 15 letters, digits, '-', '_' or '.'",
-                        x.v
-                    ),
-                ));
-            }
-            Ok(Some(x.v))
-        };
-        let (a_if, b_if) = (ifname("a_if")?, ifname("b_if")?);
-        if a_if.is_some() != b_if.is_some() {
-            return Err(l.err(
-                l.span.start,
-                if a_if.is_some() { "b_if" } else { "a_if" },
-                "name both ends (a_if and b_if) or neither",
-            ));
-        }
-        links.push(LabLink {
-            a_addr: addr("a_addr")?,
-            b_addr: addr("b_addr")?,
-            a_if,
-            b_if,
-            a: a.v,
-            b: b.v,
-            mtu: l.int("mtu", 68, 65535)?.map(|m| m.v as u32),
-            ipv6: l.bool("ipv6")?.unwrap_or(true),
-        });
+    Ok(LabLink {
+        a_addr: lab_link_addr(l, "a_addr")?,
+        b_addr: lab_link_addr(l, "b_addr")?,
+        a_if,
+        b_if,
+        a: a.v,
+        b: b.v,
+        mtu: l.int("mtu", 68, 65535)?.map(|m| m.v as u32),
+        ipv6: l.bool("ipv6")?.unwrap_or(true),
+    })
+}
+
+/// A link end's address, if given, as ADDRESS/PREFIX.
+fn lab_link_addr(l: &Tbl, key: &str) -> Result<Option<String>, ControlError> {
+    let Some(x) = l.str(key)? else {
+        return Ok(None);
+    };
+    if !parse_cidr(&x.v) {
+        return Err(l.err(
+            x.span.start,
+            key,
+            format!("{:?}: write ADDRESS/PREFIX, e.g. 198.18.0.1/24", x.v),
+        ));
     }
-    let mut routes = Vec::new();
-    for r in &t.tables("routes")? {
-        r.only(&["ns", "to", "via"])?;
-        let ns = r.req_str("ns", "the namespace the route is added in")?;
-        known(r, "ns", &ns)?;
-        let to = r.req_str("to", "the destination, ADDRESS/PREFIX or \"default\"")?;
-        if to.v != "default" && !parse_cidr(&to.v) {
-            return Err(r.err(
-                to.span.start,
-                "to",
-                format!("{:?}: write ADDRESS/PREFIX or \"default\"", to.v),
-            ));
-        }
-        let via = r.req_str("via", "the gateway's address")?;
-        if via.v.parse::<IpAddr>().is_err() {
-            return Err(r.err(
-                via.span.start,
-                "via",
-                format!("{:?} is not an IP address", via.v),
-            ));
-        }
-        routes.push(LabRoute {
-            ns: ns.v,
-            to: to.v,
-            via: via.v,
-        });
+    Ok(Some(x.v))
+}
+
+/// A link end's interface name, if given: what the kernel accepts.
+fn lab_link_ifname(l: &Tbl, key: &str) -> Result<Option<String>, ControlError> {
+    let Some(x) = l.str(key)? else {
+        return Ok(None);
+    };
+    let ok = !x.v.is_empty()
+        && x.v.len() <= 15
+        && x.v
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+    if !ok {
+        return Err(l.err(
+            x.span.start,
+            key,
+            format!(
+                "{:?}: an interface name is 1 to 15 letters, digits, '-', '_' or '.'",
+                x.v
+            ),
+        ));
     }
-    let mut sysctls = Vec::new();
-    for s in &t.tables("sysctls")? {
-        s.only(&["ns", "key", "value"])?;
-        let ns = s.req_str("ns", "the namespace")?;
-        known(s, "ns", &ns)?;
-        let key = s.req_str("key", "the sysctl, e.g. \"net.ipv4.ip_forward\"")?;
-        if key.v.is_empty()
-            || !key
-                .v
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b))
-        {
-            return Err(s.err(
-                key.span.start,
-                "key",
-                format!("{:?} is not a sysctl name", key.v),
-            ));
-        }
-        let value = s
-            .value("value")?
-            .ok_or_else(|| s.missing("value", "the value to set"))?;
-        sysctls.push(LabSysctl {
-            ns: ns.v,
-            key: key.v,
-            value: value.v.to_string(),
-        });
+    Ok(Some(x.v))
+}
+
+/// One `[[lab.routes]]`: a known namespace, a destination and a gateway.
+fn read_lab_route(r: &Tbl, namespaces: &[String]) -> Result<LabRoute, ControlError> {
+    r.only(&["ns", "to", "via"])?;
+    let ns = r.req_str("ns", "the namespace the route is added in")?;
+    known_lab_ns(r, "ns", &ns, namespaces)?;
+    let to = r.req_str("to", "the destination, ADDRESS/PREFIX or \"default\"")?;
+    if to.v != "default" && !parse_cidr(&to.v) {
+        return Err(r.err(
+            to.span.start,
+            "to",
+            format!("{:?}: write ADDRESS/PREFIX or \"default\"", to.v),
+        ));
     }
-    Ok(LabSpec {
-        namespaces,
-        links,
-        routes,
-        sysctls,
+    let via = r.req_str("via", "the gateway's address")?;
+    if via.v.parse::<IpAddr>().is_err() {
+        return Err(r.err(
+            via.span.start,
+            "via",
+            format!("{:?} is not an IP address", via.v),
+        ));
+    }
+    Ok(LabRoute {
+        ns: ns.v,
+        to: to.v,
+        via: via.v,
+    })
+}
+
+/// One `[[lab.sysctls]]`: a known namespace, a sysctl name and any value.
+fn read_lab_sysctl(s: &Tbl, namespaces: &[String]) -> Result<LabSysctl, ControlError> {
+    s.only(&["ns", "key", "value"])?;
+    let ns = s.req_str("ns", "the namespace")?;
+    known_lab_ns(s, "ns", &ns, namespaces)?;
+    let key = s.req_str("key", "the sysctl, e.g. \"net.ipv4.ip_forward\"")?;
+    if key.v.is_empty()
+        || !key
+            .v
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b))
+    {
+        return Err(s.err(
+            key.span.start,
+            "key",
+            format!("{:?} is not a sysctl name", key.v),
+        ));
+    }
+    let value = s
+        .value("value")?
+        .ok_or_else(|| s.missing("value", "the value to set"))?;
+    Ok(LabSysctl {
+        ns: ns.v,
+        key: key.v,
+        value: value.v.to_string(),
     })
 }
 
@@ -576,141 +613,182 @@ fn read_flows(
     }
     let mut ports: BTreeMap<(String, u16), String> = BTreeMap::new();
     for mut t in tables {
-        let name = t.req_str("name", "the flow's name")?;
-        if !valid_name(&name.v, false) {
-            return Err(t.err(
-                name.span.start,
-                "name",
-                "a flow name is 1 to 64 letters, digits, '_' or '-'",
-            ));
-        }
-        if flows.iter().any(|f| f.name == name.v) {
-            return Err(t.err(
-                name.span.start,
-                "name",
-                format!(
-                    "a flow named {:?} is already defined; give each flow its own name",
-                    name.v
-                ),
-            ));
-        }
-        t.path = format!("flow.{}", name.v);
-        let mut allowed = vec![
-            "name",
-            "from",
-            "to",
-            "query",
-            "abort",
-            "when",
-            "send_args",
-            "recv_args",
-        ];
-        allowed.extend(FlowKey::names(false));
-        t.only(&allowed)?;
-        let from = t.req_str("from", "the sending host")?;
-        let to = t.req_str("to", "the receiving host")?;
-        known_host(&t, "from", &from, hosts)?;
-        known_host(&t, "to", &to, hosts)?;
-        let mut f = FlowSpec {
-            name: name.v,
-            from: from.v,
-            to: to.v,
-            duration: None,
-            count: None,
-            interval: None,
-            rate: None,
-            size: None,
-            socket: SocketKind::Udp,
-            dscp: None,
-            echo: false,
-            port: None,
-            warmup_packets: 0,
-            query: Query {
-                every_packets: DEFAULT_QUERY_EVERY,
-                mode: QueryMode::Control,
-            },
-            abort: Abort::default(),
-            when: None,
-            send_args: Vec::new(),
-            recv_args: Vec::new(),
-        };
-        for k in FlowKey::ALL {
-            if let Some(v) = t.value(k.name())? {
-                k.apply(&mut f, &v.v)
-                    .map_err(|m| t.err(v.span.start, k.name(), m))?;
-            }
-        }
-        if f.interval.is_some() && f.rate.is_some() {
-            let at = t.get("rate").map_or(0, |v| v.span().start);
-            return Err(t.err(
-                at,
-                "rate",
-                "give interval or rate, not both (a flow is paced by one of them)",
-            ));
-        }
-        if let Some(p) = f.port {
-            if let Some(other) = ports.insert((f.to.clone(), p), f.name.clone()) {
-                let at = t.get("port").map_or(0, |v| v.span().start);
-                return Err(t.err(
-                    at,
-                    "port",
-                    format!("flow {other} also receives on port {p} of host {}", f.to),
-                ));
-            }
-        }
-        if let Some(q) = t.table("query")? {
-            q.only(&["every_packets", "mode"])?;
-            if let Some(n) = q.int("every_packets", 1, u64::MAX >> 1)? {
-                f.query.every_packets = n.v;
-            }
-            if let Some(m) = q.str("mode")? {
-                f.query.mode = match m.v.as_str() {
-                    "control" => QueryMode::Control,
-                    "inband" => QueryMode::Inband,
-                    _ => {
-                        return Err(q.err(
-                            m.span.start,
-                            "mode",
-                            format!("{:?}: use \"control\" or \"inband\"", m.v),
-                        ))
-                    }
-                };
-            }
-        }
-        if let Some(a) = t.table("abort")? {
-            a.only(&["lost_gt", "max_duration"])?;
-            f.abort.lost_gt = a.int("lost_gt", 0, u64::MAX >> 1)?.map(|n| n.v);
-            if let Some(d) = a.duration("max_duration")? {
-                if d.v == 0 {
-                    return Err(a.err(d.span.start, "max_duration", "must be above 0"));
-                }
-                f.abort.max_duration = Some(d.v);
-            }
-        }
-        f.when = t.word("when")?.map(|w| w.v);
-        for (key, managed) in [("send_args", MANAGED_SEND), ("recv_args", MANAGED_RECV)] {
-            let args = t.strings(key)?;
-            for a in &args {
-                let flag = a.v.split('=').next().unwrap_or("");
-                if let Some((_, by)) = managed.iter().find(|(m, _)| *m == flag) {
-                    let how = if by.starts_with('(') {
-                        format!("leave it out {by}")
-                    } else {
-                        format!("set the flow's `{by}` key instead")
-                    };
-                    return Err(t.err(a.span.start, key, format!("{flag}: {how}")));
-                }
-            }
-            let v = args.into_iter().map(|a| a.v).collect();
-            if key == "send_args" {
-                f.send_args = v;
-            } else {
-                f.recv_args = v;
-            }
-        }
-        flows.push(f);
+        let name = read_flow_name(&t, &flows)?;
+        t.path = format!("flow.{}", name);
+        flows.push(read_flow(&t, name, hosts, &mut ports)?);
     }
     Ok(flows)
+}
+
+/// A flow's name: valid, and not taken by an earlier flow.
+fn read_flow_name(t: &Tbl, earlier: &[FlowSpec]) -> Result<String, ControlError> {
+    let name = t.req_str("name", "the flow's name")?;
+    if !valid_name(&name.v, false) {
+        return Err(t.err(
+            name.span.start,
+            "name",
+            "a flow name is 1 to 64 letters, digits, '_' or '-'",
+        ));
+    }
+    if earlier.iter().any(|f| f.name == name.v) {
+        return Err(t.err(
+            name.span.start,
+            "name",
+            format!(
+                "a flow named {:?} is already defined; give each flow its own name",
+                name.v
+            ),
+        ));
+    }
+    Ok(name.v)
+}
+
+/// One `[[flow]]` after its name. `ports` holds the (host, port) pairs
+/// earlier flows receive on, so no two flows share a receiving port.
+fn read_flow(
+    t: &Tbl,
+    name: String,
+    hosts: &BTreeMap<String, HostSpec>,
+    ports: &mut BTreeMap<(String, u16), String>,
+) -> Result<FlowSpec, ControlError> {
+    let mut allowed = vec![
+        "name",
+        "from",
+        "to",
+        "query",
+        "abort",
+        "when",
+        "send_args",
+        "recv_args",
+    ];
+    allowed.extend(FlowKey::names(false));
+    t.only(&allowed)?;
+    let from = t.req_str("from", "the sending host")?;
+    let to = t.req_str("to", "the receiving host")?;
+    known_host(t, "from", &from, hosts)?;
+    known_host(t, "to", &to, hosts)?;
+    let mut f = default_flow(name, from.v, to.v);
+    for k in FlowKey::ALL {
+        if let Some(v) = t.value(k.name())? {
+            k.apply(&mut f, &v.v)
+                .map_err(|m| t.err(v.span.start, k.name(), m))?;
+        }
+    }
+    if f.interval.is_some() && f.rate.is_some() {
+        let at = t.get("rate").map_or(0, |v| v.span().start);
+        return Err(t.err(
+            at,
+            "rate",
+            "give interval or rate, not both (a flow is paced by one of them)",
+        ));
+    }
+    if let Some(p) = f.port {
+        if let Some(other) = ports.insert((f.to.clone(), p), f.name.clone()) {
+            let at = t.get("port").map_or(0, |v| v.span().start);
+            return Err(t.err(
+                at,
+                "port",
+                format!("flow {other} also receives on port {p} of host {}", f.to),
+            ));
+        }
+    }
+    if let Some(q) = t.table("query")? {
+        read_flow_query(&q, &mut f.query)?;
+    }
+    if let Some(a) = t.table("abort")? {
+        f.abort = read_flow_abort(&a)?;
+    }
+    f.when = t.word("when")?.map(|w| w.v);
+    f.send_args = read_flow_args(t, "send_args", MANAGED_SEND)?;
+    f.recv_args = read_flow_args(t, "recv_args", MANAGED_RECV)?;
+    Ok(f)
+}
+
+/// A flow with every optional key at its default.
+fn default_flow(name: String, from: String, to: String) -> FlowSpec {
+    FlowSpec {
+        name,
+        from,
+        to,
+        duration: None,
+        count: None,
+        interval: None,
+        rate: None,
+        size: None,
+        socket: SocketKind::Udp,
+        dscp: None,
+        echo: false,
+        port: None,
+        warmup_packets: 0,
+        query: Query {
+            every_packets: DEFAULT_QUERY_EVERY,
+            mode: QueryMode::Control,
+        },
+        abort: Abort::default(),
+        when: None,
+        send_args: Vec::new(),
+        recv_args: Vec::new(),
+    }
+}
+
+/// A flow's `[flow.query]`, over the defaults in `query`.
+fn read_flow_query(q: &Tbl, query: &mut Query) -> Result<(), ControlError> {
+    q.only(&["every_packets", "mode"])?;
+    if let Some(n) = q.int("every_packets", 1, u64::MAX >> 1)? {
+        query.every_packets = n.v;
+    }
+    if let Some(m) = q.str("mode")? {
+        query.mode = match m.v.as_str() {
+            "control" => QueryMode::Control,
+            "inband" => QueryMode::Inband,
+            _ => {
+                return Err(q.err(
+                    m.span.start,
+                    "mode",
+                    format!("{:?}: use \"control\" or \"inband\"", m.v),
+                ))
+            }
+        };
+    }
+    Ok(())
+}
+
+/// A flow's `[flow.abort]`; a zero `max_duration` would stop it at once.
+fn read_flow_abort(a: &Tbl) -> Result<Abort, ControlError> {
+    a.only(&["lost_gt", "max_duration"])?;
+    let mut abort = Abort {
+        lost_gt: a.int("lost_gt", 0, u64::MAX >> 1)?.map(|n| n.v),
+        max_duration: None,
+    };
+    if let Some(d) = a.duration("max_duration")? {
+        if d.v == 0 {
+            return Err(a.err(d.span.start, "max_duration", "must be above 0"));
+        }
+        abort.max_duration = Some(d.v);
+    }
+    Ok(abort)
+}
+
+/// A flow's verbatim `send_args` or `recv_args`; an option the runner
+/// manages (`managed`: flag and the key or reason that sets it) is refused.
+fn read_flow_args(
+    t: &Tbl,
+    key: &str,
+    managed: &[(&str, &str)],
+) -> Result<Vec<String>, ControlError> {
+    let args = t.strings(key)?;
+    for a in &args {
+        let flag = a.v.split('=').next().unwrap_or("");
+        if let Some((_, by)) = managed.iter().find(|(m, _)| *m == flag) {
+            let how = if by.starts_with('(') {
+                format!("leave it out {by}")
+            } else {
+                format!("set the flow's `{by}` key instead")
+            };
+            return Err(t.err(a.span.start, key, format!("{flag}: {how}")));
+        }
+    }
+    Ok(args.into_iter().map(|a| a.v).collect())
 }
 
 fn read_emulate(t: &Tbl, c: &Control) -> Result<EmulateSpec, ControlError> {
@@ -1239,4 +1317,66 @@ fn placeholder_sources(root: &Tbl) -> Result<Vec<Source>, ControlError> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(text: &str) -> (String, String) {
+        match super::super::parse("c.toml", text) {
+            Err(ControlError::Invalid { key, message, .. }) => (key, message),
+            other => panic!("expected an Invalid error, got {other:?}"),
+        }
+    }
+
+    const LAB: &str = "[campaign]\nname = \"t\"\n\n[lab]\nnamespaces = [\"tx\", \"rx\"]\n\
+        links = [{ a = \"tx\", b = \"rx\" LINK }]\n\n\
+        [hosts]\ntx = { transport = \"lab:tx\" }\nrx = { transport = \"lab:rx\" }\n\n\
+        [[flow]]\nname = \"f\"\nfrom = \"tx\"\nto = \"rx\"\nFLOW";
+
+    fn lab(link: &str, flow: &str) -> String {
+        LAB.replace(" LINK", link).replace("FLOW", flow)
+    }
+
+    #[test]
+    fn lab_namespaces_are_short_lowercase_words() {
+        assert!(valid_lab_ns("tx") && valid_lab_ns("emu2") && valid_lab_ns("abcdef"));
+        for bad in ["", "abcdefg", "Tx", "t-x", "t_x", "t.x"] {
+            assert!(!valid_lab_ns(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn lab_link_names_both_interfaces_or_neither() {
+        let c = super::super::parse("c.toml", &lab(", a_if = \"t0\", b_if = \"r0\"", ""))
+            .expect("both ends named");
+        let l = &c.lab.unwrap().links[0];
+        assert_eq!(
+            (l.a_if.as_deref(), l.b_if.as_deref()),
+            (Some("t0"), Some("r0"))
+        );
+        let (key, m) = message(&lab(", a_if = \"t0\"", ""));
+        assert_eq!(key, "lab.links[1].b_if");
+        assert!(m.contains("name both ends"), "{m}");
+        let (key, m) = message(&lab(", b_if = \"r0\"", ""));
+        assert_eq!(key, "lab.links[1].a_if");
+        assert!(m.contains("name both ends"), "{m}");
+        let (key, m) = message(&lab(", a_if = \"a/b\", b_if = \"r0\"", ""));
+        assert_eq!(key, "lab.links[1].a_if");
+        assert!(m.contains("an interface name is 1 to 15"), "{m}");
+    }
+
+    #[test]
+    fn flow_args_refuse_what_the_runner_manages() {
+        let (key, m) = message(&lab("", "recv_args = [\"--port=9000\"]\n"));
+        assert_eq!(key, "flow.f.recv_args");
+        assert_eq!(m, "--port: set the flow's `port` key instead");
+        let (key, m) = message(&lab("", "recv_args = [\"--json\"]\n"));
+        assert_eq!(key, "flow.f.recv_args");
+        assert!(m.starts_with("--json: leave it out ("), "{m}");
+        let c = super::super::parse("c.toml", &lab("", "recv_args = [\"--quiet\"]\n"))
+            .expect("an unmanaged option passes through");
+        assert_eq!(c.flows[0].recv_args, ["--quiet"]);
+    }
 }
