@@ -459,37 +459,11 @@ pub fn plan(
 ) -> Result<Plan, PlanError> {
     let c = apply_sets(c, sets)?;
     let axes = c.sweep.axes.clone();
-    let keys: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
     if let Some(e) = only {
-        if let Some((v, pos)) = e.variables().into_iter().find(|(v, _)| !keys.contains(v)) {
-            return Err(PlanError::Only {
-                expr: e.to_string(),
-                error: ExprError {
-                    pos,
-                    message: format!(
-                        "`{v}` is not a sweep key; the sweep's keys are: {}",
-                        if keys.is_empty() {
-                            "none".into()
-                        } else {
-                            keys.join(", ")
-                        }
-                    ),
-                },
-            });
-        }
+        check_only_keys(e, &axes)?;
     }
-    let combinations = axes
-        .iter()
-        .try_fold(1u128, |n, a| n.checked_mul(a.values.len() as u128))
-        .unwrap_or(u128::MAX);
     let reps = c.campaign.repetitions;
-    if combinations.saturating_mul(u128::from(reps)) > u128::from(MAX_POINTS) {
-        return Err(PlanError::TooMany {
-            combinations,
-            repetitions: reps,
-        });
-    }
-    let combinations = combinations as u64;
+    let combinations = count_combinations(&axes, reps)?;
     let exclusions = c
         .sweep
         .exclude
@@ -513,14 +487,7 @@ pub fn plan(
     let mut digits = vec![0usize; axes.len()];
     for n in 0..combinations {
         if n > 0 {
-            // Odometer: the last axis turns fastest.
-            for (d, a) in digits.iter_mut().zip(&axes).rev() {
-                *d += 1;
-                if *d < a.values.len() {
-                    break;
-                }
-                *d = 0;
-            }
+            next_combination(&mut digits, &axes);
         }
         let params: BTreeMap<String, Value> = axes
             .iter()
@@ -537,33 +504,109 @@ pub fn plan(
                 continue;
             }
         }
-        let mut reason = None;
-        for e in &exclusions {
-            let hit = e.eval(&params).map_err(|error| PlanError::Exclusion {
-                expr: e.to_string(),
-                params: params_text(&params),
-                error,
-            })?;
-            if hit {
-                reason = Some(e.to_string());
-                break;
-            }
-        }
-        if reason.is_none() {
-            let r = resolve_with(&c, &targets, &params).map_err(|message| PlanError::Point {
-                params: params_text(&params),
-                message,
-            })?;
-            reason = auto_exclusion(&c, &r);
-        }
-        match reason {
+        match exclusion_reason(&c, &exclusions, &targets, &params)? {
             Some(reason) => excluded.push(Excluded { params, reason }),
             None => kept.push(params),
         }
     }
+    let points = order_points(&kept, reps, c.campaign.order, c.campaign.seed)?;
+    Ok(Plan {
+        campaign: c.campaign,
+        axes,
+        combinations,
+        filtered,
+        points,
+        excluded,
+    })
+}
+
+/// `--only` names sweep keys only.
+fn check_only_keys(e: &Expr, axes: &[Axis]) -> Result<(), PlanError> {
+    let keys: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
+    let Some((v, pos)) = e.variables().into_iter().find(|(v, _)| !keys.contains(v)) else {
+        return Ok(());
+    };
+    Err(PlanError::Only {
+        expr: e.to_string(),
+        error: ExprError {
+            pos,
+            message: format!(
+                "`{v}` is not a sweep key; the sweep's keys are: {}",
+                if keys.is_empty() {
+                    "none".into()
+                } else {
+                    keys.join(", ")
+                }
+            ),
+        },
+    })
+}
+
+/// The size of the axes' cartesian product, refused when it times `reps`
+/// is above [`MAX_POINTS`] (checked before any combination is built).
+fn count_combinations(axes: &[Axis], reps: u32) -> Result<u64, PlanError> {
+    let combinations = axes
+        .iter()
+        .try_fold(1u128, |n, a| n.checked_mul(a.values.len() as u128))
+        .unwrap_or(u128::MAX);
+    if combinations.saturating_mul(u128::from(reps)) > u128::from(MAX_POINTS) {
+        return Err(PlanError::TooMany {
+            combinations,
+            repetitions: reps,
+        });
+    }
+    Ok(combinations as u64)
+}
+
+/// Advances `digits` (one value index per axis) like an odometer: the last
+/// axis turns fastest.
+fn next_combination(digits: &mut [usize], axes: &[Axis]) {
+    for (d, a) in digits.iter_mut().zip(axes).rev() {
+        *d += 1;
+        if *d < a.values.len() {
+            break;
+        }
+        *d = 0;
+    }
+}
+
+/// Why the combination `params` is not run: the first `exclude` expression
+/// that holds for it, else what makes its resolved point unrunnable.
+fn exclusion_reason(
+    c: &Control,
+    exclusions: &[Expr],
+    targets: &Targets,
+    params: &BTreeMap<String, Value>,
+) -> Result<Option<String>, PlanError> {
+    for e in exclusions {
+        let hit = e.eval(params).map_err(|error| PlanError::Exclusion {
+            expr: e.to_string(),
+            params: params_text(params),
+            error,
+        })?;
+        if hit {
+            return Ok(Some(e.to_string()));
+        }
+    }
+    let r = resolve_with(c, targets, params).map_err(|message| PlanError::Point {
+        params: params_text(params),
+        message,
+    })?;
+    Ok(auto_exclusion(c, &r))
+}
+
+/// The kept combinations as points: every repetition of each in turn, or
+/// shuffled by `seed`; then numbered in run order. Two points with one id
+/// would share a results directory, so that is an error.
+fn order_points(
+    kept: &[BTreeMap<String, Value>],
+    reps: u32,
+    order: Order,
+    seed: u64,
+) -> Result<Vec<Point>, PlanError> {
     let mut points = Vec::with_capacity(kept.len() * reps as usize);
     for repetition in 0..reps {
-        for params in &kept {
+        for params in kept {
             points.push(Point {
                 id: point_id(params, repetition),
                 index: 0,
@@ -582,20 +625,13 @@ pub fn plan(
         }
     }
     drop(seen);
-    if c.campaign.order == Order::Shuffled {
-        shuffle(&mut points, c.campaign.seed);
+    if order == Order::Shuffled {
+        shuffle(&mut points, seed);
     }
     for (i, p) in points.iter_mut().enumerate() {
         p.index = i;
     }
-    Ok(Plan {
-        campaign: c.campaign,
-        axes,
-        combinations,
-        filtered,
-        points,
-        excluded,
-    })
+    Ok(points)
 }
 
 #[cfg(test)]

@@ -611,3 +611,32 @@ fn examples_parse_and_plan() {
     ];
     assert_eq!(seen, want);
 }
+
+#[test]
+fn odometer_turns_the_last_axis_fastest_and_wraps() {
+    let axis = |key: &str, n: i64| Axis {
+        key: key.into(),
+        values: (0..n).map(Value::Int).collect(),
+    };
+    let axes = [axis("a", 2), axis("b", 3)];
+    let mut digits = vec![0, 0];
+    let mut seen = vec![digits.clone()];
+    for _ in 1..6 {
+        next_combination(&mut digits, &axes);
+        seen.push(digits.clone());
+    }
+    let want: Vec<Vec<usize>> = [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+        .iter()
+        .map(|d| d.to_vec())
+        .collect();
+    assert_eq!(seen, want);
+    next_combination(&mut digits, &axes);
+    assert_eq!(digits, [0, 0], "past the last combination it wraps");
+
+    assert_eq!(count_combinations(&axes, 1000), Ok(6));
+    let huge = vec![axis("x", 1 << 16); 9]; // 2^144 overflows u128
+    assert!(matches!(
+        count_combinations(&huge, 1),
+        Err(PlanError::TooMany { combinations, .. }) if combinations == u128::MAX
+    ));
+}
