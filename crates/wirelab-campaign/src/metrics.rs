@@ -150,110 +150,132 @@ impl Metrics {
             state: Mutex::default(),
         };
         let mut r = Registry::with_prefix("wirelab");
+        // Registration order is the order of the exposition.
+        m.register_flow_series(&mut r);
+        m.register_host_series(&mut r);
+        m.register_point_series(&mut r);
+        m.register_clock_series(&mut r);
+        for s in STATES {
+            m.points.get_or_create(&state(s)).set(0);
+        }
+        Metrics { registry: r, ..m }
+    }
+
+    /// Per-flow series: the finished points' counts and delays, and the
+    /// running point's live counts.
+    fn register_flow_series(&self, r: &mut Registry) {
         r.register(
             "flow_sent_packets",
             "Probes a flow's senders sent in the finished points",
-            m.sent.clone(),
+            self.sent.clone(),
         );
         r.register(
             "flow_received_packets",
             "Probes a flow's receivers received (duplicates not counted) in the finished points",
-            m.received.clone(),
+            self.received.clone(),
         );
         r.register(
             "flow_lost_packets",
             "Probes of a flow lost in the finished points, against the senders' counts",
-            m.lost.clone(),
+            self.lost.clone(),
         );
         r.register(
             "flow_duplicate_packets",
             "Duplicate probes of a flow received in the finished points",
-            m.duplicates.clone(),
+            self.duplicates.clone(),
         );
         r.register(
             "flow_timer_misses",
             "Departures of a flow that missed their deadline in the finished points",
-            m.timer_misses.clone(),
+            self.timer_misses.clone(),
         );
         r.register_with_unit(
-            "flow_owd",
-            "One-way delay of each probe of a flow received in the finished points (receive minus send stamp)",
-            Unit::Seconds,
-            m.owd.clone(),
-        );
+        "flow_owd",
+        "One-way delay of each probe of a flow received in the finished points (receive minus send stamp)",
+        Unit::Seconds,
+        self.owd.clone(),
+    );
         r.register(
             "flow_live_received_packets",
             "Probes received so far in the running point, from the receiver's status \
-             (duplicates included); 0 once the point ends",
-            m.live_received.clone(),
+         (duplicates included); 0 once the point ends",
+            self.live_received.clone(),
         );
         r.register(
             "flow_live_lost_packets",
             "Probes lost so far in the running point against the highest sequence seen; 0 once \
-             the point ends",
-            m.live_lost.clone(),
+         the point ends",
+            self.live_lost.clone(),
         );
         r.register(
             "flow_lost_attributed_packets",
             "Lost probes of a flow in the finished points by cause (sender, path, rx_nic, \
-             rx_stack, unexplained), from the hosts' counters and the emulator's drops",
-            m.lost_by_cause.clone(),
+         rx_stack, unexplained), from the hosts' counters and the emulator's drops",
+            self.lost_by_cause.clone(),
         );
+    }
+
+    /// Per-host series: NIC and stack counters, and stressors.
+    fn register_host_series(&self, r: &mut Registry) {
         r.register(
             "host_counter_delta",
             "A host's NIC and stack counters (interface statistics, /proc/net/snmp Udp and \
-             Ip, softnet, qdisc drops): the change over each finished point, added up",
-            m.host_counters.clone(),
+         Ip, softnet, qdisc drops): the change over each finished point, added up",
+            self.host_counters.clone(),
         );
         r.register(
             "stressors_up",
             "Stressors of each kind running on a host",
-            m.stressors_up.clone(),
+            self.stressors_up.clone(),
         );
         r.register_with_unit(
             "stressor_cpu",
             "CPU time (user + system) of everything a stressor ran, finished points added up",
             Unit::Seconds,
-            m.stressor_cpu.clone(),
+            self.stressor_cpu.clone(),
         );
+    }
+
+    /// The campaign's progress: points by state, aborts, the running point.
+    fn register_point_series(&self, r: &mut Registry) {
         r.register(
             "points",
             "Points of the campaign by state",
-            m.points.clone(),
+            self.points.clone(),
         );
         r.register(
             "aborts",
             "Points aborted, by the criterion that fired",
-            m.aborts.clone(),
+            self.aborts.clone(),
         );
         r.register(
             "point_info",
             "The point running (1) with its id and parameters as labels",
-            m.point_info.clone(),
+            self.point_info.clone(),
         );
         r.register_with_unit(
             "point_elapsed",
             "Time since the running point's T0 (0 between points)",
             Unit::Seconds,
-            m.point_seconds.clone(),
+            self.point_seconds.clone(),
         );
+    }
+
+    /// Clock offsets between host pairs.
+    fn register_clock_series(&self, r: &mut Registry) {
         r.register_with_unit(
             "clock_offset",
             "Receiver's clock minus sender's of a host pair at the last finished point's T0, \
-             from probes before and after the point",
+         from probes before and after the point",
             Unit::Seconds,
-            m.clock_offset.clone(),
+            self.clock_offset.clone(),
         );
         r.register_with_unit(
             "clock_uncertainty",
             "Uncertainty U of wirelab_clock_offset_seconds: the true offset is within ± this",
             Unit::Seconds,
-            m.clock_uncertainty.clone(),
+            self.clock_uncertainty.clone(),
         );
-        for s in STATES {
-            m.points.get_or_create(&state(s)).set(0);
-        }
-        Metrics { registry: r, ..m }
     }
 
     /// Updates the series with one event of the runner. The series are
@@ -613,5 +635,85 @@ mod tests {
         assert_eq!(label_name("size"), "size");
         assert_eq!(label_name("9x"), "_9x");
         assert_eq!(label_name("point"), "_point");
+    }
+
+    #[test]
+    fn every_series_is_exposed_in_registration_order() {
+        // A family without series is not exposed: give each one.
+        let m = Metrics::new();
+        let flow = FlowLabels { flow: "f".into() };
+        for f in [
+            &m.sent,
+            &m.received,
+            &m.lost,
+            &m.duplicates,
+            &m.timer_misses,
+        ] {
+            f.get_or_create(&flow).inc();
+        }
+        m.owd.get_or_create(&flow).observe(1e-3);
+        m.live_received.get_or_create(&flow).set(1);
+        m.live_lost.get_or_create(&flow).set(1);
+        let cause = CauseLabels {
+            flow: "f".into(),
+            cause: "path".into(),
+        };
+        m.lost_by_cause.get_or_create(&cause).inc();
+        let counter = HostLabels {
+            host: "h".into(),
+            counter: "c".into(),
+        };
+        m.host_counters.get_or_create(&counter).inc();
+        let stressor = StressorLabels {
+            host: "h".into(),
+            kind: "cpu".into(),
+        };
+        m.stressors_up.get_or_create(&stressor).set(1);
+        m.stressor_cpu.get_or_create(&stressor).inc_by(1.0);
+        let reason = ReasonLabels {
+            reason: "lost_gt".into(),
+        };
+        m.aborts.get_or_create(&reason).inc();
+        m.point_info
+            .get_or_create(&vec![("id".into(), "p".into())])
+            .set(1);
+        let pair = PairLabels {
+            from: "a".into(),
+            to: "b".into(),
+        };
+        m.clock_offset.get_or_create(&pair).set(0.0);
+        m.clock_uncertainty.get_or_create(&pair).set(0.0);
+        let text = m.render();
+        let helped: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# HELP "))
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        let want = [
+            "flow_sent_packets_total",
+            "flow_received_packets_total",
+            "flow_lost_packets_total",
+            "flow_duplicate_packets_total",
+            "flow_timer_misses_total",
+            "flow_owd_seconds",
+            "flow_live_received_packets",
+            "flow_live_lost_packets",
+            "flow_lost_attributed_packets_total",
+            "host_counter_delta_total",
+            "stressors_up",
+            "stressor_cpu_seconds_total",
+            "points",
+            "aborts_total",
+            "point_info",
+            "point_elapsed_seconds",
+            "clock_offset_seconds",
+            "clock_uncertainty_seconds",
+        ]
+        .map(|n| format!("wirelab_{n}"));
+        assert_eq!(helped, want);
+        assert!(
+            text.contains("wirelab_points{state=\"pending\"} 0"),
+            "{text}"
+        );
     }
 }
