@@ -14,7 +14,7 @@ use crate::html::{Cell, Page};
 use crate::plot::{self, ns_unit};
 use crate::source::open_record_reader;
 use std::path::{Path, PathBuf};
-use wirelab_analysis::emulog::{EmuLog, EmuLogReport, FateCounts};
+use wirelab_analysis::emulog::{EmuFlowReport, EmuLog, EmuLogReport, FateCounts};
 use wirelab_analysis::text::fmt_ns;
 use wirelab_wire::record::{EmuFate, EmuRecord};
 
@@ -153,11 +153,11 @@ pub fn reasons(d: &FateCounts) -> [(&'static str, u64); 10] {
 /// Renders the page.
 pub fn render(d: &EmuData, title: &str) -> Result<String, ReportError> {
     let mut p = Page::new(title);
-    let t = &d.report.totals;
     p.para(&format!(
-        "wirelab {} — emulator per-copy log {}: {t}.",
+        "wirelab {} — emulator per-copy log {}: {}.",
         env!("CARGO_PKG_VERSION"),
         d.name,
+        d.report.totals,
     ));
     if d.partial_bytes > 0 {
         p.warning(&format!(
@@ -172,45 +172,21 @@ pub fn render(d: &EmuData, title: &str) -> Result<String, ReportError> {
         ));
     }
     p.h2("Rules");
-    let ns = |v: i64, n: u64| {
-        if n == 0 {
-            Cell::text("-")
-        } else {
-            Cell::num(fmt_ns(v as f64), v as f64)
-        }
-    };
-    let rows: Vec<Vec<Cell>> = d
-        .report
-        .flows
-        .iter()
-        .map(|f| {
-            let (a, s, l) = (&f.applied_delay, &f.scheduled_delay, &f.lateness);
-            vec![
-                Cell::text(format!(
-                    "{} {}",
-                    f.direction,
-                    if f.rule == 0 {
-                        "default".to_string()
-                    } else {
-                        format!("rule {}", f.rule)
-                    }
-                )),
-                Cell::text(f.filter.clone().unwrap_or_default()),
-                Cell::text(f.stages.clone().unwrap_or_default()),
-                Cell::count(Some(f.frames)),
-                Cell::count(Some(f.copies)),
-                Cell::count(Some(f.sent)),
-                Cell::count(Some(f.dropped.total())),
-                ns(s.p50_ns, s.count),
-                ns(a.p50_ns, a.count),
-                ns(a.p99_ns, a.count),
-                ns(a.max_ns, a.count),
-                ns(l.p99_ns, l.count),
-                ns(l.max_ns, l.count),
-                Cell::count(Some(f.early)),
-            ]
-        })
-        .collect();
+    rules_table(&mut p, &d.report);
+    delay_figure(&mut p, d)?;
+    drops_figure(&mut p, &d.report.totals.dropped)?;
+    lateness_figure(&mut p, &d.lateness)?;
+    p.metadata(d.metadata.as_ref());
+    p.details(
+        "wirelab.emulate-log/1 (the numbers above)",
+        &serde_json::to_string_pretty(&d.report).map_err(|e| ReportError::Plot(e.to_string()))?,
+    );
+    Ok(p.finish())
+}
+
+/// The per-rule summary table: one row per rule and direction.
+fn rules_table(p: &mut Page, report: &EmuLogReport) {
+    let rows: Vec<Vec<Cell>> = report.flows.iter().map(rule_row).collect();
     p.table(
         &[
             "flow",
@@ -231,8 +207,47 @@ pub fn render(d: &EmuData, title: &str) -> Result<String, ReportError> {
         &rows,
         true,
     );
+}
 
-    // 1. Applied delay over time, the scheduled delay beside it.
+/// One row of the rules table; a delay of a distribution with no samples
+/// is shown as "-".
+fn rule_row(f: &EmuFlowReport) -> Vec<Cell> {
+    let ns = |v: i64, n: u64| {
+        if n == 0 {
+            Cell::text("-")
+        } else {
+            Cell::num(fmt_ns(v as f64), v as f64)
+        }
+    };
+    let (a, s, l) = (&f.applied_delay, &f.scheduled_delay, &f.lateness);
+    vec![
+        Cell::text(format!(
+            "{} {}",
+            f.direction,
+            if f.rule == 0 {
+                "default".to_string()
+            } else {
+                format!("rule {}", f.rule)
+            }
+        )),
+        Cell::text(f.filter.clone().unwrap_or_default()),
+        Cell::text(f.stages.clone().unwrap_or_default()),
+        Cell::count(Some(f.frames)),
+        Cell::count(Some(f.copies)),
+        Cell::count(Some(f.sent)),
+        Cell::count(Some(f.dropped.total())),
+        ns(s.p50_ns, s.count),
+        ns(a.p50_ns, a.count),
+        ns(a.p99_ns, a.count),
+        ns(a.max_ns, a.count),
+        ns(l.p99_ns, l.count),
+        ns(l.max_ns, l.count),
+        Cell::count(Some(f.early)),
+    ]
+}
+
+/// Figure 1: applied delay over time, the scheduled delay beside it.
+fn delay_figure(p: &mut Page, d: &EmuData) -> Result<(), ReportError> {
     let (ap, sp) = match (&d.applied, &d.scheduled) {
         (Some(a), Some(s)) => (a.points(), s.points()),
         _ => (Vec::new(), Vec::new()),
@@ -281,9 +296,12 @@ pub fn render(d: &EmuData, title: &str) -> Result<String, ReportError> {
             fmt_ns(width as f64)
         ),
     );
+    Ok(())
+}
 
-    // 2. Drops by reason.
-    let cats: Vec<(String, u64)> = reasons(&t.dropped)
+/// Figure 2: drops by reason, the reasons with none left out.
+fn drops_figure(p: &mut Page, dropped: &FateCounts) -> Result<(), ReportError> {
+    let cats: Vec<(String, u64)> = reasons(dropped)
         .into_iter()
         .filter(|r| r.1 > 0)
         .map(|(n, v)| (n.to_string(), v))
@@ -294,13 +312,16 @@ pub fn render(d: &EmuData, title: &str) -> Result<String, ReportError> {
     } else {
         format!(
             "Copies dropped, by reason (all rules and directions): {}.",
-            t.dropped.text()
+            dropped.text()
         )
     };
     p.figure(FIGURES[1], &svg, &cap);
+    Ok(())
+}
 
-    // 3. Lateness histogram.
-    let bins = d.lateness.bins();
+/// Figure 3: the release-lateness histogram.
+fn lateness_figure(p: &mut Page, lateness: &LinearHist) -> Result<(), ReportError> {
+    let bins = lateness.bins();
     let lu = ns_unit(bins.last().map_or(0.0, |b| b.1 as f64));
     let bars: Vec<(f64, f64, f64)> = bins
         .iter()
@@ -318,16 +339,10 @@ pub fn render(d: &EmuData, title: &str) -> Result<String, ReportError> {
         &format!(
             "Release lateness of the sent copies, {} bins from 0 to the largest p99.9 of the \
              flows; {} later copies not drawn, {} early (departure before deadline).",
-            BINS, d.lateness.above, d.lateness.below
+            BINS, lateness.above, lateness.below
         ),
     );
-
-    p.metadata(d.metadata.as_ref());
-    p.details(
-        "wirelab.emulate-log/1 (the numbers above)",
-        &serde_json::to_string_pretty(&d.report).map_err(|e| ReportError::Plot(e.to_string()))?,
-    );
-    Ok(p.finish())
+    Ok(())
 }
 
 #[cfg(test)]
@@ -430,5 +445,24 @@ mod tests {
         assert!(!is_emulator_log(&other));
         std::fs::remove_file(&path).unwrap();
         std::fs::remove_file(&other).unwrap();
+    }
+
+    #[test]
+    fn rule_rows_name_the_rule_and_dash_empty_delays() {
+        let path =
+            std::env::temp_dir().join(format!("wl-report-emu-row-{}.wlr", std::process::id()));
+        write_log(&path);
+        let mut f = collect(&path, 8).unwrap().report.flows[0].clone();
+        std::fs::remove_file(&path).unwrap();
+        let text = |row: &[Cell]| row.iter().map(|c| c.text.clone()).collect::<Vec<_>>();
+        let row = text(&rule_row(&f));
+        assert_eq!(row[0], "a2b default");
+        assert_eq!(row[7..9], ["20.0ms", "20.0ms"], "scheduled and applied p50");
+        f.rule = 3;
+        f.applied_delay.count = 0;
+        let row = text(&rule_row(&f));
+        assert_eq!(row[0], "a2b rule 3");
+        assert_eq!(row[7], "20.0ms", "scheduled delay still has samples");
+        assert_eq!(row[8..11], ["-", "-", "-"], "applied delay has none");
     }
 }
