@@ -103,109 +103,29 @@ pub fn run(s: Supervise<'_>) -> Result<Outcome, SuperviseError> {
 
     let began = Instant::now();
     let mut running: Vec<Running> = vec![];
-    let mut failed_start = None;
+    let mut failed = None;
     for part in parts {
         let program = match (&part.program, &stress_ng) {
             (Program::StressNg, Some(p)) => p.clone(),
             _ => wirelab.clone(),
         };
-        let mut cmd = Command::new(&program);
-        // The parts' own output goes to stderr (the stressor's log); stdout
-        // is the report's.
-        let out = io::stderr()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(SuperviseError::Stderr)?;
-        cmd.args(&part.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out));
-        let mut cgroup = None;
-        if let Some(cap) = part.io_cap_bytes_per_s {
-            match IoCgroup::new(cap, running.len()) {
-                Ok((cg, procs)) => {
-                    proc_::join_cgroup(&mut cmd, procs);
-                    cgroup = Some(cg);
-                }
-                Err(why) => {
-                    let n = format!(
-                        "{}: write cap of {cap} B/s not applied ({why}); it runs uncapped",
-                        part.name
-                    );
-                    eprintln!("wirelab stress: {n}");
-                    notes.push(n);
-                }
-            }
-        }
-        let mut command = vec![program.display().to_string()];
-        command.extend(part.args.iter().cloned());
-        let how = Spawn {
-            group: true,
-            die_with_parent: true,
-        };
-        match Supervised::spawn(&mut cmd, how) {
-            Ok(child) => running.push(Running {
-                pid: child.pid(),
-                part,
-                command,
-                child,
-                ended_early: false,
-                cgroup,
-            }),
-            Err(e) => {
-                failed_start = Some(format!("cannot start {}: {e}", command.join(" ")));
+        match start_part(part, &program, running.len(), &mut notes)? {
+            Ok(r) => running.push(r),
+            Err(why) => {
+                failed = Some(why);
                 break;
             }
         }
     }
-
-    // Above the load's real-time priority (after the spawns, which would
-    // inherit it), so that stopping it is never starved by it.
-    if let Some(p) = running.iter().filter_map(|r| r.part.rt_priority).max() {
-        let mine = (i32::from(p) + 1).min(99);
-        if let Err(e) = wirelab_io::rt::set_fifo_priority(mine) {
-            notes.push(format!(
-                "the stressor's supervisor could not take SCHED_FIFO {mine} ({e}): stopping \
-                 the real-time load may wait for the kernel's RT throttling"
-            ));
-        }
-    }
+    outrank_rt_load(&running, &mut notes);
     let mut ended = Ended::Signal;
-    let mut failed = failed_start;
     let mut ready_error = None;
     if failed.is_none() {
-        match wait_up(&mut running, stop) {
-            Err(e) => failed = Some(e),
-            Ok(()) => {
-                let pids: Vec<u32> = running.iter().map(|r| r.pid).collect();
-                let wrote = ready.as_ref().map_or(Ok(()), |path| {
-                    fs::write(path, format!("{}\n", serde_json::json!({ "pids": pids }))).map_err(
-                        |source| SuperviseError::Ready {
-                            path: path.clone(),
-                            source,
-                        },
-                    )
-                });
-                match wrote {
-                    Err(e) => ready_error = Some(e),
-                    Ok(()) => {
-                        let end = duration.map(|d| began + d);
-                        loop {
-                            if stop.load(Ordering::SeqCst) {
-                                break;
-                            }
-                            if end.is_some_and(|e| Instant::now() >= e) {
-                                ended = Ended::Duration;
-                                break;
-                            }
-                            if let Some(why) = reap_early(&mut running) {
-                                failed = Some(why);
-                                break;
-                            }
-                            std::thread::sleep(POLL);
-                        }
-                    }
-                }
-            }
+        let end = duration.map(|d| began + d);
+        match run_until_end(&mut running, ready.as_deref(), end, stop) {
+            Ok(Ok(e)) => ended = e,
+            Ok(Err(why)) => failed = Some(why),
+            Err(e) => ready_error = Some(e),
         }
     }
     if failed.is_some() {
@@ -220,33 +140,136 @@ pub fn run(s: Supervise<'_>) -> Result<Outcome, SuperviseError> {
         load,
         ended,
         duration_s: began.elapsed().as_secs_f64(),
-        parts: running
-            .iter()
-            .map(|r| {
-                // stop_all reaps every part; one it could not reap
-                // reports no exit status and no CPU time.
-                let (code, signal, cpu) =
-                    r.child.end().map_or((None, None, Default::default()), |e| {
-                        (e.code, e.signal, e.cpu)
-                    });
-                PartReport {
-                    name: r.part.name.clone(),
-                    command: r.command.clone(),
-                    pid: r.pid,
-                    exit_code: code,
-                    signal,
-                    ended_early: r.ended_early,
-                    user_s: secs(cpu.user_ns),
-                    system_s: secs(cpu.system_ns),
-                    io_cap_bytes_per_s: r.cgroup.as_ref().map(|c| c.cap),
-                }
-            })
-            .collect(),
+        parts: running.iter().map(part_report).collect(),
         user_s: secs(proc_::reaped_children_cpu().user_ns),
         system_s: secs(proc_::reaped_children_cpu().system_ns),
         notes,
     };
     Ok(Outcome { report, failed })
+}
+
+/// Spawns one part of `program` in a group of its own, in a write-capped
+/// cgroup (the `index`th) if it has a cap; a cap that cannot be applied is
+/// a note, a part that cannot be spawned is the inner error.
+fn start_part(
+    part: Part,
+    program: &Path,
+    index: usize,
+    notes: &mut Vec<String>,
+) -> Result<Result<Running, String>, SuperviseError> {
+    let mut cmd = Command::new(program);
+    // The parts' own output goes to stderr (the stressor's log); stdout
+    // is the report's.
+    let out = io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(SuperviseError::Stderr)?;
+    cmd.args(&part.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out));
+    let mut cgroup = None;
+    if let Some(cap) = part.io_cap_bytes_per_s {
+        match IoCgroup::new(cap, index) {
+            Ok((cg, procs)) => {
+                proc_::join_cgroup(&mut cmd, procs);
+                cgroup = Some(cg);
+            }
+            Err(why) => {
+                let n = format!(
+                    "{}: write cap of {cap} B/s not applied ({why}); it runs uncapped",
+                    part.name
+                );
+                eprintln!("wirelab stress: {n}");
+                notes.push(n);
+            }
+        }
+    }
+    let mut command = vec![program.display().to_string()];
+    command.extend(part.args.iter().cloned());
+    let how = Spawn {
+        group: true,
+        die_with_parent: true,
+    };
+    Ok(match Supervised::spawn(&mut cmd, how) {
+        Ok(child) => Ok(Running {
+            pid: child.pid(),
+            part,
+            command,
+            child,
+            ended_early: false,
+            cgroup,
+        }),
+        Err(e) => Err(format!("cannot start {}: {e}", command.join(" "))),
+    })
+}
+
+/// Takes a real-time priority above the load's (after the spawns, which
+/// would inherit it), so that stopping it is never starved by it.
+fn outrank_rt_load(running: &[Running], notes: &mut Vec<String>) {
+    let Some(p) = running.iter().filter_map(|r| r.part.rt_priority).max() else {
+        return;
+    };
+    let mine = (i32::from(p) + 1).min(99);
+    if let Err(e) = wirelab_io::rt::set_fifo_priority(mine) {
+        notes.push(format!(
+            "the stressor's supervisor could not take SCHED_FIFO {mine} ({e}): stopping \
+             the real-time load may wait for the kernel's RT throttling"
+        ));
+    }
+}
+
+/// Waits for the parts to come up, writes `ready`, then runs until `stop`
+/// or `end`: how the run ended, or (inner error) why a part failed; a
+/// `ready` file that cannot be written is the outer error.
+fn run_until_end(
+    running: &mut [Running],
+    ready: Option<&Path>,
+    end: Option<Instant>,
+    stop: &AtomicBool,
+) -> Result<Result<Ended, String>, SuperviseError> {
+    if let Err(why) = wait_up(running, stop) {
+        return Ok(Err(why));
+    }
+    if let Some(path) = ready {
+        let pids: Vec<u32> = running.iter().map(|r| r.pid).collect();
+        fs::write(path, format!("{}\n", serde_json::json!({ "pids": pids }))).map_err(
+            |source| SuperviseError::Ready {
+                path: path.to_path_buf(),
+                source,
+            },
+        )?;
+    }
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Ok(Ok(Ended::Signal));
+        }
+        if end.is_some_and(|e| Instant::now() >= e) {
+            return Ok(Ok(Ended::Duration));
+        }
+        if let Some(why) = reap_early(running) {
+            return Ok(Err(why));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// A part's line of the report. [`stop_all`] reaps every part; one it
+/// could not reap reports no exit status and no CPU time.
+fn part_report(r: &Running) -> PartReport {
+    let (code, signal, cpu) = r.child.end().map_or((None, None, Default::default()), |e| {
+        (e.code, e.signal, e.cpu)
+    });
+    PartReport {
+        name: r.part.name.clone(),
+        command: r.command.clone(),
+        pid: r.pid,
+        exit_code: code,
+        signal,
+        ended_early: r.ended_early,
+        user_s: secs(cpu.user_ns),
+        system_s: secs(cpu.system_ns),
+        io_cap_bytes_per_s: r.cgroup.as_ref().map(|c| c.cap),
+    }
 }
 
 fn secs(ns: u64) -> f64 {
