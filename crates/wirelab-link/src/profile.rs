@@ -57,159 +57,198 @@ struct Point {
     delay_ms: f64,
 }
 
+/// The lines read so far.
+#[derive(Default)]
+struct Lines {
+    samples: Option<usize>,
+    loss: Option<f64>,
+    name: Option<String>,
+    bw: Option<u64>,
+    /// Set by the points' header: whether points are `delay prob`.
+    delay_first: Option<bool>,
+    points: Vec<Point>,
+}
+
+impl Lines {
+    /// Takes one `key arg` line; the error is what is wrong with it.
+    fn take(&mut self, key: &str, arg: &str) -> Result<(), String> {
+        match key.to_ascii_lowercase().as_str() {
+            "samples" => {
+                if self.samples.is_some() {
+                    return Err("samples given twice".into());
+                }
+                self.samples = Some(read_samples(arg)?);
+            }
+            "bw" => {
+                if self.bw.is_some() {
+                    return Err("bw given twice".into());
+                }
+                self.bw = Some(parse_bw(arg)?);
+            }
+            "loss-level" => {
+                if self.loss.is_some() {
+                    return Err("loss-level given twice".into());
+                }
+                let l = read_number(arg, "loss-level")?;
+                if l > 1.0 {
+                    return Err(format!("loss-level {arg} is above 1.0 (a probability)"));
+                }
+                self.loss = Some(l);
+            }
+            "name" => {
+                if self.name.is_some() {
+                    return Err("name given twice".into());
+                }
+                self.name = Some(arg.to_string());
+            }
+            "prob" | "delay" if self.delay_first.is_none() => {
+                let first = key.eq_ignore_ascii_case("delay");
+                let other = if first { "prob" } else { "delay" };
+                if !arg.eq_ignore_ascii_case(other) {
+                    return Err(format!("write `{key} {other}` to start the points"));
+                }
+                self.delay_first = Some(first);
+            }
+            "prob" | "delay" => return Err("the points' header is given twice".into()),
+            _ => {
+                let Some(df) = self.delay_first else {
+                    return Err(format!(
+                        "unknown keyword {key:?}: use name, samples, bw, loss-level, then `prob delay` or `delay prob` and the points"
+                    ));
+                };
+                let (d, p) = if df { (key, arg) } else { (arg, key) };
+                let point = read_point(d, p)?;
+                if self.points.len() == MAX_SAMPLES {
+                    return Err(format!("more than {MAX_SAMPLES} points (ipfw's maximum)"));
+                }
+                self.points.push(point);
+            }
+        }
+        Ok(())
+    }
+
+    /// After the last line: the points' header and enough points.
+    fn check_complete(&self) -> Result<(), String> {
+        if self.delay_first.is_none() {
+            return Err(
+                "no `prob delay` (or `delay prob`) line: the curve's points are missing".into(),
+            );
+        }
+        if self.points.len() < MIN_POINTS {
+            return Err(format!(
+                "{} point(s): the curve needs at least {MIN_POINTS}",
+                self.points.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A line without its comment, as `(keyword, value)`; `None` for a blank
+/// line.
+fn split_line(raw: &str) -> Result<Option<(&str, &str)>, String> {
+    let raw = raw.trim_start_matches('\u{feff}');
+    let body = raw.split('#').next().unwrap_or("");
+    let words: Vec<&str> = body.split_whitespace().collect();
+    match words[..] {
+        [] => Ok(None),
+        [k] => Err(format!("missing value for {k}")),
+        [k, a] => Ok(Some((k, a))),
+        _ => Err("too many values: write one `keyword value` or `x y` point per line".into()),
+    }
+}
+
+/// A finite number at or above 0.
+fn read_number(s: &str, what: &str) -> Result<f64, String> {
+    if s.strip_prefix('-').is_some_and(|r| parse_number(r).is_ok()) {
+        return Err(format!("{what} {s} is negative"));
+    }
+    match parse_number(s) {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(_) => Err(format!("{what} {s} is negative")),
+        Err(_) => Err(format!("{what} {s:?} is not a number")),
+    }
+}
+
+/// `samples N`: a whole number in ipfw's range.
+fn read_samples(arg: &str) -> Result<usize, String> {
+    let n: usize = arg
+        .parse()
+        .map_err(|_| format!("samples {arg:?} is not a whole number"))?;
+    if !(MIN_POINTS..=MAX_SAMPLES).contains(&n) {
+        return Err(format!(
+            "samples {n}: use 2 to {MAX_SAMPLES} (ipfw's range)"
+        ));
+    }
+    Ok(n)
+}
+
+/// A point of the curve from its delay (ms) and probability words.
+fn read_point(d: &str, p: &str) -> Result<Point, String> {
+    let delay_ms = read_number(d, "delay")?;
+    let prob = read_number(p, "probability")?;
+    if prob > 1.0 {
+        return Err(format!("probability {p} is above 1.0"));
+    }
+    Ok(Point { prob, delay_ms })
+}
+
+/// The curve sampled at `n` equally likely indices, in ms, as ipfw does:
+/// points sorted by probability (then delay), then segment by segment,
+/// indices ⌊y1⌋ to ⌊y2⌋ (exclusive) on the line through the two points;
+/// indices no segment covers stay 0.
+fn sample_curve(mut points: Vec<Point>, n: usize) -> Vec<f64> {
+    points.sort_by(|a, b| {
+        a.prob
+            .total_cmp(&b.prob)
+            .then(a.delay_ms.total_cmp(&b.delay_ms))
+    });
+    let mut ms = vec![0.0f64; n];
+    for w in points.windows(2) {
+        let (y1, x1) = (w[0].prob * n as f64, w[0].delay_ms);
+        let (y2, x2) = (w[1].prob * n as f64, w[1].delay_ms);
+        let (from, to) = (y1 as usize, (y2 as usize).min(n));
+        for (ix, s) in ms.iter_mut().enumerate().take(to).skip(from) {
+            *s = if x1 == x2 {
+                x1
+            } else {
+                let m = (y2 - y1) / (x2 - x1);
+                let c = y1 - m * x1;
+                (ix as f64 - c) / m
+            };
+        }
+    }
+    ms
+}
+
 impl Profile {
-    /// Parses a profile's text; errors name the line.
+    /// Parses a profile's text; errors name the line (the last line for
+    /// what the whole file lacks).
     pub fn parse(text: &str) -> Result<Profile, ProfileError> {
-        let mut samples: Option<usize> = None;
-        let mut loss: Option<f64> = None;
-        let mut name: Option<String> = None;
-        let mut bw = None;
-        let mut delay_first: Option<bool> = None;
-        let mut points: Vec<Point> = Vec::new();
+        let mut lines = Lines::default();
         let mut last_line = 0;
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             last_line = line;
             let err = |what: String| ProfileError { line, what };
-            let raw = raw.trim_start_matches('\u{feff}');
-            let body = raw.split('#').next().unwrap_or("");
-            let words: Vec<&str> = body.split_whitespace().collect();
-            let (key, arg) = match words[..] {
-                [] => continue,
-                [k] => return Err(err(format!("missing value for {k}"))),
-                [k, a] => (k, a),
-                _ => {
-                    return Err(err(
-                        "too many values: write one `keyword value` or `x y` point per line".into(),
-                    ))
-                }
-            };
-            let number = |s: &str, what: &str| -> Result<f64, ProfileError> {
-                if s.strip_prefix('-').is_some_and(|r| parse_number(r).is_ok()) {
-                    return Err(err(format!("{what} {s} is negative")));
-                }
-                match parse_number(s) {
-                    Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-                    Ok(_) => Err(err(format!("{what} {s} is negative"))),
-                    Err(_) => Err(err(format!("{what} {s:?} is not a number"))),
-                }
-            };
-            match key.to_ascii_lowercase().as_str() {
-                "samples" => {
-                    if samples.is_some() {
-                        return Err(err("samples given twice".into()));
-                    }
-                    let n: usize = arg
-                        .parse()
-                        .map_err(|_| err(format!("samples {arg:?} is not a whole number")))?;
-                    if !(MIN_POINTS..=MAX_SAMPLES).contains(&n) {
-                        return Err(err(format!(
-                            "samples {n}: use 2 to {MAX_SAMPLES} (ipfw's range)"
-                        )));
-                    }
-                    samples = Some(n);
-                }
-                "bw" => {
-                    if bw.is_some() {
-                        return Err(err("bw given twice".into()));
-                    }
-                    bw = Some(parse_bw(arg).map_err(err)?);
-                }
-                "loss-level" => {
-                    if loss.is_some() {
-                        return Err(err("loss-level given twice".into()));
-                    }
-                    let l = number(arg, "loss-level")?;
-                    if l > 1.0 {
-                        return Err(err(format!(
-                            "loss-level {arg} is above 1.0 (a probability)"
-                        )));
-                    }
-                    loss = Some(l);
-                }
-                "name" => {
-                    if name.is_some() {
-                        return Err(err("name given twice".into()));
-                    }
-                    name = Some(arg.to_string());
-                }
-                "prob" | "delay" if delay_first.is_none() => {
-                    let first = key.eq_ignore_ascii_case("delay");
-                    let other = if first { "prob" } else { "delay" };
-                    if !arg.eq_ignore_ascii_case(other) {
-                        return Err(err(format!("write `{key} {other}` to start the points")));
-                    }
-                    delay_first = Some(first);
-                }
-                "prob" | "delay" => return Err(err("the points' header is given twice".into())),
-                _ => {
-                    let Some(df) = delay_first else {
-                        return Err(err(format!(
-                            "unknown keyword {key:?}: use name, samples, bw, loss-level, then `prob delay` or `delay prob` and the points"
-                        )));
-                    };
-                    let (d, p) = if df { (key, arg) } else { (arg, key) };
-                    let delay_ms = number(d, "delay")?;
-                    let prob = number(p, "probability")?;
-                    if prob > 1.0 {
-                        return Err(err(format!("probability {p} is above 1.0")));
-                    }
-                    if points.len() == MAX_SAMPLES {
-                        return Err(err(format!(
-                            "more than {MAX_SAMPLES} points (ipfw's maximum)"
-                        )));
-                    }
-                    points.push(Point { prob, delay_ms });
-                }
+            if let Some((key, arg)) = split_line(raw).map_err(err)? {
+                lines.take(key, arg).map_err(err)?;
             }
         }
-        if delay_first.is_none() {
-            return Err(ProfileError {
-                line: last_line,
-                what: "no `prob delay` (or `delay prob`) line: the curve's points are missing"
-                    .into(),
-            });
-        }
-        if points.len() < MIN_POINTS {
-            return Err(ProfileError {
-                line: last_line,
-                what: format!(
-                    "{} point(s): the curve needs at least {MIN_POINTS}",
-                    points.len()
-                ),
-            });
-        }
-        let n = samples.unwrap_or(100);
-        points.sort_by(|a, b| {
-            a.prob
-                .total_cmp(&b.prob)
-                .then(a.delay_ms.total_cmp(&b.delay_ms))
-        });
-        // ipfw's interpolation: segment by segment, indices floor(y1) to
-        // floor(y2) (exclusive) on the line through the two points.
-        let mut ms = vec![0.0f64; n];
-        for w in points.windows(2) {
-            let (y1, x1) = (w[0].prob * n as f64, w[0].delay_ms);
-            let (y2, x2) = (w[1].prob * n as f64, w[1].delay_ms);
-            let (from, to) = (y1 as usize, (y2 as usize).min(n));
-            for (ix, s) in ms.iter_mut().enumerate().take(to).skip(from) {
-                *s = if x1 == x2 {
-                    x1
-                } else {
-                    let m = (y2 - y1) / (x2 - x1);
-                    let c = y1 - m * x1;
-                    (ix as f64 - c) / m
-                };
-            }
-        }
+        lines.check_complete().map_err(|what| ProfileError {
+            line: last_line,
+            what,
+        })?;
+        let n = lines.samples.unwrap_or(100);
+        let ms = sample_curve(lines.points, n);
         Ok(Profile {
-            name: name.unwrap_or_default(),
+            name: lines.name.unwrap_or_default(),
             samples_ns: ms
                 .iter()
                 .map(|m| (m.max(0.0) * 1e6).round() as u64)
                 .collect(),
-            loss_index: (loss.unwrap_or(1.0) * n as f64) as usize,
-            bw_bps: bw,
+            loss_index: (lines.loss.unwrap_or(1.0) * n as f64) as usize,
+            bw_bps: lines.bw,
         })
     }
 
@@ -497,5 +536,41 @@ mod tests {
         );
         // CRLF, a BOM, comments and blank lines are fine.
         assert!(Profile::parse("\u{feff}# c\r\n\r\nprob delay\r\n0 1\r\n1 2\r\n").is_ok());
+    }
+
+    #[test]
+    fn the_curve_is_sampled_segment_by_segment_with_gaps_left_at_zero() {
+        let pt = |prob, delay_ms| Point { prob, delay_ms };
+        // Given out of order: sorted by probability first.
+        let ms = sample_curve(vec![pt(1.0, 8.0), pt(0.25, 0.0), pt(0.5, 4.0)], 8);
+        // Indices 0 and 1 lie below the first point: no segment covers them.
+        assert_eq!(ms[..2], [0.0, 0.0]);
+        // 0.25→0.5 covers indices 2, 3: the line from (2, 0 ms) to (4, 4 ms).
+        assert_eq!(ms[2..4], [0.0, 2.0]);
+        // 0.5→1.0 covers 4..8: from (4, 4 ms) to (8, 8 ms).
+        assert_eq!(ms[4..], [4.0, 5.0, 6.0, 7.0]);
+        // Equal delays: the segment is flat.
+        assert_eq!(sample_curve(vec![pt(0.0, 3.0), pt(1.0, 3.0)], 4), [3.0; 4]);
+    }
+
+    #[test]
+    fn lines_split_into_a_keyword_and_a_value() {
+        assert_eq!(split_line("  # only a comment"), Ok(None));
+        assert_eq!(
+            split_line("\u{feff}samples 10 # c"),
+            Ok(Some(("samples", "10")))
+        );
+        assert_eq!(split_line("bw"), Err("missing value for bw".into()));
+        assert!(split_line("0.5 1 2")
+            .unwrap_err()
+            .starts_with("too many values"));
+        assert_eq!(
+            read_number("-0.5", "delay"),
+            Err("delay -0.5 is negative".into())
+        );
+        assert_eq!(
+            read_number("x", "delay"),
+            Err("delay \"x\" is not a number".into())
+        );
     }
 }
