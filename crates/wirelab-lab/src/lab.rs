@@ -729,6 +729,138 @@ fn run_step(step: &[String]) -> Result<(), LabError> {
     })
 }
 
+/// The namespace name of `role`.
+fn ns_of(namespaces: &[(String, String)], role: &str) -> Result<String, LabError> {
+    namespaces
+        .iter()
+        .find(|(r, _)| r == role)
+        .map(|(_, n)| n.clone())
+        .ok_or_else(|| LabError::UnknownNamespace(role.into()))
+}
+
+/// End `side` (0 = a) of link `i`, in namespace `role`, as interface `dev`:
+/// its addresses parse, none is IPv6 on a link without IPv6, and its RPS
+/// CPU fits the 64-bit mask written for it.
+fn link_end(
+    i: usize,
+    side: usize,
+    role: &str,
+    dev: String,
+    spec: &LinkSpec,
+    namespaces: &[(String, String)],
+) -> Result<Endpoint, LabError> {
+    let addrs = spec.addrs[side]
+        .iter()
+        .map(|s| Cidr::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if spec.ipv6_off {
+        if let Some(c) = addrs.iter().find(|c| c.addr.is_ipv6()) {
+            return Err(LabError::Ipv6Off {
+                link: i,
+                addr: c.to_string(),
+            });
+        }
+    }
+    if let Some(cpu) = spec.rps_cpu[side] {
+        if cpu >= 64 {
+            return Err(LabError::BadCpu(cpu));
+        }
+    }
+    Ok(Endpoint {
+        role: role.into(),
+        ns: ns_of(namespaces, role)?,
+        dev,
+        addrs,
+    })
+}
+
+/// Adds the steps that make the veth pair `a`–`b` to `plan`; the ends
+/// take their given names (`LinkSpec::names`), if any.
+fn plan_link(
+    plan: &mut Vec<Vec<String>>,
+    spec: &LinkSpec,
+    mut a: Endpoint,
+    mut b: Endpoint,
+) -> Result<Link, LabError> {
+    // Made in the caller's namespace and moved: a veth end made
+    // directly inside a fresh namespace sometimes leaves the first
+    // IPv6 neighbour solicitation unanswered (a 1 s stall).
+    plan.push(args(&[
+        "link", "add", &a.dev, "type", "veth", "peer", "name", &b.dev,
+    ]));
+    plan.push(args(&["link", "set", "dev", &a.dev, "netns", &a.ns]));
+    plan.push(args(&["link", "set", "dev", &b.dev, "netns", &b.ns]));
+    for (e, name) in [(&mut a, &spec.names[0]), (&mut b, &spec.names[1])] {
+        if let Some(name) = name {
+            check_ifname(name)?;
+            plan.push(args(&[
+                "-n", &e.ns, "link", "set", "dev", &e.dev, "name", name,
+            ]));
+            e.dev = name.clone();
+        }
+    }
+    for (side, e) in [&a, &b].into_iter().enumerate() {
+        plan_end_setup(plan, spec, side, e);
+    }
+    Ok(Link { a, b })
+}
+
+/// The steps that configure end `side` of a link in its namespace and
+/// bring it up: IPv6 off, MTU, addresses (IPv6 ones without duplicate
+/// address detection), GRO off, RPS CPU, as `spec` says.
+fn plan_end_setup(plan: &mut Vec<Vec<String>>, spec: &LinkSpec, side: usize, e: &Endpoint) {
+    if spec.ipv6_off {
+        plan.push(args(&[
+            "netns",
+            "exec",
+            &e.ns,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{}.disable_ipv6=1", e.dev),
+        ]));
+    }
+    if let Some(mtu) = spec.mtu {
+        plan.push(args(&[
+            "-n",
+            &e.ns,
+            "link",
+            "set",
+            "dev",
+            &e.dev,
+            "mtu",
+            &mtu.to_string(),
+        ]));
+    }
+    for c in &e.addrs {
+        let c = c.to_string();
+        let mut s = args(&["-n", &e.ns, "addr", "add", &c, "dev", &e.dev]);
+        if c.contains(':') {
+            s.push("nodad".into());
+        }
+        plan.push(s);
+    }
+    if spec.gro_off {
+        plan.push(args(&[
+            "netns", "exec", &e.ns, "ethtool", "-K", &e.dev, "gro", "off",
+        ]));
+    }
+    if let Some(cpu) = spec.rps_cpu[side] {
+        plan.push(args(&[
+            "netns",
+            "exec",
+            &e.ns,
+            "sh",
+            "-c",
+            &format!(
+                "echo {:x} > /sys/class/net/{}/queues/rx-0/rps_cpus",
+                1u64 << cpu,
+                e.dev
+            ),
+        ]));
+    }
+    plan.push(args(&["-n", &e.ns, "link", "set", "dev", &e.dev, "up"]));
+}
+
 impl LabBuilder {
     /// A namespace with a short `role` (1 to 6 lowercase letters or digits:
     /// `s`, `r`, `client`) by which the lab's accessors name it.
@@ -760,22 +892,7 @@ impl LabBuilder {
     /// Names the lab for lab number `n` of process `pid` and lists the steps
     /// that make it, without running anything.
     fn resolve(&self, pid: u32, n: u32) -> Result<Lab, LabError> {
-        check_label("lab tag", &self.tag)?;
-        let mut namespaces: Vec<(String, String)> = vec![];
-        for r in &self.roles {
-            check_label("namespace role", r)?;
-            if namespaces.iter().any(|(x, _)| x == r) {
-                return Err(LabError::DuplicateNamespace(r.clone()));
-            }
-            namespaces.push((r.clone(), format!("{}-{pid}-{n}-{r}", self.tag)));
-        }
-        let ns_of = |role: &str| -> Result<String, LabError> {
-            namespaces
-                .iter()
-                .find(|(r, _)| r == role)
-                .map(|(_, n)| n.clone())
-                .ok_or_else(|| LabError::UnknownNamespace(role.into()))
-        };
+        let namespaces = self.name_namespaces(pid, n)?;
         let mut plan: Vec<Vec<String>> = vec![];
         for (_, ns) in &namespaces {
             plan.push(args(&["netns", "add", ns]));
@@ -788,118 +905,36 @@ impl LabBuilder {
             if i >= 36 {
                 return Err(LabError::TooManyLinks);
             }
-            let mut ends = vec![];
-            for (side, role) in [ra, rb].into_iter().enumerate() {
-                let dev = dev_name(&self.tag, pid, n, i, side);
-                let addrs = spec.addrs[side]
-                    .iter()
-                    .map(|s| Cidr::parse(s))
-                    .collect::<Result<Vec<_>, _>>()?;
-                if spec.ipv6_off {
-                    if let Some(c) = addrs.iter().find(|c| c.addr.is_ipv6()) {
-                        return Err(LabError::Ipv6Off {
-                            link: i,
-                            addr: c.to_string(),
-                        });
-                    }
-                }
-                if let Some(cpu) = spec.rps_cpu[side] {
-                    if cpu >= 64 {
-                        return Err(LabError::BadCpu(cpu));
-                    }
-                }
-                ends.push(Endpoint {
-                    role: role.clone(),
-                    ns: ns_of(role)?,
-                    dev,
-                    addrs,
-                });
-            }
-            let b = ends.pop().expect("two ends");
-            let a = ends.pop().expect("two ends");
-            // Made in the caller's namespace and moved: a veth end made
-            // directly inside a fresh namespace sometimes leaves the first
-            // IPv6 neighbour solicitation unanswered (a 1 s stall).
-            plan.push(args(&[
-                "link", "add", &a.dev, "type", "veth", "peer", "name", &b.dev,
-            ]));
-            plan.push(args(&["link", "set", "dev", &a.dev, "netns", &a.ns]));
-            plan.push(args(&["link", "set", "dev", &b.dev, "netns", &b.ns]));
-            let (mut a, mut b) = (a, b);
-            for (e, name) in [(&mut a, &spec.names[0]), (&mut b, &spec.names[1])] {
-                if let Some(name) = name {
-                    check_ifname(name)?;
-                    plan.push(args(&[
-                        "-n", &e.ns, "link", "set", "dev", &e.dev, "name", name,
-                    ]));
-                    e.dev = name.clone();
-                }
-            }
-            for (side, e) in [&a, &b].into_iter().enumerate() {
-                if spec.ipv6_off {
-                    plan.push(args(&[
-                        "netns",
-                        "exec",
-                        &e.ns,
-                        "sysctl",
-                        "-qw",
-                        &format!("net.ipv6.conf.{}.disable_ipv6=1", e.dev),
-                    ]));
-                }
-                if let Some(mtu) = spec.mtu {
-                    plan.push(args(&[
-                        "-n",
-                        &e.ns,
-                        "link",
-                        "set",
-                        "dev",
-                        &e.dev,
-                        "mtu",
-                        &mtu.to_string(),
-                    ]));
-                }
-                for c in &e.addrs {
-                    let c = c.to_string();
-                    let mut s = args(&["-n", &e.ns, "addr", "add", &c, "dev", &e.dev]);
-                    if c.contains(':') {
-                        s.push("nodad".into());
-                    }
-                    plan.push(s);
-                }
-                if spec.gro_off {
-                    plan.push(args(&[
-                        "netns", "exec", &e.ns, "ethtool", "-K", &e.dev, "gro", "off",
-                    ]));
-                }
-                if let Some(cpu) = spec.rps_cpu[side] {
-                    plan.push(args(&[
-                        "netns",
-                        "exec",
-                        &e.ns,
-                        "sh",
-                        "-c",
-                        &format!(
-                            "echo {:x} > /sys/class/net/{}/queues/rx-0/rps_cpus",
-                            1u64 << cpu,
-                            e.dev
-                        ),
-                    ]));
-                }
-                plan.push(args(&["-n", &e.ns, "link", "set", "dev", &e.dev, "up"]));
-            }
-            links.push(Link { a, b });
+            let ends = [ra, rb]
+                .into_iter()
+                .enumerate()
+                .map(|(side, role)| {
+                    let dev = dev_name(&self.tag, pid, n, i, side);
+                    link_end(i, side, role, dev, spec, &namespaces)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let [a, b]: [Endpoint; 2] = ends.try_into().expect("two ends");
+            links.push(plan_link(&mut plan, spec, a, b)?);
         }
         for (_, ns) in &namespaces {
             plan.push(args(&["-n", ns, "link", "set", "lo", "up"]));
         }
         for (role, to, via) in &self.routes {
-            plan.push(args(&["-n", &ns_of(role)?, "route", "add", to, "via", via]));
+            plan.push(args(&[
+                "-n",
+                &ns_of(&namespaces, role)?,
+                "route",
+                "add",
+                to,
+                "via",
+                via,
+            ]));
         }
         for (role, key, value) in &self.sysctls {
             plan.push(args(&[
                 "netns",
                 "exec",
-                &ns_of(role)?,
+                &ns_of(&namespaces, role)?,
                 "sysctl",
                 "-qw",
                 &format!("{key}={value}"),
@@ -910,6 +945,21 @@ impl LabBuilder {
             links,
             plan,
         })
+    }
+
+    /// (role, namespace name) of each role, in declaration order: the name
+    /// is `TAG-PID-N-ROLE`, unique to this process's `n`th lab.
+    fn name_namespaces(&self, pid: u32, n: u32) -> Result<Vec<(String, String)>, LabError> {
+        check_label("lab tag", &self.tag)?;
+        let mut namespaces: Vec<(String, String)> = vec![];
+        for r in &self.roles {
+            check_label("namespace role", r)?;
+            if namespaces.iter().any(|(x, _)| x == r) {
+                return Err(LabError::DuplicateNamespace(r.clone()));
+            }
+            namespaces.push((r.clone(), format!("{}-{pid}-{n}-{r}", self.tag)));
+        }
+        Ok(namespaces)
     }
 
     /// Makes the lab. On error, whatever was made is removed again.
@@ -1145,5 +1195,27 @@ mod tests {
         let a: Vec<&std::ffi::OsStr> = c.get_args().collect();
         assert_eq!(a, ["netns", "exec", "wl-7-0-r", "cat"]);
         forget(lab);
+    }
+
+    #[test]
+    fn a_link_end_takes_its_own_sides_addresses_and_cpu() {
+        let ns = vec![("a".to_string(), "wl-1-0-a".to_string())];
+        let spec = LinkSpec::new()
+            .ipv4("198.18.0.1/24", "198.18.0.2/24")
+            .rps_cpu(Side::B, 64);
+        let e = link_end(0, 0, "a", "dev0".into(), &spec, &ns).unwrap();
+        assert_eq!((e.ns.as_str(), e.dev.as_str()), ("wl-1-0-a", "dev0"));
+        assert_eq!(e.addrs.len(), 1);
+        assert_eq!(e.addrs[0].to_string(), "198.18.0.1/24");
+        // Side B's CPU is out of range, and its namespace is not declared:
+        // the CPU is checked first.
+        let e = link_end(0, 1, "b", "dev1".into(), &spec, &ns).unwrap_err();
+        assert!(matches!(e, LabError::BadCpu(64)), "{e}");
+        let spec = LinkSpec::new().ipv4("198.18.0.1/24", "198.18.0.2/24");
+        let e = link_end(0, 1, "b", "dev1".into(), &spec, &ns).unwrap_err();
+        assert!(
+            matches!(e, LabError::UnknownNamespace(ref r) if r == "b"),
+            "{e}"
+        );
     }
 }
