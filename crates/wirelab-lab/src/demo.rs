@@ -131,53 +131,16 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).map_err(io_err("signal handlers"))?;
     }
-    let lab = match (use_ns, &cfg.emulate) {
-        (false, _) => None,
-        (true, None) => Some(
-            Lab::new("wl")
-                .namespace("s")
-                .namespace("r")
-                .link(
-                    "s",
-                    "r",
-                    LinkSpec::new().ipv4(&format!("{ADDR_SEND}/24"), &format!("{ADDR_RECV}/24")),
-                )
-                .build()
-                .map_err(DemoError::Build)?,
-        ),
-        (true, Some(_)) => Some(
-            Lab::bridged("wl", ["s", "e", "r"], [ADDR_SEND, ADDR_RECV])
-                .map_err(DemoError::Build)?,
-        ),
+    let lab = if use_ns {
+        Some(build_lab(cfg.emulate.is_some()).map_err(DemoError::Build)?)
+    } else {
+        None
     };
     let guard = match &lab {
         Some(l) => Some(l.guard_signals(stop.clone())?),
         None => None,
     };
-    let (port, target) = match &lab {
-        Some(l) if cfg.emulate.is_some() => {
-            say(format!(
-                "lab: namespaces {} ({ADDR_SEND}) and {} ({ADDR_RECV}), bridged by `wirelab emulate` in {}",
-                l.ns("s"),
-                l.ns("r"),
-                l.ns("e")
-            ));
-            (LAB_PORT, ADDR_RECV)
-        }
-        Some(l) => {
-            say(format!(
-                "lab: namespaces {} ({ADDR_SEND}) and {} ({ADDR_RECV}) joined by a veth pair",
-                l.ns("s"),
-                l.ns("r")
-            ));
-            (LAB_PORT, ADDR_RECV)
-        }
-        None => {
-            let port = free_udp_port().map_err(io_err("finding a free UDP port"))?;
-            say(format!("lab: loopback, port {port}"));
-            (port, "127.0.0.1")
-        }
-    };
+    let (port, target) = announce(lab.as_ref(), cfg.emulate.is_some(), say)?;
     let wirelab = |role: &str| match &lab {
         Some(l) => l.exec(role, &cfg.exe),
         None => Command::new(&cfg.exe),
@@ -186,21 +149,7 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         (Some(l), Some(stages)) => Some(start_emulator(l, &cfg.exe, stages, say)?),
         _ => None,
     };
-    let timeout = format!("{}s", cfg.duration.as_secs() + 15);
-    let mut rx = wirelab("r")
-        .args([
-            "recv",
-            "-4",
-            "--quiet",
-            "--json",
-            "--port",
-            &port.to_string(),
-        ])
-        .args(["--idle-timeout", "5s", "--timeout", &timeout, "--record"])
-        .arg(&demo.rx)
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(io_err("cannot start the receiver"))?;
+    let mut rx = spawn_receiver(wirelab("r"), port, cfg.duration, &demo.rx)?;
     let listening = match &lab {
         Some(l) => l
             .wait_udp("r", port, Duration::from_secs(5))
@@ -208,32 +157,13 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         None => wait_listening_local(port, Duration::from_secs(5)),
     };
     if let Err(e) = listening {
-        let _ = rx.kill();
-        let _ = rx.wait();
-        if let Some(mut em) = emulator {
-            let _ = em.kill();
-            let _ = em.wait();
+        for mut child in std::iter::once(rx).chain(emulator) {
+            let _ = child.kill();
+            let _ = child.wait();
         }
         return Err(e);
     }
-    let duration = duration_arg(cfg.duration);
-    let send = [
-        "--interval",
-        &cfg.interval,
-        "--size",
-        &cfg.size,
-        "--duration",
-        &duration,
-    ];
-    say(format!("running: wirelab send {target} {}", send.join(" ")));
-    let tx_status = wirelab("s")
-        .args(["send", target, "--quiet", "--port", &port.to_string()])
-        .args(send)
-        .args(["--seed", "42", "--warmup", "0", "--record"])
-        .arg(&demo.tx)
-        .stdout(Stdio::null())
-        .status()
-        .map_err(io_err("cannot start the sender"))?;
+    let tx_status = run_sender(wirelab("s"), cfg, target, port, &demo.tx, say)?;
     let rx_status = rx.wait().map_err(io_err("waiting for the receiver"))?;
     if let Some(em) = emulator {
         demo.emulator = Some(stop_emulator(em)?);
@@ -247,6 +177,109 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     }
     demo.interrupted = stop.load(Ordering::SeqCst);
     Ok(demo)
+}
+
+/// The namespace lab: sender `s` and receiver `r` joined by a veth pair,
+/// or, for an emulated link, bridged through a middle namespace `e`.
+fn build_lab(emulated: bool) -> Result<Lab, LabError> {
+    if emulated {
+        return Lab::bridged("wl", ["s", "e", "r"], [ADDR_SEND, ADDR_RECV]);
+    }
+    Lab::new("wl")
+        .namespace("s")
+        .namespace("r")
+        .link(
+            "s",
+            "r",
+            LinkSpec::new().ipv4(&format!("{ADDR_SEND}/24"), &format!("{ADDR_RECV}/24")),
+        )
+        .build()
+}
+
+/// Says what the lab is; returns the receiver's port and the sender's
+/// target address (over loopback, a free port).
+fn announce(
+    lab: Option<&Lab>,
+    emulated: bool,
+    say: &mut dyn FnMut(String),
+) -> Result<(u16, &'static str), DemoError> {
+    match lab {
+        Some(l) if emulated => {
+            say(format!(
+                "lab: namespaces {} ({ADDR_SEND}) and {} ({ADDR_RECV}), bridged by `wirelab emulate` in {}",
+                l.ns("s"),
+                l.ns("r"),
+                l.ns("e")
+            ));
+            Ok((LAB_PORT, ADDR_RECV))
+        }
+        Some(l) => {
+            say(format!(
+                "lab: namespaces {} ({ADDR_SEND}) and {} ({ADDR_RECV}) joined by a veth pair",
+                l.ns("s"),
+                l.ns("r")
+            ));
+            Ok((LAB_PORT, ADDR_RECV))
+        }
+        None => {
+            let port = free_udp_port().map_err(io_err("finding a free UDP port"))?;
+            say(format!("lab: loopback, port {port}"));
+            Ok((port, "127.0.0.1"))
+        }
+    }
+}
+
+/// Starts `wirelab recv` (command `cmd`) on `port`, recording to `record`;
+/// it gives up well after a sender of `duration` would have finished.
+fn spawn_receiver(
+    mut cmd: Command,
+    port: u16,
+    duration: Duration,
+    record: &Path,
+) -> Result<std::process::Child, DemoError> {
+    let timeout = format!("{}s", duration.as_secs() + 15);
+    cmd.args([
+        "recv",
+        "-4",
+        "--quiet",
+        "--json",
+        "--port",
+        &port.to_string(),
+    ])
+    .args(["--idle-timeout", "5s", "--timeout", &timeout, "--record"])
+    .arg(record)
+    .stdout(Stdio::null())
+    .spawn()
+    .map_err(io_err("cannot start the receiver"))
+}
+
+/// Runs `wirelab send` (command `cmd`) to `target`:`port` as `cfg` says,
+/// recording to `record`, until it ends.
+fn run_sender(
+    mut cmd: Command,
+    cfg: &DemoConfig,
+    target: &str,
+    port: u16,
+    record: &Path,
+    say: &mut dyn FnMut(String),
+) -> Result<std::process::ExitStatus, DemoError> {
+    let duration = duration_arg(cfg.duration);
+    let send = [
+        "--interval",
+        &cfg.interval,
+        "--size",
+        &cfg.size,
+        "--duration",
+        &duration,
+    ];
+    say(format!("running: wirelab send {target} {}", send.join(" ")));
+    cmd.args(["send", target, "--quiet", "--port", &port.to_string()])
+        .args(send)
+        .args(["--seed", "42", "--warmup", "0", "--record"])
+        .arg(record)
+        .stdout(Stdio::null())
+        .status()
+        .map_err(io_err("cannot start the sender"))
 }
 
 /// Starts `wirelab emulate` in the lab's middle namespace with `stages`
