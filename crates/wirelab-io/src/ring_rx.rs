@@ -265,6 +265,108 @@ pub fn linktype_for_arphrd(arphrd: u16) -> Option<u16> {
     }
 }
 
+/// Blocks are whole pages, at least two, and there is at least one block.
+fn check_geometry(cfg: &RingConfig) -> Result<(), RingError> {
+    let page = 4096u32;
+    if cfg.block_size < 2 * page || cfg.block_size & (page - 1) != 0 {
+        return Err(RingError::Config(format!(
+            "ring block size {} must be a multiple of 4096 and at least 8192",
+            cfg.block_size
+        )));
+    }
+    if cfg.block_count == 0 {
+        return Err(RingError::Config(
+            "ring block count must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A [`RingError::Setup`] maker for a step on `ifname`.
+fn setup_error(ifname: &str) -> impl Fn(&'static str, io::Error, &'static str) -> RingError + '_ {
+    move |step, source, hint| RingError::Setup {
+        step,
+        ifname: ifname.to_string(),
+        source,
+        hint,
+    }
+}
+
+/// Which frames the ring keeps for `direction`: for `In`, the kernel drops
+/// outgoing frames if it can (PACKET_IGNORE_OUTGOING, Linux 4.20+), else
+/// they are skipped in user space (and a note says so).
+fn keep_direction(fd: BorrowedFd<'_>, direction: Direction, notes: &mut Vec<String>) -> Keep {
+    let keep = match direction {
+        Direction::Both => Keep::All,
+        Direction::In => Keep::NotOutgoing,
+        Direction::Out => Keep::OnlyOutgoing,
+    };
+    if direction != Direction::In {
+        return keep;
+    }
+    match crate::sockopt::set(
+        fd.as_raw_fd(),
+        SOL_PACKET,
+        PACKET_IGNORE_OUTGOING,
+        &1 as &libc::c_int,
+    ) {
+        Ok(()) => Keep::All,
+        Err(e) => {
+            notes.push(format!(
+                "PACKET_IGNORE_OUTGOING unavailable ({e}; Linux 4.20+): outgoing packets \
+                 are skipped in user space instead"
+            ));
+            keep
+        }
+    }
+}
+
+/// Asks the kernel for the ring (PACKET_RX_RING); while it cannot allocate
+/// it, halves the block count (down to 2, with a note each time). Returns
+/// the block count granted.
+fn request_ring(fd: BorrowedFd<'_>, cfg: &RingConfig, notes: &mut Vec<String>) -> io::Result<u32> {
+    let mut count = cfg.block_count;
+    loop {
+        let req = TpacketReq3 {
+            tp_block_size: cfg.block_size,
+            tp_block_nr: count,
+            tp_frame_size: MIN_FRAME,
+            tp_frame_nr: (cfg.block_size / MIN_FRAME) * count,
+            tp_retire_blk_tov: cfg.retire_ms,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        };
+        match crate::sockopt::set(fd.as_raw_fd(), SOL_PACKET, PACKET_RX_RING, &req) {
+            Ok(()) => return Ok(count),
+            Err(e) if e.raw_os_error() == Some(libc::ENOMEM) && count > 2 => {
+                let next = count / 2;
+                notes.push(format!(
+                    "the kernel could not allocate {} blocks of {} KiB ({} MiB): shrinking \
+                     the ring to {} blocks; lower --block-count/--block-size or free memory",
+                    count,
+                    cfg.block_size / 1024,
+                    (count as u64 * cfg.block_size as u64) >> 20,
+                    next
+                ));
+                count = next;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// PACKET_FANOUT's argument: the group id, and the mode in the high 16
+/// bits (hash fanout defragments first, so a flow's fragments stay on one
+/// socket).
+fn fanout_arg(f: Fanout) -> u32 {
+    let mode = match f.mode {
+        FanoutMode::Hash => PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG,
+        FanoutMode::Cpu => PACKET_FANOUT_CPU,
+        FanoutMode::RoundRobin => PACKET_FANOUT_LB,
+    };
+    f.group as u32 | ((mode as u32) << 16)
+}
+
 impl RxRing {
     /// Opens a ring on `ifname` with `filter` attached in the kernel (compile it for
     /// [`RxRing::linktype_of`] and the wanted snap length; `BpfProgram::compile("", ..)`
@@ -272,24 +374,8 @@ impl RxRing {
     pub fn open(ifname: &str, cfg: &RingConfig, filter: &BpfProgram) -> Result<RxRing, RingError> {
         let iface = IfInfo::lookup(ifname).map_err(RingError::Interface)?;
         let linktype = Self::linktype_of(&iface)?;
-        let page = 4096u32;
-        if cfg.block_size < 2 * page || cfg.block_size & (page - 1) != 0 {
-            return Err(RingError::Config(format!(
-                "ring block size {} must be a multiple of 4096 and at least 8192",
-                cfg.block_size
-            )));
-        }
-        if cfg.block_count == 0 {
-            return Err(RingError::Config(
-                "ring block count must be at least 1".into(),
-            ));
-        }
-        let setup = |step: &'static str, source: io::Error, hint: &'static str| RingError::Setup {
-            step,
-            ifname: ifname.to_string(),
-            source,
-            hint,
-        };
+        check_geometry(cfg)?;
+        let setup = setup_error(ifname);
 
         let fd = rs::open_socket(ifname)?;
         let b = fd.as_fd();
@@ -304,25 +390,7 @@ impl RxRing {
             },
         )?;
         let mut notes = Vec::new();
-        let mut keep = match cfg.direction {
-            Direction::Both => Keep::All,
-            Direction::In => Keep::NotOutgoing,
-            Direction::Out => Keep::OnlyOutgoing,
-        };
-        if cfg.direction == Direction::In {
-            match crate::sockopt::set(
-                b.as_raw_fd(),
-                SOL_PACKET,
-                PACKET_IGNORE_OUTGOING,
-                &1 as &libc::c_int,
-            ) {
-                Ok(()) => keep = Keep::All,
-                Err(e) => notes.push(format!(
-                    "PACKET_IGNORE_OUTGOING unavailable ({e}; Linux 4.20+): outgoing packets \
-                     are skipped in user space instead"
-                )),
-            }
-        }
+        let keep = keep_direction(b, cfg.direction, &mut notes);
         filter.attach(b).map_err(|e| {
             setup(
                 "SO_ATTACH_FILTER",
@@ -330,41 +398,13 @@ impl RxRing {
                 " (is the filter valid for this link type?)",
             )
         })?;
-
-        let mut count = cfg.block_count;
-        loop {
-            let req = TpacketReq3 {
-                tp_block_size: cfg.block_size,
-                tp_block_nr: count,
-                tp_frame_size: MIN_FRAME,
-                tp_frame_nr: (cfg.block_size / MIN_FRAME) * count,
-                tp_retire_blk_tov: cfg.retire_ms,
-                tp_sizeof_priv: 0,
-                tp_feature_req_word: 0,
-            };
-            match crate::sockopt::set(b.as_raw_fd(), SOL_PACKET, PACKET_RX_RING, &req) {
-                Ok(()) => break,
-                Err(e) if e.raw_os_error() == Some(libc::ENOMEM) && count > 2 => {
-                    let next = count / 2;
-                    notes.push(format!(
-                        "the kernel could not allocate {} blocks of {} KiB ({} MiB): shrinking \
-                         the ring to {} blocks; lower --block-count/--block-size or free memory",
-                        count,
-                        cfg.block_size / 1024,
-                        (count as u64 * cfg.block_size as u64) >> 20,
-                        next
-                    ));
-                    count = next;
-                }
-                Err(e) => {
-                    return Err(setup(
-                        "PACKET_RX_RING",
-                        e,
-                        " (try a smaller ring: fewer or smaller blocks)",
-                    ))
-                }
-            }
-        }
+        let count = request_ring(b, cfg, &mut notes).map_err(|e| {
+            setup(
+                "PACKET_RX_RING",
+                e,
+                " (try a smaller ring: fewer or smaller blocks)",
+            )
+        })?;
         let map_len = cfg.block_size as usize * count as usize;
         let map = rs::map_ring(fd.as_fd(), map_len).map_err(|e| {
             setup(
@@ -373,6 +413,7 @@ impl RxRing {
                 " (try a smaller ring: fewer or smaller blocks)",
             )
         })?;
+        // From here on, dropping `ring` (also on `?`) unmaps the ring.
         let ring = RxRing {
             fd,
             map,
@@ -388,28 +429,36 @@ impl RxRing {
             notes,
             retire_ms: cfg.retire_ms,
         };
+        ring.bind_and_join(cfg, &setup)?;
+        Ok(ring)
+    }
 
-        rs::bind(ring.fd.as_fd(), ring.iface.index)
+    /// Binds the mapped ring to its interface, then joins the fanout group
+    /// and turns on promiscuous mode if `cfg` asks.
+    fn bind_and_join(
+        &self,
+        cfg: &RingConfig,
+        setup: &impl Fn(&'static str, io::Error, &'static str) -> RingError,
+    ) -> Result<(), RingError> {
+        rs::bind(self.fd.as_fd(), self.iface.index)
             .map_err(|e| setup("bind", e, " (is the interface up?)"))?;
         if let Some(f) = cfg.fanout {
-            let mode = match f.mode {
-                FanoutMode::Hash => PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG,
-                FanoutMode::Cpu => PACKET_FANOUT_CPU,
-                FanoutMode::RoundRobin => PACKET_FANOUT_LB,
-            };
-            let arg: u32 = f.group as u32 | ((mode as u32) << 16);
-            crate::sockopt::set(ring.fd.as_raw_fd(), SOL_PACKET, PACKET_FANOUT, &arg).map_err(
-                |e| {
-                    setup(
-                        "PACKET_FANOUT",
-                        e,
-                        " (another program may use the same fanout group id with another mode)",
-                    )
-                },
-            )?;
+            crate::sockopt::set(
+                self.fd.as_raw_fd(),
+                SOL_PACKET,
+                PACKET_FANOUT,
+                &fanout_arg(f),
+            )
+            .map_err(|e| {
+                setup(
+                    "PACKET_FANOUT",
+                    e,
+                    " (another program may use the same fanout group id with another mode)",
+                )
+            })?;
         }
         if cfg.promisc {
-            rs::promisc(ring.fd.as_fd(), ring.iface.index).map_err(|e| {
+            rs::promisc(self.fd.as_fd(), self.iface.index).map_err(|e| {
                 setup(
                     "PACKET_MR_PROMISC",
                     e,
@@ -417,7 +466,7 @@ impl RxRing {
                 )
             })?;
         }
-        Ok(ring)
+        Ok(())
     }
 
     /// The pcap link type a ring on `iface` produces, or an error naming the ARPHRD type.
@@ -747,6 +796,32 @@ mod tests {
         };
         let e = RxRing::open("lo", &cfg, &f).err().unwrap().to_string();
         assert!(e.contains("block size"), "{e}");
+    }
+
+    #[test]
+    fn geometry_needs_whole_pages_at_least_two_and_a_block() {
+        let cfg = |block_size, block_count| RingConfig {
+            block_size,
+            block_count,
+            ..Default::default()
+        };
+        assert!(check_geometry(&cfg(8192, 1)).is_ok());
+        assert!(check_geometry(&cfg(1 << 22, 64)).is_ok());
+        for (size, count) in [(4096, 4), (8192 + 2048, 4), (0, 4), (8192, 0)] {
+            assert!(
+                matches!(check_geometry(&cfg(size, count)), Err(RingError::Config(_))),
+                "{size} x {count}"
+            );
+        }
+    }
+
+    #[test]
+    fn fanout_puts_the_mode_above_the_group_id() {
+        let arg = |group, mode| fanout_arg(Fanout { group, mode });
+        assert_eq!(arg(7, FanoutMode::RoundRobin), 0x0001_0007);
+        assert_eq!(arg(0xffff, FanoutMode::Cpu), 0x0002_ffff);
+        // Hash fanout reassembles fragments first (PACKET_FANOUT_FLAG_DEFRAG).
+        assert_eq!(arg(1, FanoutMode::Hash), 0x8000_0001);
     }
 
     /// Real ring on loopback (needs CAP_NET_RAW; a skip otherwise): UDP datagrams sent
