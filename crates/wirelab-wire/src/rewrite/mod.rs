@@ -541,42 +541,13 @@ impl RewriteSpec {
             *orig_len = orig_len.saturating_sub(4);
         }
         if let (Some(f), true) = (self.fixlen, short) {
-            match f {
-                FixLen::Del => {
-                    st.dropped += 1;
-                    return Verdict::Drop;
-                }
-                FixLen::Pad => {
-                    let limit = self.pad_limit.unwrap_or(PAD_LIMIT);
-                    if *orig_len as usize > limit {
-                        st.pad_oversize += 1;
-                        return Verdict::Oversize;
-                    }
-                    b.resize(*orig_len as usize, 0);
-                    full_fix = true;
-                }
-                FixLen::Trunc => {
-                    let l = parse_ethernet(b);
-                    if let Some((_, p)) = l.l3 {
-                        let n = b.len().saturating_sub(p);
-                        set_ip_len(b, &l, n);
-                    }
-                    *orig_len = b.len() as u32;
-                    full_fix = true;
-                }
+            match self.fix_length(f, b, orig_len, st) {
+                Ok(()) => full_fix = true,
+                Err(v) => return v,
             }
         }
         if let Some(mtu) = self.mtu_trunc {
-            let l = parse_ethernet(b);
-            let l3_off =
-                l.l3.map(|(_, p)| p)
-                    .unwrap_or(14 + 4 * usize::from(l.vlan_tags));
-            if b.len() > l3_off + mtu {
-                b.truncate(l3_off + mtu);
-                if l.l3.is_some() {
-                    set_ip_len(b, &l, mtu);
-                }
-                *orig_len = b.len() as u32;
+            if truncate_to_mtu(b, orig_len, mtu) {
                 st.truncated += 1;
                 full_fix = true;
             }
@@ -592,82 +563,17 @@ impl RewriteSpec {
                 b[6..12].copy_from_slice(&m);
             }
         }
-        match self.vlan {
-            Some(Vlan::Add { tpid, tci }) if b.len() >= 14 => {
-                let mut tag = [0u8; 4];
-                tag[..2].copy_from_slice(&tpid.to_be_bytes());
-                tag[2..].copy_from_slice(&tci.to_be_bytes());
-                b.splice(12..12, tag);
-                *orig_len = orig_len.saturating_add(4);
-            }
-            Some(Vlan::Strip) if be16(b, 12).is_some_and(layers::is_vlan_tpid) && b.len() >= 18 => {
-                b.drain(12..16);
-                *orig_len = orig_len.saturating_sub(4);
-            }
-            Some(Vlan::Retag { vid, pcp, tpid }) => {
-                if let (true, Some(tci)) =
-                    (be16(b, 12).is_some_and(layers::is_vlan_tpid), be16(b, 14))
-                {
-                    let mut t = tci;
-                    if let Some(v) = vid {
-                        t = (t & 0xf000) | (v & 0x0fff);
-                    }
-                    if let Some(p) = pcp {
-                        t = (t & 0x1fff) | (u16::from(p & 7) << 13);
-                    }
-                    put16(b, 14, t);
-                    if let Some(tp) = tpid {
-                        put16(b, 12, tp);
-                    }
-                }
-            }
-            _ => {}
+        if let Some(v) = self.vlan {
+            apply_vlan(v, b, orig_len);
         }
         // Layers 3 and 4.
         let l = parse_ethernet(b);
         if let Some((kind, p)) = l.l3 {
-            let (so, dso, alen) = match kind {
-                L3Kind::V4 => (p + 12, p + 16, 4),
-                L3Kind::V6 => (p + 8, p + 24, 16),
-            };
-            for (off, maps) in [(so, &self.src_map), (dso, &self.dst_map)] {
-                let Some(a) = addr_at(b, off, kind) else {
-                    continue;
-                };
-                let mut n = maps.iter().find_map(|m| m.map(a)).unwrap_or(a);
-                if let Some(seed) = self.seed {
-                    n = randomize_addr(n, seed);
-                }
-                if n != a {
-                    let (bytes, len) = addr_bytes(n);
-                    debug_assert_eq!(len, alen);
-                    replace_field(b, &l, off, &bytes[..len], true, true);
-                }
-            }
+            self.map_addrs(b, &l, kind, p);
             if let Some(t) = self.ttl {
-                match kind {
-                    L3Kind::V4 => {
-                        if let (Some(&ttl), Some(&proto)) = (b.get(p + 8), b.get(p + 9)) {
-                            replace_field(b, &l, p + 8, &[t.apply(ttl), proto], true, false);
-                        }
-                    }
-                    L3Kind::V6 => {
-                        if let Some(h) = b.get_mut(p + 7) {
-                            *h = t.apply(*h);
-                        }
-                    }
-                }
+                apply_ttl(t, b, &l, kind, p);
             }
-            if let (false, Some((proto, q))) = (self.ports.is_empty(), l.l4) {
-                if proto == TCP || proto == UDP {
-                    for off in [q, q + 2] {
-                        let Some(port) = be16(b, off) else { continue };
-                        if let Some(m) = self.ports.iter().find(|m| (m.lo..=m.hi).contains(&port)) {
-                            replace_field(b, &l, off, &m.to.to_be_bytes(), false, false);
-                        }
-                    }
-                }
-            }
+            self.map_ports(b, &l);
             if full_fix {
                 let l = parse_ethernet(b);
                 if fix_checksums(b, &l, !self.fixcsum) {
@@ -678,6 +584,152 @@ impl RewriteSpec {
             }
         }
         Verdict::Keep
+    }
+
+    /// `--fixlen` on a frame captured shorter than it was on the wire: the
+    /// verdict when the frame is not sent, else it now matches its length
+    /// (padded, or its IP length cut to what was captured).
+    fn fix_length(
+        &self,
+        f: FixLen,
+        b: &mut Vec<u8>,
+        orig_len: &mut u32,
+        st: &mut RewriteStats,
+    ) -> Result<(), Verdict> {
+        match f {
+            FixLen::Del => {
+                st.dropped += 1;
+                Err(Verdict::Drop)
+            }
+            FixLen::Pad => {
+                let limit = self.pad_limit.unwrap_or(PAD_LIMIT);
+                if *orig_len as usize > limit {
+                    st.pad_oversize += 1;
+                    return Err(Verdict::Oversize);
+                }
+                b.resize(*orig_len as usize, 0);
+                Ok(())
+            }
+            FixLen::Trunc => {
+                let l = parse_ethernet(b);
+                if let Some((_, p)) = l.l3 {
+                    let n = b.len().saturating_sub(p);
+                    set_ip_len(b, &l, n);
+                }
+                *orig_len = b.len() as u32;
+                Ok(())
+            }
+        }
+    }
+
+    /// Maps the source and destination addresses (`--srcipmap`,
+    /// `--dstipmap`, then `--seed` randomisation), fixing checksums
+    /// incrementally.
+    fn map_addrs(&self, b: &mut [u8], l: &Layers, kind: L3Kind, p: usize) {
+        let (so, dso, alen) = match kind {
+            L3Kind::V4 => (p + 12, p + 16, 4),
+            L3Kind::V6 => (p + 8, p + 24, 16),
+        };
+        for (off, maps) in [(so, &self.src_map), (dso, &self.dst_map)] {
+            let Some(a) = addr_at(b, off, kind) else {
+                continue;
+            };
+            let mut n = maps.iter().find_map(|m| m.map(a)).unwrap_or(a);
+            if let Some(seed) = self.seed {
+                n = randomize_addr(n, seed);
+            }
+            if n != a {
+                let (bytes, len) = addr_bytes(n);
+                debug_assert_eq!(len, alen);
+                replace_field(b, l, off, &bytes[..len], true, true);
+            }
+        }
+    }
+
+    /// `--portmap` on TCP and UDP: the first range holding a port maps it.
+    fn map_ports(&self, b: &mut [u8], l: &Layers) {
+        let (false, Some((proto, q))) = (self.ports.is_empty(), l.l4) else {
+            return;
+        };
+        if proto != TCP && proto != UDP {
+            return;
+        }
+        for off in [q, q + 2] {
+            let Some(port) = be16(b, off) else { continue };
+            if let Some(m) = self.ports.iter().find(|m| (m.lo..=m.hi).contains(&port)) {
+                replace_field(b, l, off, &m.to.to_be_bytes(), false, false);
+            }
+        }
+    }
+}
+
+/// Cuts the frame to `mtu` bytes past its L2 header (and its IP length
+/// with it); returns whether it was longer.
+fn truncate_to_mtu(b: &mut Vec<u8>, orig_len: &mut u32, mtu: usize) -> bool {
+    let l = parse_ethernet(b);
+    let l3_off =
+        l.l3.map(|(_, p)| p)
+            .unwrap_or(14 + 4 * usize::from(l.vlan_tags));
+    if b.len() <= l3_off + mtu {
+        return false;
+    }
+    b.truncate(l3_off + mtu);
+    if l.l3.is_some() {
+        set_ip_len(b, &l, mtu);
+    }
+    *orig_len = b.len() as u32;
+    true
+}
+
+/// Adds, strips or retags the outermost VLAN tag; a frame without the tag
+/// to strip or retag, or too short, is left as it is.
+fn apply_vlan(v: Vlan, b: &mut Vec<u8>, orig_len: &mut u32) {
+    match v {
+        Vlan::Add { tpid, tci } if b.len() >= 14 => {
+            let mut tag = [0u8; 4];
+            tag[..2].copy_from_slice(&tpid.to_be_bytes());
+            tag[2..].copy_from_slice(&tci.to_be_bytes());
+            b.splice(12..12, tag);
+            *orig_len = orig_len.saturating_add(4);
+        }
+        Vlan::Strip if be16(b, 12).is_some_and(layers::is_vlan_tpid) && b.len() >= 18 => {
+            b.drain(12..16);
+            *orig_len = orig_len.saturating_sub(4);
+        }
+        Vlan::Retag { vid, pcp, tpid } => {
+            if let (true, Some(tci)) = (be16(b, 12).is_some_and(layers::is_vlan_tpid), be16(b, 14))
+            {
+                let mut t = tci;
+                if let Some(v) = vid {
+                    t = (t & 0xf000) | (v & 0x0fff);
+                }
+                if let Some(p) = pcp {
+                    t = (t & 0x1fff) | (u16::from(p & 7) << 13);
+                }
+                put16(b, 14, t);
+                if let Some(tp) = tpid {
+                    put16(b, 12, tp);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `--ttl` on the IPv4 TTL (its checksum fixed incrementally) or the IPv6
+/// hop limit (no header checksum).
+fn apply_ttl(t: Ttl, b: &mut [u8], l: &Layers, kind: L3Kind, p: usize) {
+    match kind {
+        L3Kind::V4 => {
+            if let (Some(&ttl), Some(&proto)) = (b.get(p + 8), b.get(p + 9)) {
+                replace_field(b, l, p + 8, &[t.apply(ttl), proto], true, false);
+            }
+        }
+        L3Kind::V6 => {
+            if let Some(h) = b.get_mut(p + 7) {
+                *h = t.apply(*h);
+            }
+        }
     }
 }
 

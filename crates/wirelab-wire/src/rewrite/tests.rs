@@ -328,3 +328,45 @@ fn a_0x9100_tag_is_rewritten_like_802_1q() {
         assert!(checksums_ok(&b));
     }
 }
+
+#[test]
+fn vlan_strip_and_retag_leave_an_untagged_frame_alone() {
+    let orig = udp4(b"plain");
+    for v in [
+        Vlan::Strip,
+        Vlan::Retag {
+            vid: Some(7),
+            pcp: None,
+            tpid: Some(0x88a8),
+        },
+    ] {
+        let mut f = orig.clone();
+        let mut ol = f.len() as u32;
+        apply_vlan(v, &mut f, &mut ol);
+        assert_eq!(f, orig, "{v:?}");
+        assert_eq!(ol as usize, orig.len(), "{v:?}");
+    }
+    // Too short to hold a tag: nothing is added.
+    let mut f = vec![0u8; 13];
+    let mut ol = 13;
+    apply_vlan(
+        Vlan::Add {
+            tpid: 0x8100,
+            tci: 1,
+        },
+        &mut f,
+        &mut ol,
+    );
+    assert_eq!((f.len(), ol), (13, 13));
+}
+
+#[test]
+fn mtu_truncation_keeps_a_frame_that_fits() {
+    let mut f = udp4(&[7u8; 72]); // 100 bytes of IP
+    let mut ol = f.len() as u32;
+    assert!(!truncate_to_mtu(&mut f, &mut ol, 100));
+    assert_eq!((f.len(), ol), (114, 114));
+    assert!(truncate_to_mtu(&mut f, &mut ol, 99));
+    assert_eq!((f.len(), ol), (113, 113));
+    assert_eq!(&f[16..18], &99u16.to_be_bytes());
+}
