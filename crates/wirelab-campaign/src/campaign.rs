@@ -35,6 +35,7 @@ use wirelab_analysis::status::RecvStatus;
 use wirelab_host::counters::Snapshot;
 use wirelab_host::samples::Sampler;
 use wirelab_io::supervise;
+use wirelab_jobs::{CaptureJob, EmulateJob, RecvJob, SendJob, SendSocket};
 use wirelab_lab::lab::{Lab, LabError, LinkSpec, Side};
 
 mod env;
@@ -500,7 +501,7 @@ impl<'a> Hosts<'a> {
             let opts = wirelab_agent::transport::ConnectOptions {
                 wirelab,
                 ssh_opts: self.cfg.ssh_options.clone(),
-                agent_args: crate::clocks::agent_args(spec),
+                agent: crate::clocks::agent_job(spec),
                 ..Default::default()
             };
             let conn = AgentConn::connect_with(&transport, &opts).map_err(agent_err)?;
@@ -715,21 +716,17 @@ fn run_point(
     // The emulator and the captures, holding their sockets.
     let emu_tag = format!("{}-emulate", point.id);
     if let Some(e) = &resolved.emulate {
-        let mut args = vec![
-            "emulate".into(),
-            "--a".into(),
-            run.hosts.ifname(&e.host, &e.ifaces[0]),
-            "--b".into(),
-            run.hosts.ifname(&e.host, &e.ifaces[1]),
-            "--json".into(),
-            "-q".into(),
-        ];
-        for (flag, s) in [("--both", &e.stages), ("--a2b", &e.a2b), ("--b2a", &e.b2a)] {
-            if let Some(s) = s {
-                args.extend([flag.to_string(), s.clone()]);
-            }
+        let args = EmulateJob {
+            a: run.hosts.ifname(&e.host, &e.ifaces[0]),
+            b: run.hosts.ifname(&e.host, &e.ifaces[1]),
+            json: true,
+            quiet: true,
+            both: e.stages.clone(),
+            a2b: e.a2b.clone(),
+            b2a: e.b2a.clone(),
+            extra: e.args.clone(),
         }
-        args.extend(e.args.iter().cloned());
+        .argv();
         let before = run.agent(&e.host)?.sockets().map_err(agent(&e.host))?;
         run.spawn(&e.host, &emu_tag, args)?;
         wait_ready(&mut run, &e.host, &emu_tag, |s| {
@@ -749,22 +746,16 @@ fn run_point(
             for ifname in ifaces {
                 let tag = format!("{}-cap-{host}-{ifname}", point.id);
                 let file = format!("{tag}.pcapng");
-                let mut args = vec![
-                    "capture".into(),
-                    "-i".into(),
-                    run.hosts.ifname(host, &ifname),
-                    "-w".into(),
-                    file.clone(),
-                    "--json".into(),
-                    "-q".into(),
-                ];
-                if let Some(s) = c.snaplen {
-                    args.extend(["--snaplen".into(), s.to_string()]);
+                let args = CaptureJob {
+                    interface: run.hosts.ifname(host, &ifname),
+                    write: file.clone(),
+                    json: true,
+                    quiet: true,
+                    snaplen: c.snaplen,
+                    filter: c.filter.clone(),
+                    extra: c.args.clone(),
                 }
-                if let Some(f) = &c.filter {
-                    args.push(f.clone());
-                }
-                args.extend(c.args.iter().cloned());
+                .argv();
                 let before = run.agent(host)?.sockets().map_err(agent(host))?;
                 run.spawn(host, &tag, args)?;
                 wait_ready(&mut run, host, &tag, |s| s.packet > before.packet)?;
@@ -794,21 +785,17 @@ fn run_point(
 
     // Receivers, bound.
     for f in &flows {
-        let mut args = vec![
-            "recv".into(),
-            "-p".into(),
-            f.port.to_string(),
-            "-o".into(),
-            format!("{}-rx.wlr", f.tag),
-            "--status".into(),
-            format!("{}.status", f.tag),
-            "--json".into(),
-            "-q".into(),
-        ];
-        if f.spec.echo {
-            args.push("--echo".into());
+        let args = RecvJob {
+            port: f.port,
+            record: Some(format!("{}-rx.wlr", f.tag)),
+            status: Some(format!("{}.status", f.tag)),
+            json: true,
+            quiet: true,
+            echo: f.spec.echo,
+            extra: f.spec.recv_args.clone(),
+            ..RecvJob::default()
         }
-        args.extend(f.spec.recv_args.iter().cloned());
+        .argv();
         run.spawn(&f.spec.to, &format!("{}-recv", f.tag), args)?;
     }
     for f in &flows {
@@ -823,7 +810,7 @@ fn run_point(
     file.t0_unix_ns = Some(t0);
     for (f, target) in flows.iter().zip(&targets) {
         let t0_there = clocks.local_t0(&f.spec.from, t0);
-        let args = send_args(f, target, t0_there, plan.campaign.seed);
+        let args = send_job(f, target, t0_there, plan.campaign.seed).argv();
         run.spawn(&f.spec.from, &format!("{}-send", f.tag), args)?;
     }
 
@@ -1255,48 +1242,35 @@ impl Query {
     }
 }
 
-/// `wirelab send` arguments of a flow.
-fn send_args(f: &FlowRun, target: &str, t0: u64, seed: u64) -> Vec<String> {
+/// The sender of a flow.
+fn send_job(f: &FlowRun, target: &str, t0: u64, seed: u64) -> SendJob {
     let s = &f.spec;
-    let mut a: Vec<String> = vec![
-        "send".into(),
-        target.into(),
-        "-p".into(),
-        f.port.to_string(),
-        "--flow".into(),
-        f.id.to_string(),
-        "--start-at".into(),
-        t0.to_string(),
-        "-o".into(),
-        format!("{}-tx.wlr", f.tag),
-        "--json".into(),
-        "-q".into(),
-        "--seed".into(),
-        seed.wrapping_add(u64::from(f.id)).to_string(),
-    ];
-    let mut opt = |flag: &str, v: Option<String>| {
-        if let Some(v) = v {
-            a.extend([flag.to_string(), v]);
-        }
+    let socket = match s.socket {
+        SocketKind::Udp => None,
+        SocketKind::Raw => Some(SendSocket::Raw),
+        SocketKind::Packet => Some(SendSocket::Packet),
     };
-    opt("-n", s.count.map(|n| n.to_string()));
-    opt("-d", s.duration.map(|d| format!("{d}ns")));
-    opt("-i", s.interval.clone());
-    opt("-r", s.rate.clone());
-    opt("-s", s.size.clone());
-    opt("--dscp", s.dscp.map(|d| d.to_string()));
-    opt(
-        "--warmup",
-        (s.warmup_packets > 0).then(|| s.warmup_packets.to_string()),
-    );
-    if s.socket != SocketKind::Udp {
-        a.extend(["--socket".into(), s.socket.as_str().into()]);
+    SendJob {
+        target: target.into(),
+        port: f.port,
+        flow: Some(f.id),
+        start_at_unix_ns: Some(t0),
+        record: Some(format!("{}-tx.wlr", f.tag)),
+        json: true,
+        quiet: true,
+        seed: Some(seed.wrapping_add(u64::from(f.id))),
+        count: s.count,
+        duration_ns: s.duration,
+        interval: s.interval.clone(),
+        rate: s.rate.clone(),
+        size: s.size.clone(),
+        dscp: s.dscp,
+        warmup: (s.warmup_packets > 0).then_some(s.warmup_packets),
+        socket,
+        echo: s.echo,
+        extra: s.send_args.clone(),
+        ..SendJob::default()
     }
-    if s.echo {
-        a.push("--echo".into());
-    }
-    a.extend(s.send_args.iter().cloned());
-    a
 }
 
 /// `--quick`: a tenth of the duration (at least 1 s, at most

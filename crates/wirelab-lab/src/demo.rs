@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
+use wirelab_jobs::{emulate, send, EmulateJob, RecvJob, SendJob};
 
 const ADDR_SEND: &str = "198.18.0.1";
 const ADDR_RECV: &str = "198.18.0.2";
@@ -186,18 +187,18 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         (Some(l), Some(stages)) => Some(start_emulator(l, &cfg.exe, stages, say)?),
         _ => None,
     };
-    let timeout = format!("{}s", cfg.duration.as_secs() + 15);
+    let recv = RecvJob {
+        port,
+        record: Some(demo.rx.display().to_string()),
+        json: true,
+        quiet: true,
+        ipv4: true,
+        idle_timeout_ns: Some(5_000_000_000),
+        timeout_ns: Some((cfg.duration.as_secs() + 15) * 1_000_000_000),
+        ..RecvJob::default()
+    };
     let mut rx = wirelab("r")
-        .args([
-            "recv",
-            "-4",
-            "--quiet",
-            "--json",
-            "--port",
-            &port.to_string(),
-        ])
-        .args(["--idle-timeout", "5s", "--timeout", &timeout, "--record"])
-        .arg(&demo.rx)
+        .args(recv.argv())
         .stdout(Stdio::null())
         .spawn()
         .map_err(io_err("cannot start the receiver"))?;
@@ -216,21 +217,29 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         }
         return Err(e);
     }
-    let duration = duration_arg(cfg.duration);
-    let send = [
-        "--interval",
-        &cfg.interval,
-        "--size",
-        &cfg.size,
-        "--duration",
-        &duration,
-    ];
-    say(format!("running: wirelab send {target} {}", send.join(" ")));
+    say(format!(
+        "running: wirelab send {target} {} {} {} {} {} {}",
+        send::flag::INTERVAL,
+        cfg.interval,
+        send::flag::SIZE,
+        cfg.size,
+        send::flag::DURATION,
+        duration_arg(cfg.duration)
+    ));
+    let send = SendJob {
+        target: target.into(),
+        port,
+        quiet: true,
+        interval: Some(cfg.interval.clone()),
+        size: Some(cfg.size.clone()),
+        duration_ns: Some(cfg.duration.as_nanos() as u64),
+        seed: Some(42),
+        warmup: Some(0),
+        record: Some(demo.tx.display().to_string()),
+        ..SendJob::default()
+    };
     let tx_status = wirelab("s")
-        .args(["send", target, "--quiet", "--port", &port.to_string()])
-        .args(send)
-        .args(["--seed", "42", "--warmup", "0", "--record"])
-        .arg(&demo.tx)
+        .args(send.argv())
         .stdout(Stdio::null())
         .status()
         .map_err(io_err("cannot start the sender"))?;
@@ -257,11 +266,18 @@ fn start_emulator(
     stages: &str,
     say: &mut dyn FnMut(String),
 ) -> Result<std::process::Child, DemoError> {
-    say(format!("running: wirelab emulate --both '{stages}'"));
+    say(format!(
+        "running: wirelab emulate {} '{stages}'",
+        emulate::flag::BOTH
+    ));
+    let job = EmulateJob {
+        a: lab.end("e", "s").dev.clone(),
+        b: lab.end("e", "r").dev.clone(),
+        both: Some(stages.into()),
+        ..EmulateJob::default()
+    };
     let mut cmd = lab.exec("e", exe);
-    cmd.arg("emulate")
-        .args(["--a", &lab.end("e", "s").dev, "--b", &lab.end("e", "r").dev])
-        .args(["--both", stages]);
+    cmd.args(job.argv());
     // Two receive rings and two sending sockets.
     lab.spawn_bridge("e", cmd, 4, Duration::from_secs(5))
         .map_err(|e| DemoError::Emulator(e.to_string()))
