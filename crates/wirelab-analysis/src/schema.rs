@@ -12,6 +12,9 @@
 //! [`to_json_sorted`] goes through `serde_json::Value`, whose maps sort.
 //! analysis/1 and capture/1 keep their fields' declaration order.
 
+pub mod host;
+pub mod run;
+
 use crate::error::AnalysisError;
 use crate::report::{FlowReport, Summary, Totals};
 use crate::DelayStats;
