@@ -187,18 +187,8 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         (Some(l), Some(stages)) => Some(start_emulator(l, &cfg.exe, stages, say)?),
         _ => None,
     };
-    let recv = RecvJob {
-        port,
-        record: Some(demo.rx.display().to_string()),
-        json: true,
-        quiet: true,
-        ipv4: true,
-        idle_timeout_ns: Some(5_000_000_000),
-        timeout_ns: Some((cfg.duration.as_secs() + 15) * 1_000_000_000),
-        ..RecvJob::default()
-    };
     let mut rx = wirelab("r")
-        .args(recv.argv())
+        .args(recv_job(cfg, port, &demo.rx).argv())
         .stdout(Stdio::null())
         .spawn()
         .map_err(io_err("cannot start the receiver"))?;
@@ -226,20 +216,8 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         send::flag::DURATION,
         duration_arg(cfg.duration)
     ));
-    let send = SendJob {
-        target: target.into(),
-        port,
-        quiet: true,
-        interval: Some(cfg.interval.clone()),
-        size: Some(cfg.size.clone()),
-        duration_ns: Some(cfg.duration.as_nanos() as u64),
-        seed: Some(42),
-        warmup: Some(0),
-        record: Some(demo.tx.display().to_string()),
-        ..SendJob::default()
-    };
     let tx_status = wirelab("s")
-        .args(send.argv())
+        .args(send_job(cfg, target, port, &demo.tx).argv())
         .stdout(Stdio::null())
         .status()
         .map_err(io_err("cannot start the sender"))?;
@@ -256,6 +234,38 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
     }
     demo.interrupted = stop.load(Ordering::SeqCst);
     Ok(demo)
+}
+
+/// The receiver: IPv4, JSON, recording to `rx`; it ends 5 s after the
+/// last probe, or 15 s after the run's duration at the latest.
+fn recv_job(cfg: &DemoConfig, port: u16, rx: &Path) -> RecvJob {
+    RecvJob {
+        port,
+        record: Some(rx.display().to_string()),
+        json: true,
+        quiet: true,
+        ipv4: true,
+        idle_timeout_ns: Some(5_000_000_000),
+        timeout_ns: Some((cfg.duration.as_secs() + 15) * 1_000_000_000),
+        ..RecvJob::default()
+    }
+}
+
+/// The sender: the demo's interval, size and duration, seeded, no
+/// warm-up, recording to `tx`.
+fn send_job(cfg: &DemoConfig, target: &str, port: u16, tx: &Path) -> SendJob {
+    SendJob {
+        target: target.into(),
+        port,
+        quiet: true,
+        interval: Some(cfg.interval.clone()),
+        size: Some(cfg.size.clone()),
+        duration_ns: Some(cfg.duration.as_nanos() as u64),
+        seed: Some(42),
+        warmup: Some(0),
+        record: Some(tx.display().to_string()),
+        ..SendJob::default()
+    }
 }
 
 /// Starts `wirelab emulate` in the lab's middle namespace with `stages`
