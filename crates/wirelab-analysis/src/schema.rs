@@ -220,8 +220,9 @@ pub struct CaptureRing {
     pub fanout: Option<&'static str>,
 }
 
-/// Loss per stage in capture/1.
-#[derive(Debug, Clone, Serialize)]
+/// Loss per stage in capture/1 (a key a reader does not find reads as 0).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CaptureLoss {
     /// rx_dropped delta on the interface.
     pub if_rx_dropped: u64,

@@ -1,5 +1,6 @@
 //! The key paths of the JSON documents `wirelab run` writes and `wirelab
-//! report` reads back (`schema::run`, `schema::host`), pinned in
+//! report` reads back (`schema::run`, `schema::host`, and the loss of
+//! `capture/1` that its drops figure reads), pinned in
 //! `schema_keys.txt`: renaming, adding or removing a field shows there as
 //! a change to review. `WIRELAB_BLESS=1` rewrites the file.
 
@@ -8,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use wirelab_analysis::schema::host::{Diff, RunEnv, Sample, Snapshot};
 use wirelab_analysis::schema::run::Summary;
+use wirelab_analysis::schema::CaptureLoss;
 
 const FILE: &str = "tests/schema_keys.txt";
 
@@ -74,6 +76,7 @@ fn the_documents_keys_are_as_pinned() {
                 "pairs":[{"schema":"wirelab.env.diff/1","a":"x","b":"y",
                           "differences":[{"key":"k","a":"1","b":null}]}]}"#,
         ),
+        keys_of::<CaptureLoss>("wirelab.capture/1 loss (the report's drops figure)", "{}"),
     ]
     .concat();
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(FILE);
