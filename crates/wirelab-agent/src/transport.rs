@@ -26,6 +26,7 @@ use std::process::Command;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
+pub use wirelab_jobs::AgentJob;
 
 mod conn;
 pub use conn::{AgentConn, RemoteChild};
@@ -145,11 +146,9 @@ pub struct ConnectOptions {
     pub wirelab: String,
     /// Extra ssh arguments, placed before the defaults (ssh transport only).
     pub ssh_opts: Vec<String>,
-    /// The agent's `--workdir` (default: one it creates and removes).
-    pub workdir: Option<String>,
-    /// More agent arguments, after the others (`--test-clock-offset 3ms`).
-    /// Over ssh they join the remote command unquoted: plain words only.
-    pub agent_args: Vec<String>,
+    /// The agent's own settings: its work directory (default: one it
+    /// creates and removes), a test clock offset.
+    pub agent: AgentJob,
     /// Time the agent has for hello and for each answer.
     pub timeout: Duration,
     /// Where the agent's stderr lines go (default: the controller's stderr,
@@ -162,8 +161,7 @@ impl Default for ConnectOptions {
         ConnectOptions {
             wirelab: "wirelab".into(),
             ssh_opts: Vec::new(),
-            workdir: None,
-            agent_args: Vec::new(),
+            agent: AgentJob::default(),
             timeout: DEFAULT_TIMEOUT,
             log: None,
         }
@@ -334,11 +332,11 @@ fn sh_quote(s: &str) -> String {
 
 impl Transport {
     /// The command that starts the agent (see the module's table).
-    pub fn command(&self, wirelab: &str, workdir: Option<&str>, ssh_opts: &[String]) -> Command {
-        let mut agent: Vec<&str> = vec![wirelab, "agent", "--stdio"];
-        if let Some(w) = workdir {
-            agent.extend(["--workdir", w]);
-        }
+    pub fn command(&self, wirelab: &str, job: &AgentJob, ssh_opts: &[String]) -> Command {
+        let argv = job.argv();
+        let agent: Vec<&str> = std::iter::once(wirelab)
+            .chain(argv.iter().map(String::as_str))
+            .collect();
         match self {
             Transport::Local => {
                 let mut c = Command::new(wirelab);
@@ -449,9 +447,16 @@ mod tests {
 
     #[test]
     fn commands_match_the_documented_ones() {
-        let c = Transport::Local.command("/opt/wl/wirelab", None, &[]);
+        let c = Transport::Local.command("/opt/wl/wirelab", &AgentJob::default(), &[]);
         assert_eq!(args(&c), ["/opt/wl/wirelab", "agent", "--stdio"]);
-        let c = Transport::Netns("emu".into()).command("wirelab", Some("/tmp/w"), &[]);
+        let c = Transport::Netns("emu".into()).command(
+            "wirelab",
+            &AgentJob {
+                workdir: Some("/tmp/w".into()),
+                ..AgentJob::default()
+            },
+            &[],
+        );
         assert_eq!(
             args(&c),
             [
@@ -467,7 +472,11 @@ mod tests {
             ]
         );
         let t: Transport = "ssh://lab@h1:2222?netns=emu".parse().unwrap();
-        let c = t.command("/home/lab/my bin/wirelab", None, &["-i".into(), "k".into()]);
+        let c = t.command(
+            "/home/lab/my bin/wirelab",
+            &AgentJob::default(),
+            &["-i".into(), "k".into()],
+        );
         assert_eq!(
             args(&c),
             [

@@ -12,6 +12,9 @@
 //! [`to_json_sorted`] goes through `serde_json::Value`, whose maps sort.
 //! analysis/1 and capture/1 keep their fields' declaration order.
 
+pub mod host;
+pub mod run;
+
 use crate::error::AnalysisError;
 use crate::report::{FlowReport, Summary, Totals};
 use crate::DelayStats;
@@ -217,8 +220,9 @@ pub struct CaptureRing {
     pub fanout: Option<&'static str>,
 }
 
-/// Loss per stage in capture/1.
-#[derive(Debug, Clone, Serialize)]
+/// Loss per stage in capture/1 (a key a reader does not find reads as 0).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CaptureLoss {
     /// rx_dropped delta on the interface.
     pub if_rx_dropped: u64,

@@ -31,8 +31,6 @@ use wirelab_host::samples::SampleSummary;
 
 /// Schema of `point.json`.
 pub const POINT_SCHEMA: &str = "wirelab.run.point/1";
-/// Schema of `summary.json`.
-pub const SUMMARY_SCHEMA: &str = "wirelab.run.summary/1";
 /// Schema of `manifest.json`.
 pub const MANIFEST_SCHEMA: &str = "wirelab.run.manifest/1";
 
@@ -61,30 +59,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> BundleError + '_ {
     }
 }
 
-/// How a point ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PointStatus {
-    /// Every flow ran to its end.
-    Done,
-    /// An abort criterion stopped it.
-    Aborted,
-    /// Infrastructure failed (an agent lost, a tool that would not start).
-    Failed,
-    /// Stopped by Ctrl-C.
-    Interrupted,
-}
-
-impl PointStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PointStatus::Done => "done",
-            PointStatus::Aborted => "aborted",
-            PointStatus::Failed => "failed",
-            PointStatus::Interrupted => "interrupted",
-        }
-    }
-}
+pub use wirelab_analysis::schema::run::{PointStatus, Summary, SummaryRow, SUMMARY_SCHEMA};
 
 /// One flow of a point as run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -202,82 +177,11 @@ pub struct PointStressor {
     pub report: Option<serde_json::Value>,
 }
 
-/// One row of the summary: one flow of one point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SummaryRow {
-    pub point: String,
-    pub index: usize,
-    pub repetition: u32,
-    pub params: BTreeMap<String, Value>,
-    pub status: PointStatus,
-    pub reason: Option<String>,
-    pub flow: String,
-    pub flow_id: u32,
-    pub sent: Option<u64>,
-    pub received: Option<u64>,
-    /// Against the sender's count.
-    pub lost: Option<u64>,
-    /// Against the highest sequence number received (blind to tail loss).
-    pub lost_by_sequence: Option<u64>,
-    /// Against the planned count.
-    pub planned: Option<u64>,
-    pub lost_by_plan: Option<u64>,
-    pub loss_ratio: Option<f64>,
-    pub throughput_bps: Option<f64>,
-    pub rate_pps: Option<f64>,
-    pub owd_mean_ns: Option<f64>,
-    pub owd_p99_ns: Option<i64>,
-    pub owd_p999_ns: Option<i64>,
-    pub owd_max_ns: Option<i64>,
-    /// The smallest one-way delay (a path's floor, robust to load).
-    pub owd_min_ns: Option<i64>,
-    /// The clock offset (receiver's minus sender's, at T0) the OWD figures
-    /// are corrected by, and their uncertainty ± (U_AB).
-    pub owd_offset_ns: Option<i64>,
-    pub owd_uncertainty_ns: Option<u64>,
-    /// U exceeded `campaign.owd_uncertainty_max`: the OWD figures are
-    /// relative (OWD − min), not absolute.
-    pub owd_relative: bool,
-    pub ipdv_p99_abs_ns: Option<i64>,
-    pub jitter_ns: Option<f64>,
-    pub reordered: Option<u64>,
-    pub duplicates: Option<u64>,
-    pub loss_bursts: Option<u64>,
-    pub max_loss_burst: Option<u64>,
-    /// The loss by cause ([`crate::attribution`]).
-    pub lost_sender: Option<u64>,
-    pub lost_path: Option<u64>,
-    pub lost_rx_nic: Option<u64>,
-    pub lost_rx_stack: Option<u64>,
-    pub lost_unexplained: Option<u64>,
-    /// Probes the sender sent later than its lateness threshold.
-    pub timer_misses: Option<u64>,
-    /// Round-trip time of echo flows.
-    pub rtt_mean_ns: Option<f64>,
-    pub rtt_stdev_ns: Option<f64>,
-    pub rtt_p99_ns: Option<i64>,
-    pub rtt_max_ns: Option<i64>,
-    /// Why the records could not be analyzed, if they could not.
-    pub error: Option<String>,
-}
-
-/// `summary.json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Summary {
-    pub schema: &'static str,
-    pub points: usize,
-    pub done: usize,
-    pub aborted: usize,
-    pub failed: usize,
-    pub interrupted: usize,
-    pub rows: Vec<SummaryRow>,
-}
-
 /// The summary of the bundle at `dir`, from its point and record files.
 pub fn summarize(dir: &Path) -> Result<Summary, BundleError> {
     let points = read_points(dir)?;
     let mut s = Summary {
-        schema: SUMMARY_SCHEMA,
+        schema: SUMMARY_SCHEMA.into(),
         points: points.len(),
         done: 0,
         aborted: 0,
@@ -392,7 +296,11 @@ fn row(pdir: &Path, p: &PointFile, f: &PointFlow) -> SummaryRow {
         point: p.id.clone(),
         index: p.index,
         repetition: p.repetition,
-        params: p.params.clone(),
+        params: p
+            .params
+            .iter()
+            .map(|(k, v)| (k.clone(), v.into()))
+            .collect(),
         status: p.status,
         reason: p.reason.clone(),
         flow: f.name.clone(),
@@ -519,105 +427,6 @@ fn fill_clock(r: &mut SummaryRow, f: &FlowReport, c: Option<&crate::clocks::Flow
         r.owd_p999_ns = Some(l.p999_ns - l.min_ns);
         r.owd_max_ns = Some(l.max_ns - l.min_ns);
         r.owd_min_ns = Some(0);
-    }
-}
-
-impl Summary {
-    /// The summary as written to `summary.json`: pretty JSON and a newline.
-    pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).expect("a summary serializes");
-        s.push('\n');
-        s
-    }
-
-    /// `summary.csv`: a header, then one line per row; the sweep's
-    /// parameters as columns (those of every point, sorted by name).
-    pub fn to_csv(&self) -> String {
-        let mut keys: Vec<&String> = self.rows.iter().flat_map(|r| r.params.keys()).collect();
-        keys.sort();
-        keys.dedup();
-        let mut out = String::from("point,index,repetition");
-        for k in &keys {
-            out.push(',');
-            out.push_str(&csv_field(k));
-        }
-        out.push_str(
-            ",status,reason,flow,flow_id,sent,received,lost,lost_by_sequence,planned,\
-             lost_by_plan,loss_ratio,throughput_bps,rate_pps,owd_mean_ns,owd_p99_ns,\
-             owd_p999_ns,owd_max_ns,owd_min_ns,owd_offset_ns,owd_uncertainty_ns,owd_relative,\
-             ipdv_p99_abs_ns,jitter_ns,reordered,duplicates,\
-             loss_bursts,max_loss_burst,lost_sender,lost_path,lost_rx_nic,lost_rx_stack,\
-             lost_unexplained,timer_misses,rtt_mean_ns,rtt_stdev_ns,rtt_p99_ns,\
-             rtt_max_ns,error\n",
-        );
-        for r in &self.rows {
-            let _ = write!(out, "{},{},{}", r.point, r.index, r.repetition);
-            for k in &keys {
-                out.push(',');
-                if let Some(v) = r.params.get(*k) {
-                    out.push_str(&csv_field(&v.to_string()));
-                }
-            }
-            let o = |v: Option<String>| v.unwrap_or_default();
-            let n = |v: Option<u64>| o(v.map(|x| x.to_string()));
-            let i = |v: Option<i64>| o(v.map(|x| x.to_string()));
-            let f = |v: Option<f64>| o(v.map(|x| format!("{x}")));
-            let fields = [
-                r.status.as_str().to_string(),
-                csv_field(&o(r.reason.clone())),
-                csv_field(&r.flow),
-                r.flow_id.to_string(),
-                n(r.sent),
-                n(r.received),
-                n(r.lost),
-                n(r.lost_by_sequence),
-                n(r.planned),
-                n(r.lost_by_plan),
-                f(r.loss_ratio),
-                f(r.throughput_bps),
-                f(r.rate_pps),
-                f(r.owd_mean_ns),
-                i(r.owd_p99_ns),
-                i(r.owd_p999_ns),
-                i(r.owd_max_ns),
-                i(r.owd_min_ns),
-                i(r.owd_offset_ns),
-                n(r.owd_uncertainty_ns),
-                r.owd_relative.to_string(),
-                i(r.ipdv_p99_abs_ns),
-                f(r.jitter_ns),
-                n(r.reordered),
-                n(r.duplicates),
-                n(r.loss_bursts),
-                n(r.max_loss_burst),
-                n(r.lost_sender),
-                n(r.lost_path),
-                n(r.lost_rx_nic),
-                n(r.lost_rx_stack),
-                n(r.lost_unexplained),
-                n(r.timer_misses),
-                f(r.rtt_mean_ns),
-                f(r.rtt_stdev_ns),
-                i(r.rtt_p99_ns),
-                i(r.rtt_max_ns),
-                csv_field(&o(r.error.clone())),
-            ];
-            for v in fields {
-                out.push(',');
-                out.push_str(&v);
-            }
-            out.push('\n');
-        }
-        out
-    }
-}
-
-/// A CSV field, quoted when it holds a comma, quote or line break.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
     }
 }
 
@@ -789,13 +598,6 @@ pub(crate) mod tests {
         fill(&mut r, &fr);
         assert_eq!(r.lost_by_plan, Some(1_025_914));
         assert_eq!(r.received, Some(640_753));
-    }
-
-    #[test]
-    fn csv_fields_are_quoted_only_when_needed() {
-        assert_eq!(csv_field("udp"), "udp");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
     }
 
     #[test]

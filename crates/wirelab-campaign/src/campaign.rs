@@ -35,10 +35,14 @@ use wirelab_analysis::status::RecvStatus;
 use wirelab_host::counters::Snapshot;
 use wirelab_host::samples::Sampler;
 use wirelab_io::supervise;
+use wirelab_jobs::{CaptureJob, EmulateJob, RecvJob, SendJob, SendSocket};
 use wirelab_lab::lab::{Lab, LabError, LinkSpec, Side};
 
 mod env;
+mod point;
 mod stressors;
+
+use point::run_point;
 
 /// The longest flow of a `--quick` run (a smoke run of a campaign whose
 /// tests last hours).
@@ -184,6 +188,73 @@ pub fn run(
     // The lab first: a campaign that cannot have its lab leaves no
     // results directory behind.
     let lab = build_lab(control)?;
+    let dir = open_bundle(control, cfg)?;
+    let done_before: Vec<(PathBuf, PointFile)> = bundle::read_points(&dir)?
+        .into_iter()
+        .filter(|(_, p)| matches!(p.status, PointStatus::Done | PointStatus::Aborted))
+        .collect();
+    let todo = plan
+        .points
+        .iter()
+        .filter(|p| !done_before.iter().any(|(_, d)| d.id == p.id))
+        .count();
+    let mut out = Outcome {
+        dir: dir.clone(),
+        done: 0,
+        aborted: 0,
+        failed: 0,
+        skipped: plan.points.len() - todo,
+        searched_out: 0,
+        interrupted: false,
+        failure: None,
+    };
+    on(Event::Started {
+        dir: &dir,
+        points: todo,
+        skipped: out.skipped,
+    });
+    let mut hosts = Hosts::new(control, lab.as_ref(), cfg);
+    if search_needs_order(control, plan) {
+        return Err(RunError::Unsupported(
+            "[sweep] search runs its axis in order: leave campaign.order sequential".into(),
+        ));
+    }
+    // The hosts' environments into the bundle, `[env] apply` set; reverted
+    // after the points (and by each agent when its connection ends). A host
+    // that cannot be reached or changed fails the campaign before its
+    // first point, with a bundle all the same.
+    let env_applied = match env::start(control, &mut hosts, &dir, on) {
+        Ok(a) => a,
+        Err(e) => {
+            out.failure = Some(e.to_string());
+            vec![]
+        }
+    };
+    if out.failure.is_none() {
+        let campaign = Campaign {
+            control,
+            plan,
+            cfg,
+            dir: &dir,
+            stop,
+            done_before: &done_before,
+            todo,
+        };
+        campaign.run_points(&mut hosts, &mut out, on);
+    }
+    if let Err(why) = env::finish(&mut hosts, &env_applied) {
+        on(Event::Warning(why.clone()));
+        out.failure.get_or_insert(why);
+    }
+    let agents = hosts.close();
+    drop(lab);
+    write_results(control, &dir, agents, started, &out)?;
+    Ok(out)
+}
+
+/// The results directory: a new one, or `--resume`'s when it holds the
+/// same control file; made, with the control file in it.
+fn open_bundle(control: &Control, cfg: &RunConfig) -> Result<PathBuf, RunError> {
     let dir = match &cfg.resume {
         Some(d) => d.clone(),
         None => cfg
@@ -214,88 +285,85 @@ pub fn run(
     }
     std::fs::create_dir_all(dir.join("points")).map_err(|e| bundle_io(&dir, e))?;
     bundle::write_atomic(&dir.join("control.toml"), cfg.control_text.as_bytes())?;
-    let done_before: Vec<(PathBuf, PointFile)> = bundle::read_points(&dir)?
-        .into_iter()
-        .filter(|(_, p)| matches!(p.status, PointStatus::Done | PointStatus::Aborted))
-        .collect();
-    let todo: Vec<&Point> = plan
-        .points
-        .iter()
-        .filter(|p| !done_before.iter().any(|(_, d)| d.id == p.id))
-        .collect();
-    let mut out = Outcome {
-        dir: dir.clone(),
-        done: 0,
-        aborted: 0,
-        failed: 0,
-        skipped: plan.points.len() - todo.len(),
-        searched_out: 0,
-        interrupted: false,
-        failure: None,
-    };
-    on(Event::Started {
-        dir: &dir,
-        points: todo.len(),
-        skipped: out.skipped,
-    });
-    let mut hosts = Hosts::new(control, lab.as_ref(), cfg);
-    let mut search = sweep::SearchState::new(control.sweep.search.as_ref());
-    if search_needs_order(control, plan) {
-        return Err(RunError::Unsupported(
-            "[sweep] search runs its axis in order: leave campaign.order sequential".into(),
-        ));
+    Ok(dir)
+}
+
+/// A campaign being run: what its points share.
+struct Campaign<'a> {
+    control: &'a Control,
+    plan: &'a Plan,
+    cfg: &'a RunConfig,
+    dir: &'a Path,
+    stop: &'a AtomicBool,
+    /// Points with a result from before (`--resume`).
+    done_before: &'a [(PathBuf, PointFile)],
+    /// How many points are to run.
+    todo: usize,
+}
+
+impl Campaign<'_> {
+    /// The points in plan order, counted into `out`: those done before
+    /// and those a search leaves out skipped, a pause between points; the
+    /// first failed point, or Ctrl-C, ends the campaign.
+    fn run_points(&self, hosts: &mut Hosts<'_>, out: &mut Outcome, on: &mut dyn FnMut(Event<'_>)) {
+        let mut search = sweep::SearchState::new(self.control.sweep.search.as_ref());
+        let mut n = 0;
+        for point in &self.plan.points {
+            if let Some((pdir, p)) = self.done_before.iter().find(|(_, p)| p.id == point.id) {
+                search.record(point, lossfree(pdir, p));
+                continue;
+            }
+            if let Some(why) = search.skip(point) {
+                out.searched_out += 1;
+                on(Event::Note(format!("{} not run: {why}", point.id)));
+                continue;
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                out.interrupted = true;
+                break;
+            }
+            n += 1;
+            on(Event::Point {
+                n,
+                total: self.todo,
+                point,
+            });
+            if !self.one_point(point, hosts, &mut search, out, on) {
+                break;
+            }
+            if n < self.todo && !sleep_unless(self.stop, self.plan.campaign.pause_ns) {
+                out.interrupted = true;
+                break;
+            }
+        }
     }
-    // The hosts' environments into the bundle, `[env] apply` set; reverted
-    // after the loop (and by each agent when its connection ends). A host
-    // that cannot be reached or changed fails the campaign before its
-    // first point, with a bundle all the same.
-    let env_applied = match env::start(control, &mut hosts, &dir, on) {
-        Ok(a) => a,
-        Err(e) => {
-            out.failure = Some(e.to_string());
-            vec![]
-        }
-    };
-    let points: &[Point] = if out.failure.is_none() {
-        &plan.points
-    } else {
-        &[]
-    };
-    let mut n = 0;
-    for point in points {
-        if let Some((pdir, p)) = done_before.iter().find(|(_, p)| p.id == point.id) {
-            search.record(point, lossfree(pdir, p));
-            continue;
-        }
-        if let Some(why) = search.skip(point) {
-            out.searched_out += 1;
-            on(Event::Note(format!("{} not run: {why}", point.id)));
-            continue;
-        }
-        if stop.load(Ordering::Relaxed) {
-            out.interrupted = true;
-            break;
-        }
-        n += 1;
-        on(Event::Point {
-            n,
-            total: todo.len(),
-            point,
-        });
-        let result = run_point(control, plan, point, cfg, &mut hosts, &dir, stop, on);
+
+    /// Runs `point` and counts its end; false when the campaign ends with
+    /// it (a failure: a host that is gone stays gone; Ctrl-C).
+    fn one_point(
+        &self,
+        point: &Point,
+        hosts: &mut Hosts<'_>,
+        search: &mut sweep::SearchState,
+        out: &mut Outcome,
+        on: &mut dyn FnMut(Event<'_>),
+    ) -> bool {
+        let (control, plan, cfg) = (self.control, self.plan, self.cfg);
+        let result = run_point(control, plan, point, cfg, hosts, self.dir, self.stop, on);
         let (status, reason) = match &result {
             Ok(p) => (p.status, p.reason.clone()),
             Err(e) => (PointStatus::Failed, Some(e.to_string())),
         };
+        let pdir = self.dir.join("points").join(&point.id);
         on(Event::PointEnded {
             point,
             status,
             reason: reason.as_deref(),
-            dir: &dir.join("points").join(&point.id),
+            dir: &pdir,
             file: result.as_ref().ok(),
         });
         if let Ok(p) = &result {
-            search.record(point, lossfree(&dir.join("points").join(&p.id), p));
+            search.record(point, lossfree(&self.dir.join("points").join(&p.id), p));
         }
         match status {
             PointStatus::Done => out.done += 1,
@@ -303,30 +371,30 @@ pub fn run(
             PointStatus::Failed => {
                 out.failed += 1;
                 out.failure.get_or_insert(reason.unwrap_or_default());
-                // A host that is gone stays gone: stop rather than fail
-                // every later point the same way.
-                break;
+                return false;
             }
             PointStatus::Interrupted => {
                 out.interrupted = true;
-                break;
+                return false;
             }
         }
-        if n < todo.len() && !sleep_unless(stop, plan.campaign.pause_ns) {
-            out.interrupted = true;
-            break;
-        }
+        true
     }
-    if let Err(why) = env::finish(&mut hosts, &env_applied) {
-        on(Event::Warning(why.clone()));
-        out.failure.get_or_insert(why);
-    }
-    let agents = hosts.close();
-    drop(lab);
-    let summary = bundle::summarize(&dir)?;
+}
+
+/// `summary.json`, `summary.csv`, the clock pairs and the manifest, from
+/// what the bundle holds.
+fn write_results(
+    control: &Control,
+    dir: &Path,
+    agents: BTreeMap<String, serde_json::Value>,
+    started: u64,
+    out: &Outcome,
+) -> Result<(), RunError> {
+    let summary = bundle::summarize(dir)?;
     bundle::write_atomic(&dir.join("summary.json"), summary.to_json().as_bytes())?;
     bundle::write_atomic(&dir.join("summary.csv"), summary.to_csv().as_bytes())?;
-    bundle::write_clock_pairs(&dir)?;
+    bundle::write_clock_pairs(dir)?;
     let manifest = Manifest {
         schema: bundle::MANIFEST_SCHEMA.into(),
         campaign: control.campaign.name.clone(),
@@ -335,12 +403,12 @@ pub fn run(
         started_unix_ns: started,
         ended_unix_ns: unix_ns(),
         exit_code: out.exit_code(),
-        files: bundle::hash_files(&dir)?,
+        files: bundle::hash_files(dir)?,
     };
     let mut m = serde_json::to_string_pretty(&manifest).expect("a manifest serializes");
     m.push('\n');
     bundle::write_atomic(&dir.join("manifest.json"), m.as_bytes())?;
-    Ok(out)
+    Ok(())
 }
 
 /// A search whose axis would not run in order (`--set campaign.order`).
@@ -500,7 +568,7 @@ impl<'a> Hosts<'a> {
             let opts = wirelab_agent::transport::ConnectOptions {
                 wirelab,
                 ssh_opts: self.cfg.ssh_options.clone(),
-                agent_args: crate::clocks::agent_args(spec),
+                agent: crate::clocks::agent_job(spec),
                 ..Default::default()
             };
             let conn = AgentConn::connect_with(&transport, &opts).map_err(agent_err)?;
@@ -655,372 +723,6 @@ struct FlowRun {
     tag: String,
     status: Option<RecvStatus>,
     queried: u64,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run_point(
-    control: &Control,
-    plan: &Plan,
-    point: &Point,
-    cfg: &RunConfig,
-    hosts: &mut Hosts<'_>,
-    dir: &Path,
-    stop: &AtomicBool,
-    on: &mut dyn FnMut(Event<'_>),
-) -> Result<PointFile, RunError> {
-    let resolved = sweep::resolve(control, point)?;
-    let pdir = dir.join("points").join(&point.id);
-    std::fs::create_dir_all(&pdir).map_err(|e| bundle_io(&pdir, e))?;
-    let mut flows: Vec<FlowRun> = resolved
-        .flows
-        .iter()
-        .map(|f| {
-            let mut spec = f.clone();
-            if cfg.quick {
-                quicken(&mut spec);
-            }
-            // Ids and ports by the flow's place in the control file, the
-            // same at every point whichever flows run there.
-            let i = control
-                .flows
-                .iter()
-                .position(|c| c.name == f.name)
-                .unwrap_or(0);
-            FlowRun {
-                id: i as u32 + 1,
-                port: f.port.unwrap_or(BASE_PORT + i as u16),
-                tag: format!("{}-{}", point.id, f.name),
-                spec,
-                status: None,
-                queried: 0,
-            }
-        })
-        .collect();
-    let mut targets = vec![];
-    for f in &flows {
-        targets.push(hosts.target(&f.spec.from, &f.spec.to)?);
-    }
-    let mut file = PointFile::begun(
-        point.id.clone(),
-        point.index,
-        point.repetition,
-        point.params.clone(),
-        unix_ns(),
-    );
-    let mut run = PointRun {
-        hosts,
-        started: vec![],
-    };
-
-    // The emulator and the captures, holding their sockets.
-    let emu_tag = format!("{}-emulate", point.id);
-    if let Some(e) = &resolved.emulate {
-        let mut args = vec![
-            "emulate".into(),
-            "--a".into(),
-            run.hosts.ifname(&e.host, &e.ifaces[0]),
-            "--b".into(),
-            run.hosts.ifname(&e.host, &e.ifaces[1]),
-            "--json".into(),
-            "-q".into(),
-        ];
-        for (flag, s) in [("--both", &e.stages), ("--a2b", &e.a2b), ("--b2a", &e.b2a)] {
-            if let Some(s) = s {
-                args.extend([flag.to_string(), s.clone()]);
-            }
-        }
-        args.extend(e.args.iter().cloned());
-        let before = run.agent(&e.host)?.sockets().map_err(agent(&e.host))?;
-        run.spawn(&e.host, &emu_tag, args)?;
-        wait_ready(&mut run, &e.host, &emu_tag, |s| {
-            s.packet >= before.packet + 4
-        })?;
-    }
-    let mut captures = vec![];
-    if let Some(c) = &resolved.capture {
-        for host in &c.hosts {
-            let ifaces = control.capture_ifaces(host);
-            if ifaces.is_empty() {
-                return Err(RunError::Setup(format!(
-                    "[capture] on host {host}: name the interfaces (capture.ifaces) or the \
-                     host's test_if"
-                )));
-            }
-            for ifname in ifaces {
-                let tag = format!("{}-cap-{host}-{ifname}", point.id);
-                let file = format!("{tag}.pcapng");
-                let mut args = vec![
-                    "capture".into(),
-                    "-i".into(),
-                    run.hosts.ifname(host, &ifname),
-                    "-w".into(),
-                    file.clone(),
-                    "--json".into(),
-                    "-q".into(),
-                ];
-                if let Some(s) = c.snaplen {
-                    args.extend(["--snaplen".into(), s.to_string()]);
-                }
-                if let Some(f) = &c.filter {
-                    args.push(f.clone());
-                }
-                args.extend(c.args.iter().cloned());
-                let before = run.agent(host)?.sockets().map_err(agent(host))?;
-                run.spawn(host, &tag, args)?;
-                wait_ready(&mut run, host, &tag, |s| s.packet > before.packet)?;
-                captures.push((host.clone(), ifname, tag, file));
-            }
-        }
-    }
-
-    // Counters before anything loads the hosts; then the stressors, up
-    // before the settle time.
-    let mut counters = PointCounters::before(&mut run, control, &resolved, &pdir)?;
-    let mut stressors = stressors::start(&mut run, control, point)?;
-    on(Event::Stressors(&stressors.up()));
-
-    // The campaign's settle time: the path (an emulator's queues, a
-    // stressor's load) reaches its steady state before the flows start.
-    if !sleep_unless(stop, plan.campaign.settle_ns) {
-        file.status = PointStatus::Interrupted;
-        file.reason = Some("interrupted (Ctrl-C)".into());
-    }
-
-    // The hosts' clocks, before the receivers start.
-    let hosts_of = flows
-        .iter()
-        .flat_map(|f| [f.spec.from.as_str(), f.spec.to.as_str()]);
-    let mut clocks = PointClocks::before(hosts_of, |h| run.agent(h)?.time().map_err(agent(h)))?;
-
-    // Receivers, bound.
-    for f in &flows {
-        let mut args = vec![
-            "recv".into(),
-            "-p".into(),
-            f.port.to_string(),
-            "-o".into(),
-            format!("{}-rx.wlr", f.tag),
-            "--status".into(),
-            format!("{}.status", f.tag),
-            "--json".into(),
-            "-q".into(),
-        ];
-        if f.spec.echo {
-            args.push("--echo".into());
-        }
-        args.extend(f.spec.recv_args.iter().cloned());
-        run.spawn(&f.spec.to, &format!("{}-recv", f.tag), args)?;
-    }
-    for f in &flows {
-        let port = f.port;
-        wait_ready(&mut run, &f.spec.to, &format!("{}-recv", f.tag), |s| {
-            s.udp_ports.contains(&port)
-        })?;
-    }
-
-    // Senders, from one absolute start.
-    let t0 = unix_ns() + START_LEAD.as_nanos() as u64;
-    file.t0_unix_ns = Some(t0);
-    for (f, target) in flows.iter().zip(&targets) {
-        let t0_there = clocks.local_t0(&f.spec.from, t0);
-        let args = send_args(f, target, t0_there, plan.campaign.seed);
-        run.spawn(&f.spec.from, &format!("{}-send", f.tag), args)?;
-    }
-
-    // Watch until every sender has ended, or an abort.
-    let began = Instant::now();
-    let mut sent_exit: BTreeMap<String, Exit> = BTreeMap::new();
-    let mut abort: Option<String> = None;
-    while sent_exit.len() < flows.len() {
-        if stop.load(Ordering::Relaxed) {
-            file.status = PointStatus::Interrupted;
-            file.reason = Some("interrupted (Ctrl-C)".into());
-            break;
-        }
-        std::thread::sleep(WATCH_EVERY);
-        on(Event::Tick {
-            elapsed: began.elapsed().saturating_sub(START_LEAD),
-        });
-        counters.sample(&mut run, &pdir)?;
-        for f in flows.iter_mut() {
-            let send_tag = format!("{}-send", f.tag);
-            if !sent_exit.contains_key(&f.spec.name) {
-                let a = run.agent(&f.spec.from)?;
-                if let Some(e) = a
-                    .wait(&send_tag, Duration::ZERO)
-                    .map_err(agent(&f.spec.from))?
-                {
-                    sent_exit.insert(f.spec.name.clone(), e);
-                }
-            }
-            if let Some(s) = read_status(&mut run, &f.spec.to, &format!("{}.status", f.tag))? {
-                on(Event::Flow {
-                    name: &f.spec.name,
-                    received: s.packets,
-                    lost: s.lost(),
-                });
-                if abort.is_none() {
-                    abort = check_abort(f, &s);
-                    if abort.is_some() {
-                        file.abort_criterion = Some("lost_gt".into());
-                    }
-                }
-                f.status = Some(s);
-            }
-            if abort.is_none() {
-                if let Some(max) = f.spec.abort.max_duration {
-                    let t0_elapsed = began.elapsed().saturating_sub(START_LEAD);
-                    if t0_elapsed.as_nanos() as u64 > max {
-                        file.abort_criterion = Some("max_duration".into());
-                        abort = Some(format!(
-                            "flow {}: max_duration {} reached",
-                            f.spec.name,
-                            humantime::format_duration(Duration::from_nanos(max))
-                        ));
-                    }
-                }
-            }
-        }
-        if abort.is_some() {
-            file.status = PointStatus::Aborted;
-            file.reason = abort.clone();
-            break;
-        }
-        if let Some(why) = stressors.check(&mut run)? {
-            file.status = PointStatus::Failed;
-            file.reason = Some(why);
-            break;
-        }
-    }
-    // Stop: senders (an abort or Ctrl-C), then drain and stop receivers,
-    // then the emulator and the captures.
-    for f in &flows {
-        if !sent_exit.contains_key(&f.spec.name) {
-            let e = run.stop(&f.spec.from, &format!("{}-send", f.tag))?;
-            sent_exit.insert(f.spec.name.clone(), e);
-        }
-    }
-    let mut recv_exit = BTreeMap::new();
-    let drained = Instant::now();
-    while recv_exit.len() < flows.len() && drained.elapsed() < DRAIN {
-        for f in &flows {
-            if !recv_exit.contains_key(&f.spec.name) {
-                let a = run.agent(&f.spec.to)?;
-                let tag = format!("{}-recv", f.tag);
-                if let Some(e) = a.wait(&tag, Duration::ZERO).map_err(agent(&f.spec.to))? {
-                    recv_exit.insert(f.spec.name.clone(), e);
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for f in &flows {
-        if recv_exit.contains_key(&f.spec.name) {
-            continue;
-        }
-        let e = run.stop(&f.spec.to, &format!("{}-recv", f.tag))?;
-        recv_exit.insert(f.spec.name.clone(), e);
-    }
-    clocks.after(|h| run.agent(h)?.time().map_err(agent(h)))?;
-    counters.after(&mut run, &pdir, &mut file)?;
-    if let Some(e) = &resolved.emulate {
-        let x = run.stop(&e.host, &emu_tag)?;
-        file.emulate_report = json_report(&x);
-        if file.status == PointStatus::Done && x.code != Some(0) {
-            file.status = PointStatus::Failed;
-            file.reason = Some(format!("emulate on {}: {}", e.host, exit_text(&x)));
-        }
-    }
-    for (host, ifname, tag, name) in &captures {
-        let x = run.stop(host, tag)?;
-        let local = format!("pcap/{host}-{ifname}.pcapng");
-        fetch(&mut run, host, name, &pdir.join(&local))?;
-        file.pcaps.push(local);
-        if file.status == PointStatus::Done && x.code != Some(0) {
-            file.status = PointStatus::Failed;
-            file.reason = Some(format!("capture on {host} {ifname}: {}", exit_text(&x)));
-        }
-    }
-
-    // Stressors, after the flows have drained.
-    let (st, failed) = stressors.stop(&mut run, &pdir)?;
-    on(Event::Stressors(&[]));
-    file.stressors = st;
-    if let (PointStatus::Done, Some(why)) = (file.status, failed) {
-        file.status = PointStatus::Failed;
-        file.reason = Some(why);
-    }
-
-    // Files and the point's record.
-    for f in &flows {
-        let fdir = format!("flows/{}", f.spec.name);
-        let (tx, rx) = (format!("{fdir}/tx.wlr"), format!("{fdir}/rx.wlr"));
-        let got_tx = fetch(
-            &mut run,
-            &f.spec.from,
-            &format!("{}-tx.wlr", f.tag),
-            &pdir.join(&tx),
-        )?;
-        let got_rx = fetch(
-            &mut run,
-            &f.spec.to,
-            &format!("{}-rx.wlr", f.tag),
-            &pdir.join(&rx),
-        )?;
-        let se = sent_exit.get(&f.spec.name);
-        let re = recv_exit.get(&f.spec.name);
-        for (what, e) in [("send", se), ("recv", re)] {
-            if let Some(e) = e {
-                let fine = e.code == Some(0) || file.status != PointStatus::Done;
-                if !fine {
-                    file.status = PointStatus::Failed;
-                    file.reason = Some(format!(
-                        "flow {}: {what} on {}: {}",
-                        f.spec.name,
-                        if what == "send" {
-                            &f.spec.from
-                        } else {
-                            &f.spec.to
-                        },
-                        exit_text(e)
-                    ));
-                }
-            }
-        }
-        file.flows.push(PointFlow {
-            name: f.spec.name.clone(),
-            flow_id: f.id,
-            from: f.spec.from.clone(),
-            to: f.spec.to.clone(),
-            planned: f.spec.count,
-            tx: got_tx.then_some(tx),
-            rx: got_rx.then_some(rx),
-            send_report: se.and_then(json_report),
-            recv_report: re.and_then(json_report),
-            send_exit: se.and_then(|e| e.code),
-            recv_exit: re.and_then(|e| e.code),
-            emulate_direction: resolved
-                .emulate
-                .as_ref()
-                .and_then(|e| emulate_direction(run.hosts, e, &f.spec.from, &f.spec.to)),
-            attribution: None,
-            clock: clocks.flow(
-                &pdir,
-                &f.spec.from,
-                &f.spec.to,
-                file.t0_unix_ns,
-                plan.campaign.owd_uncertainty_max_ns,
-            )?,
-        });
-    }
-    attribute(&pdir, &mut file);
-    run.started.clear();
-    drop(run);
-    file.ended_unix_ns = unix_ns();
-    let mut text = serde_json::to_string_pretty(&file).expect("a point serializes");
-    text.push('\n');
-    bundle::write_atomic(&pdir.join("point.json"), text.as_bytes())?;
-    Ok(file)
 }
 
 // Counters, samples and attribution (spec run.md "Counters, environment,
@@ -1255,48 +957,35 @@ impl Query {
     }
 }
 
-/// `wirelab send` arguments of a flow.
-fn send_args(f: &FlowRun, target: &str, t0: u64, seed: u64) -> Vec<String> {
+/// The sender of a flow.
+fn send_job(f: &FlowRun, target: &str, t0: u64, seed: u64) -> SendJob {
     let s = &f.spec;
-    let mut a: Vec<String> = vec![
-        "send".into(),
-        target.into(),
-        "-p".into(),
-        f.port.to_string(),
-        "--flow".into(),
-        f.id.to_string(),
-        "--start-at".into(),
-        t0.to_string(),
-        "-o".into(),
-        format!("{}-tx.wlr", f.tag),
-        "--json".into(),
-        "-q".into(),
-        "--seed".into(),
-        seed.wrapping_add(u64::from(f.id)).to_string(),
-    ];
-    let mut opt = |flag: &str, v: Option<String>| {
-        if let Some(v) = v {
-            a.extend([flag.to_string(), v]);
-        }
+    let socket = match s.socket {
+        SocketKind::Udp => None,
+        SocketKind::Raw => Some(SendSocket::Raw),
+        SocketKind::Packet => Some(SendSocket::Packet),
     };
-    opt("-n", s.count.map(|n| n.to_string()));
-    opt("-d", s.duration.map(|d| format!("{d}ns")));
-    opt("-i", s.interval.clone());
-    opt("-r", s.rate.clone());
-    opt("-s", s.size.clone());
-    opt("--dscp", s.dscp.map(|d| d.to_string()));
-    opt(
-        "--warmup",
-        (s.warmup_packets > 0).then(|| s.warmup_packets.to_string()),
-    );
-    if s.socket != SocketKind::Udp {
-        a.extend(["--socket".into(), s.socket.as_str().into()]);
+    SendJob {
+        target: target.into(),
+        port: f.port,
+        flow: Some(f.id),
+        start_at_unix_ns: Some(t0),
+        record: Some(format!("{}-tx.wlr", f.tag)),
+        json: true,
+        quiet: true,
+        seed: Some(seed.wrapping_add(u64::from(f.id))),
+        count: s.count,
+        duration_ns: s.duration,
+        interval: s.interval.clone(),
+        rate: s.rate.clone(),
+        size: s.size.clone(),
+        dscp: s.dscp,
+        warmup: (s.warmup_packets > 0).then_some(s.warmup_packets),
+        socket,
+        echo: s.echo,
+        extra: s.send_args.clone(),
+        ..SendJob::default()
     }
-    if s.echo {
-        a.push("--echo".into());
-    }
-    a.extend(s.send_args.iter().cloned());
-    a
 }
 
 /// `--quick`: a tenth of the duration (at least 1 s, at most

@@ -23,11 +23,11 @@ pub const PROBES: usize = 24;
 /// Schema of `points/<id>/clock/<a>-<b>.json`.
 pub const CLOCK_SCHEMA: &str = "wirelab.run.clock/1";
 
-/// The agent arguments a host's spec asks for: the test hook's offset.
-pub fn agent_args(spec: &HostSpec) -> Vec<String> {
-    match spec.test_clock_offset_ns {
-        Some(ns) => vec!["--test-clock-offset".into(), format!("{ns}ns")],
-        None => vec![],
+/// The agent a host's spec asks for: the test hook's offset.
+pub fn agent_job(spec: &HostSpec) -> wirelab_jobs::AgentJob {
+    wirelab_jobs::AgentJob {
+        test_clock_offset_ns: spec.test_clock_offset_ns,
+        ..Default::default()
     }
 }
 
@@ -310,8 +310,11 @@ mod tests {
         .hosts
         .remove("a")
         .unwrap();
-        assert_eq!(agent_args(&h), ["--test-clock-offset", "-3000000ns"]);
+        assert_eq!(
+            agent_job(&h).argv(),
+            ["agent", "--stdio", "--test-clock-offset", "-3000000ns"]
+        );
         h.test_clock_offset_ns = None;
-        assert!(agent_args(&h).is_empty());
+        assert_eq!(agent_job(&h).argv(), ["agent", "--stdio"]);
     }
 }

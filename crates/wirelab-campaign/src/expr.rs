@@ -53,6 +53,18 @@ pub enum Value {
     Bool(bool),
 }
 
+impl From<&Value> for wirelab_analysis::schema::run::ParamValue {
+    fn from(v: &Value) -> Self {
+        use wirelab_analysis::schema::run::ParamValue as P;
+        match v {
+            Value::Int(v) => P::Int(*v),
+            Value::Float(v) => P::Float(*v),
+            Value::Str(s) => P::Str(s.clone()),
+            Value::Bool(b) => P::Bool(*b),
+        }
+    }
+}
+
 impl fmt::Display for Value {
     /// The value as written, strings without quotes (the form substituted
     /// into `{placeholders}` and passed to `wirelab send`).

@@ -21,116 +21,13 @@
 //! A snapshot holds settings and states, not measurements (no counters,
 //! no clock offsets), so two snapshots of an unchanged host are equal.
 
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
 pub mod apply;
 pub mod parse;
 pub mod read;
 
-/// Schema of a snapshot.
-pub const SNAPSHOT_SCHEMA: &str = "wirelab.env/1";
-/// Schema of a diff.
-pub const DIFF_SCHEMA: &str = "wirelab.env.diff/1";
-/// The value prefix of something that could not be read.
-pub const UNAVAILABLE: &str = "unavailable: ";
-
-/// One host's environment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Snapshot {
-    pub schema: String,
-    /// The host as the user named it (a transport, or a campaign's host).
-    pub host: String,
-    pub taken_unix_ns: u64,
-    /// Flat keys (`kernel.release`, `nic.eth1.mtu`,
-    /// `sysctl.net.core.rmem_max`, …), sorted.
-    pub values: BTreeMap<String, String>,
-}
-
-impl Snapshot {
-    pub fn new(host: impl Into<String>, taken_unix_ns: u64) -> Snapshot {
-        Snapshot {
-            schema: SNAPSHOT_SCHEMA.into(),
-            host: host.into(),
-            taken_unix_ns,
-            values: BTreeMap::new(),
-        }
-    }
-
-    /// The text form: `key = value`, one per line, sorted.
-    pub fn to_text(&self) -> String {
-        let mut s = String::new();
-        for (k, v) in &self.values {
-            s.push_str(k);
-            s.push_str(" = ");
-            s.push_str(v);
-            s.push('\n');
-        }
-        s
-    }
-}
-
-/// One key whose values differ (`None`: the key is not in that snapshot).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Difference {
-    pub key: String,
-    pub a: Option<String>,
-    pub b: Option<String>,
-}
-
-/// The differences between two snapshots.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Diff {
-    pub schema: String,
-    pub a: String,
-    pub b: String,
-    pub differences: Vec<Difference>,
-}
-
-impl Diff {
-    /// `KEY: A -> B` per difference (`(absent)` for a missing key), or
-    /// `no differences`.
-    pub fn to_text(&self) -> String {
-        if self.differences.is_empty() {
-            return format!("{} and {}: no differences\n", self.a, self.b);
-        }
-        let mut s = format!(
-            "{} and {}: {} difference{}\n",
-            self.a,
-            self.b,
-            self.differences.len(),
-            if self.differences.len() == 1 { "" } else { "s" }
-        );
-        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(absent)".into());
-        for d in &self.differences {
-            s.push_str(&format!("  {}: {} -> {}\n", d.key, show(&d.a), show(&d.b)));
-        }
-        s
-    }
-}
-
-/// The keys whose values differ between `a` and `b`, sorted by key.
-pub fn diff(a: &Snapshot, b: &Snapshot) -> Diff {
-    let mut differences = vec![];
-    let keys: std::collections::BTreeSet<&String> =
-        a.values.keys().chain(b.values.keys()).collect();
-    for k in keys {
-        let (va, vb) = (a.values.get(k), b.values.get(k));
-        if va != vb {
-            differences.push(Difference {
-                key: k.clone(),
-                a: va.cloned(),
-                b: vb.cloned(),
-            });
-        }
-    }
-    Diff {
-        schema: DIFF_SCHEMA.into(),
-        a: a.host.clone(),
-        b: b.host.clone(),
-        differences,
-    }
-}
+pub use wirelab_analysis::schema::host::{
+    diff, Diff, Difference, Snapshot, DIFF_SCHEMA, SNAPSHOT_SCHEMA, UNAVAILABLE,
+};
 
 #[cfg(test)]
 mod tests {

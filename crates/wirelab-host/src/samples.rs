@@ -7,40 +7,7 @@ use crate::counters::{CpuTimes, Snapshot};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The host between two snapshots.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    /// The later snapshot's time, and the time since the earlier one.
-    pub unix_ns: u64,
-    pub interval_ns: u64,
-    /// Per CPU (`cpu0`...): the fraction of its time in user (nice
-    /// included), system, softirq, and busy (not idle or waiting for I/O).
-    pub cpus: Vec<CpuBusy>,
-    /// CPUs busy in all (the sum of `busy`), and in softirq.
-    pub busy_cpus: f64,
-    pub softirq_cpus: f64,
-    /// MemTotal − MemAvailable, kB.
-    pub mem_used_kb: Option<u64>,
-    /// Per interface: packets and bits per second each way.
-    pub ifaces: BTreeMap<String, Rates>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CpuBusy {
-    pub cpu: String,
-    pub user: f64,
-    pub system: f64,
-    pub softirq: f64,
-    pub busy: f64,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Rates {
-    pub rx_pps: f64,
-    pub tx_pps: f64,
-    pub rx_bps: f64,
-    pub tx_bps: f64,
-}
+pub use wirelab_analysis::schema::host::{CpuBusy, Rates, Sample};
 
 /// The sample from `prev` to `now`; None if `now` is not later.
 pub fn sample(prev: &Snapshot, now: &Snapshot) -> Option<Sample> {

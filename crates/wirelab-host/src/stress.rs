@@ -7,10 +7,11 @@
 //! `bigheap`, `hdd`, `timer`), or wirelab's own `send` for network load.
 //! The preset `realistic` (the report's Table 4.1) expands to its parts.
 //! The binary runs the parts; the campaign maps a `[[stressor]]` to a
-//! `wirelab stress` command line with [`command_for`].
+//! `wirelab stress` job with [`job_for`].
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+use wirelab_jobs::StressJob;
 
 pub mod supervise;
 
@@ -313,20 +314,17 @@ pub fn plan(
 fn net_args(o: &Options, to: &str, duration_s: Option<u64>) -> Vec<String> {
     // Past the stressor's own end (a minute of margin), which stops it:
     // a sender that ended first would count as a part that died.
-    let d = duration_s.map_or("24h".to_string(), |d| format!("{}s", d + 60));
-    vec![
-        "send".into(),
-        to.into(),
-        "-p".into(),
-        o.port.unwrap_or(DEFAULT_NET_PORT).to_string(),
-        "--bitrate".into(),
-        o.bitrate.clone().unwrap_or_else(|| "1Gbit".into()),
-        "-s".into(),
-        o.size.unwrap_or(DEFAULT_NET_SIZE).to_string(),
-        "-d".into(),
-        d,
-        "-q".into(),
-    ]
+    let d = duration_s.map_or(24 * 3600, |d| d + 60);
+    wirelab_jobs::SendJob {
+        target: to.into(),
+        port: o.port.unwrap_or(DEFAULT_NET_PORT),
+        bitrate: Some(o.bitrate.clone().unwrap_or_else(|| "1Gbit".into())),
+        size: Some(o.size.unwrap_or(DEFAULT_NET_SIZE).to_string()),
+        duration_ns: Some(d * 1_000_000_000),
+        quiet: true,
+        ..Default::default()
+    }
+    .argv()
 }
 
 /// Parses a frequency: `100kHz`, `1MHz`, `2000Hz` or a plain number (Hz).
@@ -353,40 +351,35 @@ pub fn parse_hz(s: &str) -> Result<u64, String> {
     Ok(v as u64)
 }
 
-/// The `wirelab stress` arguments of a `[[stressor]]`: `to` is the
-/// address of its `target` host (network load), `ready` the file it
-/// writes once every part is up.
-pub fn command_for(spec: &StressorSpec, to: Option<&str>, ready: &str) -> Vec<String> {
+/// The `wirelab stress` job of a `[[stressor]]`: `to` is the address of
+/// its `target` host (network load), `ready` the file it writes once
+/// every part is up.
+pub fn job_for(spec: &StressorSpec, to: Option<&str>, ready: &str) -> StressJob {
     let load = match (spec.preset, spec.kind) {
         (Some(StressPreset::Realistic), _) => Load::Realistic,
         (None, Some(k)) => Load::of_kind(k),
         (None, None) => Load::Cpu,
     };
-    let mut a = vec!["stress".to_string(), load.name().into()];
-    let mut opt = |flag: &str, v: Option<String>| {
-        if let Some(v) = v {
-            a.extend([flag.to_string(), v]);
-        }
-    };
-    opt("--workers", spec.workers.map(|v| v.to_string()));
-    opt("--load", spec.load.map(|v| v.to_string()));
-    opt("--rt-priority", spec.rt_priority.map(|v| v.to_string()));
-    let (timer, bitrate) = match load {
+    let (timer_freq, bitrate) = match load {
         Load::Timer => (spec.rate.clone(), None),
         _ => (None, spec.rate.clone()),
     };
-    opt("--timer-freq", timer);
-    opt("--bitrate", bitrate);
-    opt("--to", to.map(str::to_string));
-    opt("--port", spec.port.map(|v| v.to_string()));
-    opt("--size", spec.size.map(|v| v.to_string()));
-    opt("--io-cap", spec.io_cap.clone());
-    a.extend(["--ready".into(), ready.into(), "--json".into()]);
-    if !spec.args.is_empty() {
-        a.push("--".into());
-        a.extend(spec.args.iter().cloned());
+    StressJob {
+        kind: load.name().into(),
+        workers: spec.workers,
+        load: spec.load,
+        rt_priority: spec.rt_priority,
+        timer_freq,
+        bitrate,
+        to: to.map(str::to_string),
+        port: spec.port,
+        size: spec.size,
+        io_cap: spec.io_cap.clone(),
+        duration_ns: None,
+        ready: Some(ready.into()),
+        json: true,
+        stress_ng_args: spec.args.clone(),
     }
-    a
 }
 
 /// How a `wirelab stress` run ended.
@@ -582,7 +575,7 @@ mod tests {
         assert_eq!(p[0].program, Program::Wirelab);
         assert_eq!(
             args(&p[0]),
-            "send 10.9.0.2 -p 9 --bitrate 200Mbit -s 1472 -d 65s -q"
+            "send 10.9.0.2 --port 9 --quiet --duration 65s --bitrate 200Mbit --size 1472"
         );
     }
 
@@ -609,7 +602,7 @@ mod tests {
         assert!(notes.is_empty());
         assert_eq!(
             args(&p[3]),
-            "send 10.0.0.9 -p 9 --bitrate 1Gbit -s 1472 -d 24h -q"
+            "send 10.0.0.9 --port 9 --quiet --duration 24h --bitrate 1Gbit --size 1472"
         );
     }
 
@@ -642,7 +635,7 @@ mod tests {
             args: vec!["--timer-slack".into(), "0".into()],
         };
         assert_eq!(
-            command_for(&spec, None, "s.ready").join(" "),
+            job_for(&spec, None, "s.ready").argv().join(" "),
             "stress timer --workers 2 --timer-freq 100kHz --ready s.ready --json -- --timer-slack 0"
         );
         let spec = StressorSpec {
@@ -654,7 +647,7 @@ mod tests {
             ..spec
         };
         assert_eq!(
-            command_for(&spec, Some("10.1.0.2"), "r").join(" "),
+            job_for(&spec, Some("10.1.0.2"), "r").argv().join(" "),
             "stress network --bitrate 100Mbit --to 10.1.0.2 --ready r --json"
         );
     }

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
+use wirelab_jobs::{emulate, send, EmulateJob, RecvJob, SendJob};
 
 const ADDR_SEND: &str = "198.18.0.1";
 const ADDR_RECV: &str = "198.18.0.2";
@@ -149,7 +150,7 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         (Some(l), Some(stages)) => Some(start_emulator(l, &cfg.exe, stages, say)?),
         _ => None,
     };
-    let mut rx = spawn_receiver(wirelab("r"), port, cfg.duration, &demo.rx)?;
+    let mut rx = spawn_receiver(wirelab("r"), &recv_job(cfg, port, &demo.rx))?;
     let listening = match &lab {
         Some(l) => l
             .wait_udp("r", port, Duration::from_secs(5))
@@ -163,7 +164,12 @@ Run as root (sudo wirelab demo) for the two-namespace veth lab."
         }
         return Err(e);
     }
-    let tx_status = run_sender(wirelab("s"), cfg, target, port, &demo.tx, say)?;
+    let tx_status = run_sender(
+        wirelab("s"),
+        cfg,
+        &send_job(cfg, target, port, &demo.tx),
+        say,
+    )?;
     let rx_status = rx.wait().map_err(io_err("waiting for the receiver"))?;
     if let Some(em) = emulator {
         demo.emulator = Some(stop_emulator(em)?);
@@ -229,57 +235,67 @@ fn announce(
     }
 }
 
-/// Starts `wirelab recv` (command `cmd`) on `port`, recording to `record`;
-/// it gives up well after a sender of `duration` would have finished.
-fn spawn_receiver(
-    mut cmd: Command,
-    port: u16,
-    duration: Duration,
-    record: &Path,
-) -> Result<std::process::Child, DemoError> {
-    let timeout = format!("{}s", duration.as_secs() + 15);
-    cmd.args([
-        "recv",
-        "-4",
-        "--quiet",
-        "--json",
-        "--port",
-        &port.to_string(),
-    ])
-    .args(["--idle-timeout", "5s", "--timeout", &timeout, "--record"])
-    .arg(record)
-    .stdout(Stdio::null())
-    .spawn()
-    .map_err(io_err("cannot start the receiver"))
+/// Starts `wirelab recv` (command `cmd`) as `job` says.
+fn spawn_receiver(mut cmd: Command, job: &RecvJob) -> Result<std::process::Child, DemoError> {
+    cmd.args(job.argv())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(io_err("cannot start the receiver"))
 }
 
-/// Runs `wirelab send` (command `cmd`) to `target`:`port` as `cfg` says,
-/// recording to `record`, until it ends.
+/// Runs `wirelab send` (command `cmd`) as `job` says, until it ends.
 fn run_sender(
     mut cmd: Command,
     cfg: &DemoConfig,
-    target: &str,
-    port: u16,
-    record: &Path,
+    job: &SendJob,
     say: &mut dyn FnMut(String),
 ) -> Result<std::process::ExitStatus, DemoError> {
-    let duration = duration_arg(cfg.duration);
-    let send = [
-        "--interval",
-        &cfg.interval,
-        "--size",
-        &cfg.size,
-        "--duration",
-        &duration,
-    ];
-    say(format!("running: wirelab send {target} {}", send.join(" ")));
-    cmd.args(["send", target, "--quiet", "--port", &port.to_string()])
-        .args(send)
-        .args(["--seed", "42", "--warmup", "0", "--record"])
-        .arg(record)
+    say(format!(
+        "running: wirelab send {} {} {} {} {} {} {}",
+        job.target,
+        send::flag::INTERVAL,
+        cfg.interval,
+        send::flag::SIZE,
+        cfg.size,
+        send::flag::DURATION,
+        duration_arg(cfg.duration)
+    ));
+    cmd.args(job.argv())
         .stdout(Stdio::null())
         .status()
         .map_err(io_err("cannot start the sender"))
+}
+
+/// The receiver: IPv4, JSON, recording to `rx`; it ends 5 s after the
+/// last probe, or 15 s after the run's duration at the latest.
+fn recv_job(cfg: &DemoConfig, port: u16, rx: &Path) -> RecvJob {
+    RecvJob {
+        port,
+        record: Some(rx.display().to_string()),
+        json: true,
+        quiet: true,
+        ipv4: true,
+        idle_timeout_ns: Some(5_000_000_000),
+        timeout_ns: Some((cfg.duration.as_secs() + 15) * 1_000_000_000),
+        ..RecvJob::default()
+    }
+}
+
+/// The sender: the demo's interval, size and duration, seeded, no
+/// warm-up, recording to `tx`.
+fn send_job(cfg: &DemoConfig, target: &str, port: u16, tx: &Path) -> SendJob {
+    SendJob {
+        target: target.into(),
+        port,
+        quiet: true,
+        interval: Some(cfg.interval.clone()),
+        size: Some(cfg.size.clone()),
+        duration_ns: Some(cfg.duration.as_nanos() as u64),
+        seed: Some(42),
+        warmup: Some(0),
+        record: Some(tx.display().to_string()),
+        ..SendJob::default()
+    }
 }
 
 /// Starts `wirelab emulate` in the lab's middle namespace with `stages`
@@ -290,11 +306,18 @@ fn start_emulator(
     stages: &str,
     say: &mut dyn FnMut(String),
 ) -> Result<std::process::Child, DemoError> {
-    say(format!("running: wirelab emulate --both '{stages}'"));
+    say(format!(
+        "running: wirelab emulate {} '{stages}'",
+        emulate::flag::BOTH
+    ));
+    let job = EmulateJob {
+        a: lab.end("e", "s").dev.clone(),
+        b: lab.end("e", "r").dev.clone(),
+        both: Some(stages.into()),
+        ..EmulateJob::default()
+    };
     let mut cmd = lab.exec("e", exe);
-    cmd.arg("emulate")
-        .args(["--a", &lab.end("e", "s").dev, "--b", &lab.end("e", "r").dev])
-        .args(["--both", stages]);
+    cmd.args(job.argv());
     // Two receive rings and two sending sockets.
     lab.spawn_bridge("e", cmd, 4, Duration::from_secs(5))
         .map_err(|e| DemoError::Emulator(e.to_string()))

@@ -12,10 +12,12 @@
 use crate::error::ReportError;
 use crate::html::{Cell, Page};
 use crate::plot;
-use serde_json::Value;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use wirelab_analysis::schema::host::{RunEnv, Sample, Snapshot};
+use wirelab_analysis::schema::run::{ParamValue, PointStatus, Summary, SummaryRow, SUMMARY_SCHEMA};
 use wirelab_analysis::text::{fmt_bps, fmt_ns, fmt_pps};
 
 /// At one x position: x, the values of its points (repetitions), the
@@ -27,23 +29,16 @@ pub fn is_results_dir(dir: &Path) -> bool {
     dir.join("summary.json").is_file() && dir.join("points").is_dir()
 }
 
-fn read_json(path: &Path) -> Result<Value, ReportError> {
+/// A JSON document of `wirelab run`, read as the type it was written as.
+fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, ReportError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReportError::Open {
         path: path.to_path_buf(),
         source,
     })?;
     serde_json::from_str(&text).map_err(|e| ReportError::Input {
         path: path.to_path_buf(),
-        message: format!("not JSON: {e}"),
+        message: format!("not what wirelab run writes there: {e}"),
     })
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        v => v.to_string(),
-    }
 }
 
 /// A parameter value as a number with its unit suffix (`"1%"` → 1, `%`;
@@ -71,83 +66,166 @@ pub const CPU_FIGURE: &str = "CPU over the campaign";
 /// The interface counters figure's title.
 pub const IFACE_FIGURE: &str = "Interface packet rates over the campaign";
 
-/// Renders the page of the results directory `dir`.
-pub fn render(dir: &Path, title: &str) -> Result<String, ReportError> {
-    let summary = read_json(&dir.join("summary.json"))?;
-    let bad = |m: &str| ReportError::Input {
-        path: dir.join("summary.json"),
-        message: m.to_string(),
-    };
-    if summary.get("schema").and_then(Value::as_str) != Some("wirelab.run.summary/1") {
-        return Err(bad("not a wirelab.run.summary/1 document"));
-    }
-    let rows = summary
-        .get("rows")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("no rows"))?;
-    let params_of = |r: &Value| -> BTreeMap<String, String> {
-        r.get("params")
-            .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), text(v))).collect())
-            .unwrap_or_default()
-    };
-    // Parameters in any row, and those whose value varies: the swept ones.
-    let mut values: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for r in rows {
-        for (k, v) in params_of(r) {
-            let e = values.entry(k).or_default();
-            if !e.contains(&v) {
-                e.push(v);
+/// The summary's rows and what was swept in them.
+struct Sweep<'a> {
+    rows: &'a [SummaryRow],
+    /// Every parameter and its values, in order of first appearance.
+    values: BTreeMap<String, Vec<String>>,
+    /// The parameters whose value varies.
+    swept: Vec<String>,
+    /// The flows' names, sorted.
+    flows: Vec<String>,
+}
+
+impl<'a> Sweep<'a> {
+    fn of(rows: &'a [SummaryRow]) -> Sweep<'a> {
+        let mut values: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for r in rows {
+            for (k, v) in params_of(r) {
+                let e = values.entry(k).or_default();
+                if !e.contains(&v) {
+                    e.push(v);
+                }
             }
         }
+        let swept = values
+            .iter()
+            .filter(|(_, v)| v.len() > 1)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut flows: Vec<String> = rows.iter().map(|r| r.flow.clone()).collect();
+        flows.sort();
+        flows.dedup();
+        Sweep {
+            rows,
+            values,
+            swept,
+            flows,
+        }
     }
-    let names: Vec<String> = values.keys().cloned().collect();
-    let swept: Vec<String> = values
-        .iter()
-        .filter(|(_, v)| v.len() > 1)
-        .map(|(k, _)| k.clone())
-        .collect();
-    let flows: Vec<String> = {
-        let mut f: Vec<String> = rows.iter().map(|r| text(&r["flow"])).collect();
-        f.sort();
-        f.dedup();
-        f
-    };
+}
 
+/// A row's parameters as the page shows them.
+fn params_of(r: &SummaryRow) -> BTreeMap<String, String> {
+    r.params
+        .iter()
+        .map(|(k, v)| (k.clone(), param_text(v)))
+        .collect()
+}
+
+/// A parameter as JSON writes it, strings without quotes.
+fn param_text(v: &ParamValue) -> String {
+    match v {
+        ParamValue::Str(s) => s.clone(),
+        v => serde_json::to_string(v).unwrap_or_default(),
+    }
+}
+
+/// An optional text, `-` when absent.
+fn or_dash(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "-".into())
+}
+
+/// `summary.json`, read through the type the runner wrote it with.
+fn read_summary(dir: &Path) -> Result<Summary, ReportError> {
+    let path = dir.join("summary.json");
+    let bad = |m: String| ReportError::Input {
+        path: path.clone(),
+        message: m,
+    };
+    let text = std::fs::read_to_string(&path).map_err(|source| ReportError::Open {
+        path: path.clone(),
+        source,
+    })?;
+    let summary: Summary = serde_json::from_str(&text)
+        .map_err(|e| bad(format!("not a {SUMMARY_SCHEMA} document: {e}")))?;
+    if summary.schema != SUMMARY_SCHEMA {
+        return Err(bad(format!("not a {SUMMARY_SCHEMA} document")));
+    }
+    Ok(summary)
+}
+
+/// Renders the page of the results directory `dir`.
+pub fn render(dir: &Path, title: &str) -> Result<String, ReportError> {
+    let summary = read_summary(dir)?;
+    let sweep = Sweep::of(&summary.rows);
     let mut p = Page::new(title);
-    let count = |k: &str| summary.get(k).and_then(Value::as_u64).unwrap_or(0);
     p.para(&format!(
         "wirelab {} — campaign report of {}: {} points ({} done, {} aborted, {} failed, {} \
          interrupted), {} rows (one per point and flow); swept: {}.",
         env!("CARGO_PKG_VERSION"),
         dir.display(),
-        count("points"),
-        count("done"),
-        count("aborted"),
-        count("failed"),
-        count("interrupted"),
-        rows.len(),
-        if swept.is_empty() {
+        summary.points,
+        summary.done,
+        summary.aborted,
+        summary.failed,
+        summary.interrupted,
+        sweep.rows.len(),
+        if sweep.swept.is_empty() {
             "nothing".to_string()
         } else {
-            swept.join(", ")
+            sweep.swept.join(", ")
         }
     ));
-
-    // The table.
     p.h2("Points");
-    let num = |r: &Value, k: &str| r.get(k).and_then(Value::as_f64);
-    let ns = |v: Option<f64>| match v {
-        Some(v) => Cell::num(fmt_ns(v), v),
-        None => Cell::text("-"),
-    };
-    let cnt = |v: Option<f64>| match v {
+    points_table(&mut p, &sweep);
+    p.h2("Aborts and failures");
+    stopped_table(&mut p, &sweep);
+    for param in &sweep.swept {
+        p.h2(&format!("Against {param}"));
+        param_figures_of(&mut p, &sweep, param)?;
+    }
+    p.h2("CPU and counters");
+    host_figures(&mut p, dir)?;
+    p.h2("Environment");
+    environment(dir, &mut p)?;
+    Ok(p.finish())
+}
+
+/// A summary number as the page shows and sorts it (as f64, the way
+/// JSON numbers read).
+trait Num: Copy {
+    fn f64(self) -> f64;
+}
+
+impl Num for u64 {
+    fn f64(self) -> f64 {
+        self as f64
+    }
+}
+impl Num for i64 {
+    fn f64(self) -> f64 {
+        self as f64
+    }
+}
+impl Num for f64 {
+    fn f64(self) -> f64 {
+        self
+    }
+}
+
+/// A count cell, `-` when unknown.
+fn cnt(v: Option<impl Num>) -> Cell {
+    match v.map(Num::f64) {
         Some(v) => Cell::num(format!("{v}"), v),
         None => Cell::text("-"),
-    };
-    let mut heads: Vec<String> = vec!["point".into()];
-    heads.extend(names.iter().cloned());
-    for h in [
+    }
+}
+
+/// A duration cell (ns), `-` when unknown.
+fn ns(v: Option<impl Num>) -> Cell {
+    match v.map(Num::f64) {
+        Some(v) => Cell::num(fmt_ns(v), v),
+        None => Cell::text("-"),
+    }
+}
+
+/// The sortable table: a row per point and flow.
+fn points_table(p: &mut Page, sweep: &Sweep<'_>) {
+    let names: Vec<&String> = sweep.values.keys().collect();
+    let mut heads: Vec<&str> = vec!["point"];
+    heads.extend(names.iter().map(|n| n.as_str()));
+    heads.extend([
         "flow",
         "status",
         "sent",
@@ -169,84 +247,78 @@ pub fn render(dir: &Path, title: &str) -> Result<String, ReportError> {
         "lost unexplained",
         "timer misses",
         "reason",
-    ] {
-        heads.push(h.into());
-    }
-    let table: Vec<Vec<Cell>> = rows
+    ]);
+    let table: Vec<Vec<Cell>> = sweep
+        .rows
         .iter()
         .map(|r| {
             let params = params_of(r);
-            let mut c = vec![Cell::text(text(&r["point"]))];
+            let mut c = vec![Cell::text(r.point.clone())];
             for n in &names {
-                let v = params.get(n).cloned().unwrap_or_else(|| "-".into());
+                let v = params.get(*n).cloned().unwrap_or_else(|| "-".into());
                 c.push(match numeric(&v) {
                     Some((x, _)) => Cell::num(v, x),
                     None => Cell::text(v),
                 });
             }
-            c.push(Cell::text(text(&r["flow"])));
-            c.push(Cell::text(text(&r["status"])));
-            c.push(cnt(num(r, "sent")));
-            c.push(cnt(num(r, "received")));
-            c.push(cnt(num(r, "lost")));
-            c.push(match num(r, "loss_ratio") {
+            c.push(Cell::text(r.flow.clone()));
+            c.push(Cell::text(r.status.as_str()));
+            c.extend([cnt(r.sent), cnt(r.received), cnt(r.lost)]);
+            c.push(match r.loss_ratio {
                 Some(v) => Cell::num(format!("{:.4} %", v * 100.0), v),
                 None => Cell::text("-"),
             });
-            c.push(match num(r, "throughput_bps") {
+            c.push(match r.throughput_bps {
                 Some(v) => Cell::num(fmt_bps(v), v),
                 None => Cell::text("-"),
             });
-            c.push(match num(r, "rate_pps") {
+            c.push(match r.rate_pps {
                 Some(v) => Cell::num(fmt_pps(v), v),
                 None => Cell::text("-"),
             });
-            for k in [
-                "owd_mean_ns",
-                "owd_p99_ns",
-                "owd_max_ns",
-                "owd_uncertainty_ns",
-                "ipdv_p99_abs_ns",
-                "jitter_ns",
-            ] {
-                c.push(ns(num(r, k)));
-            }
-            for k in [
-                "lost_sender",
-                "lost_path",
-                "lost_rx_nic",
-                "lost_rx_stack",
-                "lost_unexplained",
-                "timer_misses",
-            ] {
-                c.push(cnt(num(r, k)));
-            }
-            c.push(Cell::text(text(&r["reason"])));
+            c.extend([
+                ns(r.owd_mean_ns),
+                ns(r.owd_p99_ns),
+                ns(r.owd_max_ns),
+                ns(r.owd_uncertainty_ns),
+                ns(r.ipdv_p99_abs_ns),
+                ns(r.jitter_ns),
+            ]);
+            c.extend([
+                cnt(r.lost_sender),
+                cnt(r.lost_path),
+                cnt(r.lost_rx_nic),
+                cnt(r.lost_rx_stack),
+                cnt(r.lost_unexplained),
+                cnt(r.timer_misses),
+            ]);
+            c.push(Cell::text(or_dash(&r.reason)));
             c
         })
         .collect();
-    let head_refs: Vec<&str> = heads.iter().map(String::as_str).collect();
-    p.table(&head_refs, &table, true);
+    p.table(&heads, &table, true);
+}
 
-    // Aborted or failed points and why.
-    let stopped: Vec<Vec<Cell>> = rows
+/// Aborted or failed points and why.
+fn stopped_table(p: &mut Page, sweep: &Sweep<'_>) {
+    let stopped: Vec<Vec<Cell>> = sweep
+        .rows
         .iter()
-        .filter(|r| r["status"].as_str() != Some("done"))
+        .filter(|r| r.status != PointStatus::Done)
         .map(|r| {
             let params: Vec<String> = params_of(r)
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             vec![
-                Cell::text(text(&r["point"])),
+                Cell::text(r.point.clone()),
                 Cell::text(params.join(" ")),
-                Cell::text(text(&r["status"])),
-                Cell::text(text(&r["reason"])),
-                Cell::text(text(&r["error"])),
+                Cell::text(r.status.as_str()),
+                Cell::text(or_dash(&r.reason)),
+                Cell::text(or_dash(&r.error)),
             ]
         })
         .collect();
-    p.h2("Aborts and failures");
     if stopped.is_empty() {
         p.para("Every point ran to its end.");
     } else {
@@ -256,128 +328,149 @@ pub fn render(dir: &Path, title: &str) -> Result<String, ReportError> {
             true,
         );
     }
+}
 
-    // Per swept parameter.
-    for param in &swept {
-        p.h2(&format!("Against {param}"));
-        let vals = &values[param];
-        let nums: Option<Vec<(f64, String)>> = vals.iter().map(|v| numeric(v)).collect();
-        let (unit, cats) = match &nums {
-            Some(n) if n.iter().all(|(_, u)| *u == n[0].1) => (n[0].1.clone(), None),
-            _ => (String::new(), Some(vals.clone())),
+/// The metrics a swept parameter is plotted against, by figure name.
+const PARAM_METRICS: [&str; 5] = ["loss", "throughput", "OWD mean", "OWD p99", "OWD max"];
+
+/// A row's value of one of [`PARAM_METRICS`].
+fn metric(r: &SummaryRow, m: &str) -> Option<f64> {
+    match m {
+        "loss" => r.loss_ratio,
+        "throughput" => r.throughput_bps,
+        "OWD mean" => r.owd_mean_ns,
+        "OWD p99" => r.owd_p99_ns.map(|v| v as f64),
+        "OWD max" => r.owd_max_ns.map(|v| v as f64),
+        _ => None,
+    }
+}
+
+/// (series, metric) -> x -> values (repetitions averaged later).
+type ByParam<'m> = BTreeMap<(String, &'m str), BTreeMap<i64, XValues>>;
+
+/// Each row's metrics at its value of `param`, one series per combination
+/// of the other swept parameters and the flow. `x_of` places a value.
+fn collect_by_param(
+    sweep: &Sweep<'_>,
+    param: &str,
+    x_of: &dyn Fn(&str) -> Option<f64>,
+) -> ByParam<'static> {
+    let key_of = |r: &SummaryRow| -> String {
+        let ps = params_of(r);
+        let mut k: Vec<String> = sweep
+            .swept
+            .iter()
+            .filter(|s| *s != param)
+            .map(|s| format!("{s}={}", ps.get(s).map_or("-", String::as_str)))
+            .collect();
+        if sweep.flows.len() > 1 {
+            k.push(r.flow.clone());
+        }
+        if k.is_empty() {
+            "all".into()
+        } else {
+            k.join(" ")
+        }
+    };
+    let mut acc: ByParam<'static> = BTreeMap::new();
+    for r in sweep.rows {
+        let Some(x) = params_of(r).get(param).and_then(|v| x_of(v)) else {
+            continue;
         };
-        let x_of = |v: &str| -> Option<f64> {
-            match &cats {
-                Some(c) => c.iter().position(|x| x == v).map(|i| i as f64),
-                None => numeric(v).map(|n| n.0),
-            }
-        };
-        // Series: the other swept parameters and the flow.
-        let key_of = |r: &Value| -> String {
-            let ps = params_of(r);
-            let mut k: Vec<String> = swept
-                .iter()
-                .filter(|s| *s != param)
-                .map(|s| format!("{s}={}", ps.get(s).map_or("-", String::as_str)))
-                .collect();
-            if flows.len() > 1 {
-                k.push(text(&r["flow"]));
-            }
-            if k.is_empty() {
-                "all".into()
-            } else {
-                k.join(" ")
-            }
-        };
-        // (series, metric) -> x -> values (repetitions averaged).
-        let mut acc: BTreeMap<(String, &str), BTreeMap<i64, XValues>> = BTreeMap::new();
-        for r in rows {
-            let Some(x) = params_of(r).get(param).and_then(|v| x_of(v)) else {
-                continue;
-            };
-            let xk = (x * 1e6).round() as i64;
-            let u = num(r, "owd_uncertainty_ns").unwrap_or(0.0);
-            for (metric, key) in [
-                ("loss", "loss_ratio"),
-                ("throughput", "throughput_bps"),
-                ("OWD mean", "owd_mean_ns"),
-                ("OWD p99", "owd_p99_ns"),
-                ("OWD max", "owd_max_ns"),
-            ] {
-                if let Some(v) = num(r, key) {
-                    let e = acc
-                        .entry((key_of(r), metric))
-                        .or_default()
-                        .entry(xk)
-                        .or_insert((x, Vec::new(), 0.0));
-                    e.1.push(v);
-                    if metric.starts_with("OWD") {
-                        e.2 = e.2.max(u);
-                    }
+        let xk = (x * 1e6).round() as i64;
+        let u = r.owd_uncertainty_ns.map_or(0.0, |v| v as f64);
+        for m in PARAM_METRICS {
+            if let Some(v) = metric(r, m) {
+                let e = acc.entry((key_of(r), m)).or_default().entry(xk).or_insert((
+                    x,
+                    Vec::new(),
+                    0.0,
+                ));
+                e.1.push(v);
+                if m.starts_with("OWD") {
+                    e.2 = e.2.max(u);
                 }
             }
         }
-        let series = |metrics: &[&str], scale: f64| -> Vec<plot::ErrSeries> {
-            acc.iter()
-                .filter(|((_, m), _)| metrics.contains(m))
-                .map(|((s, m), pts)| {
-                    let name = if metrics.len() > 1 {
-                        format!("{s} {m}")
-                    } else {
-                        s.clone()
-                    };
-                    let pts = pts
-                        .values()
-                        .map(|(x, vs, u)| {
-                            (
-                                *x,
-                                vs.iter().sum::<f64>() / vs.len() as f64 * scale,
-                                u * scale,
-                            )
-                        })
-                        .collect();
-                    (name, pts)
-                })
-                .collect()
-        };
-        let x_desc = if unit.is_empty() {
-            param.clone()
-        } else {
-            format!("{param} ({unit})")
-        };
-        let titles = param_figures(param);
-        let svg = plot::by_param(
-            &series(&["loss"], 100.0),
-            &x_desc,
-            "loss (%)",
-            cats.as_deref(),
-        )?;
-        p.figure(&titles[0], &svg, "Loss ratio per point (repetitions averaged), one line per combination of the other swept parameters and the flow.");
-        let svg = plot::by_param(
-            &series(&["throughput"], 1e-6),
-            &x_desc,
-            "throughput (Mbit/s)",
-            cats.as_deref(),
-        )?;
-        p.figure(&titles[1], &svg, "Received throughput per point.");
-        let owd = series(&["OWD mean", "OWD p99", "OWD max"], 1e-3);
-        let svg = plot::by_param(&owd, &x_desc, "one-way delay (µs)", cats.as_deref())?;
-        p.figure(
-            &titles[2],
-            &svg,
-            "Mean, p99 and max one-way delay per point, corrected by the measured clock offset; \
-             bars: ± the offset's uncertainty U.",
-        );
     }
+    acc
+}
 
-    // CPU and interface counters over the campaign from the hosts' samples.
-    p.h2("CPU and counters");
-    let cpu = read_samples(&dir.join("points"), |host, j| {
-        j["busy_cpus"]
-            .as_f64()
-            .map(|b| (host.to_string(), b))
-            .into_iter()
-            .collect()
+/// The series of `metrics` (repetitions averaged), scaled.
+fn series_of(acc: &ByParam<'_>, metrics: &[&str], scale: f64) -> Vec<plot::ErrSeries> {
+    acc.iter()
+        .filter(|((_, m), _)| metrics.contains(m))
+        .map(|((s, m), pts)| {
+            let name = if metrics.len() > 1 {
+                format!("{s} {m}")
+            } else {
+                s.clone()
+            };
+            let pts = pts
+                .values()
+                .map(|(x, vs, u)| {
+                    (
+                        *x,
+                        vs.iter().sum::<f64>() / vs.len() as f64 * scale,
+                        u * scale,
+                    )
+                })
+                .collect();
+            (name, pts)
+        })
+        .collect()
+}
+
+/// Loss, throughput and one-way delay against the swept `param`.
+fn param_figures_of(p: &mut Page, sweep: &Sweep<'_>, param: &str) -> Result<(), ReportError> {
+    let vals = &sweep.values[param];
+    let nums: Option<Vec<(f64, String)>> = vals.iter().map(|v| numeric(v)).collect();
+    let (unit, cats) = match &nums {
+        Some(n) if n.iter().all(|(_, u)| *u == n[0].1) => (n[0].1.clone(), None),
+        _ => (String::new(), Some(vals.clone())),
+    };
+    let x_of = |v: &str| -> Option<f64> {
+        match &cats {
+            Some(c) => c.iter().position(|x| x == v).map(|i| i as f64),
+            None => numeric(v).map(|n| n.0),
+        }
+    };
+    let acc = collect_by_param(sweep, param, &x_of);
+    let x_desc = if unit.is_empty() {
+        param.to_string()
+    } else {
+        format!("{param} ({unit})")
+    };
+    let titles = param_figures(param);
+    let svg = plot::by_param(
+        &series_of(&acc, &["loss"], 100.0),
+        &x_desc,
+        "loss (%)",
+        cats.as_deref(),
+    )?;
+    p.figure(&titles[0], &svg, "Loss ratio per point (repetitions averaged), one line per combination of the other swept parameters and the flow.");
+    let svg = plot::by_param(
+        &series_of(&acc, &["throughput"], 1e-6),
+        &x_desc,
+        "throughput (Mbit/s)",
+        cats.as_deref(),
+    )?;
+    p.figure(&titles[1], &svg, "Received throughput per point.");
+    let owd = series_of(&acc, &["OWD mean", "OWD p99", "OWD max"], 1e-3);
+    let svg = plot::by_param(&owd, &x_desc, "one-way delay (µs)", cats.as_deref())?;
+    p.figure(
+        &titles[2],
+        &svg,
+        "Mean, p99 and max one-way delay per point, corrected by the measured clock offset; \
+         bars: ± the offset's uncertainty U.",
+    );
+    Ok(())
+}
+
+/// CPU and interface counters over the campaign from the hosts' samples.
+fn host_figures(p: &mut Page, dir: &Path) -> Result<(), ReportError> {
+    let cpu = read_samples(&dir.join("points"), |host, s| {
+        vec![(host.to_string(), s.busy_cpus)]
     })?;
     let svg = plot::lines(
         &since_first(&cpu),
@@ -391,15 +484,11 @@ pub fn render(dir: &Path, title: &str) -> Result<String, ReportError> {
         "Busy CPUs (user + system + softirq, summed over CPUs) of each host, sampled about once a \
          second while the points ran; gaps between points are not drawn apart.",
     );
-    let mut ifaces = read_samples(&dir.join("points"), |host, j| {
-        let Some(m) = j["ifaces"].as_object() else {
-            return vec![];
-        };
-        m.iter()
+    let mut ifaces = read_samples(&dir.join("points"), |host, s| {
+        s.ifaces
+            .iter()
             .flat_map(|(name, r)| {
-                [("rx", &r["rx_pps"]), ("tx", &r["tx_pps"])]
-                    .into_iter()
-                    .filter_map(move |(d, v)| v.as_f64().map(|v| (format!("{host} {name} {d}"), v)))
+                [("rx", r.rx_pps), ("tx", r.tx_pps)].map(|(d, v)| (format!("{host} {name} {d}"), v))
             })
             .collect()
     })?;
@@ -419,18 +508,14 @@ pub fn render(dir: &Path, title: &str) -> Result<String, ReportError> {
              the interface counters sampled with the CPU.",
         );
     }
-
-    // Environment.
-    p.h2("Environment");
-    environment(dir, &mut p)?;
-    Ok(p.finish())
+    Ok(())
 }
 
 /// Series of the hosts' samples from every point, in time order: `pick`
 /// turns one sample of a host into `(series, value)` pairs.
 fn read_samples(
     points: &Path,
-    pick: impl Fn(&str, &Value) -> Vec<(String, f64)>,
+    pick: impl Fn(&str, &Sample) -> Vec<(String, f64)>,
 ) -> Result<BTreeMap<String, Vec<(u64, f64)>>, ReportError> {
     let mut out: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
     let mut files: Vec<PathBuf> = Vec::new();
@@ -452,14 +537,12 @@ fn read_samples(
         };
         for line in std::io::BufReader::new(file).lines() {
             let Ok(line) = line else { break };
-            let Ok(j) = serde_json::from_str::<Value>(&line) else {
+            // A line cut by a crash is skipped.
+            let Ok(s) = serde_json::from_str::<Sample>(&line) else {
                 continue;
             };
-            let Some(t) = j["unix_ns"].as_u64() else {
-                continue;
-            };
-            for (series, v) in pick(&host, &j) {
-                out.entry(series).or_default().push((t, v));
+            for (series, v) in pick(&host, &s) {
+                out.entry(series).or_default().push((s.unix_ns, v));
             }
         }
     }
@@ -503,13 +586,9 @@ fn environment(dir: &Path, p: &mut Page) -> Result<(), ReportError> {
     hosts.sort();
     p.begin_row();
     for h in &hosts {
-        let j = read_json(h)?;
-        let name = text(&j["host"]);
-        p.begin_block(&format!("host {name}"));
-        let kv: Vec<(String, String)> = j["values"]
-            .as_object()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), text(v))).collect())
-            .unwrap_or_default();
+        let snap: Snapshot = read_json(h)?;
+        p.begin_block(&format!("host {}", snap.host));
+        let kv = &snap.values;
         p.details(
             &format!("{} settings", kv.len()),
             &kv.iter()
@@ -522,15 +601,15 @@ fn environment(dir: &Path, p: &mut Page) -> Result<(), ReportError> {
     p.end_row();
     let diff = env.join("diff.json");
     if diff.is_file() {
-        let j = read_json(&diff)?;
+        let env: RunEnv<IgnoredAny> = read_json(&diff)?;
         let mut rows = Vec::new();
-        for pair in j["pairs"].as_array().into_iter().flatten() {
-            for d in pair["differences"].as_array().into_iter().flatten() {
+        for pair in &env.pairs {
+            for d in &pair.differences {
                 rows.push(vec![
-                    Cell::text(format!("{} / {}", text(&pair["a"]), text(&pair["b"]))),
-                    Cell::text(text(&d["key"])),
-                    Cell::text(text(&d["a"])),
-                    Cell::text(text(&d["b"])),
+                    Cell::text(format!("{} / {}", pair.a, pair.b)),
+                    Cell::text(d.key.clone()),
+                    Cell::text(or_dash(&d.a)),
+                    Cell::text(or_dash(&d.b)),
                 ]);
             }
         }
@@ -556,23 +635,34 @@ mod tests {
         assert_eq!(numeric(""), None);
     }
 
+    /// A line of `samples/<host>.jsonl`: eth1's receive rate `rx`.
+    fn sample_line(unix_ns: u64, busy: f64, rx: f64) -> String {
+        format!(
+            "{{\"unix_ns\":{unix_ns},\"interval_ns\":1000000000,\"cpus\":[],\"busy_cpus\":{busy},\
+             \"softirq_cpus\":0.0,\"mem_used_kb\":null,\"ifaces\":{{\"eth1\":{{\"rx_pps\":{rx},\
+             \"tx_pps\":0.0,\"rx_bps\":0.0,\"tx_bps\":0.0}}}}}}\n"
+        )
+    }
+
     fn bundle(dir: &Path, summary: &str) {
         std::fs::create_dir_all(dir.join("points/p1/samples")).unwrap();
         std::fs::create_dir_all(dir.join("env")).unwrap();
         std::fs::write(dir.join("summary.json"), summary).unwrap();
         std::fs::write(
             dir.join("points/p1/samples/rx.jsonl"),
-            "{\"unix_ns\":1000000000,\"busy_cpus\":0.5,\"ifaces\":{\"eth1\":{\"rx_pps\":100.0,\"tx_pps\":0.0}}}\nnot json\n{\"unix_ns\":2000000000,\"busy_cpus\":1.5,\"ifaces\":{\"eth1\":{\"rx_pps\":250.0,\"tx_pps\":0.0}}}\n",
+            sample_line(1_000_000_000, 0.5, 100.0)
+                + "not json\n"
+                + &sample_line(2_000_000_000, 1.5, 250.0),
         )
         .unwrap();
         std::fs::write(
             dir.join("env/rx.json"),
-            r#"{"host":"rx","values":{"kernel":"6.1"}}"#,
+            r#"{"schema":"wirelab.env/1","host":"rx","taken_unix_ns":1,"values":{"kernel":"6.1"}}"#,
         )
         .unwrap();
         std::fs::write(
             dir.join("env/diff.json"),
-            r#"{"pairs":[{"a":"rx","b":"tx","differences":[{"key":"mtu","a":"1500","b":"9000"}]}]}"#,
+            r#"{"schema":"wirelab.run.env/1","pairs":[{"schema":"wirelab.env.diff/1","a":"rx","b":"tx","differences":[{"key":"mtu","a":"1500","b":"9000"}]}],"warnings":[],"applied":[]}"#,
         )
         .unwrap();
     }
@@ -582,22 +672,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("wl-report-ifaces-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("points/p1/samples")).unwrap();
         std::fs::create_dir_all(dir.join("points/p2/samples")).unwrap();
-        let line = |t: u64, rx: f64| {
-            format!(
-                "{{\"unix_ns\":{t},\"ifaces\":{{\"e1\":{{\"rx_pps\":{rx},\"tx_pps\":0.0}}}}}}\n"
-            )
-        };
+        let line = |t: u64, rx: f64| sample_line(t, 0.0, rx);
         std::fs::write(dir.join("points/p2/samples/rx.jsonl"), line(3, 30.0)).unwrap();
         std::fs::write(
             dir.join("points/p1/samples/rx.jsonl"),
             line(2, 20.0) + "cut\n" + &line(1, 10.0),
         )
         .unwrap();
-        let got = read_samples(&dir.join("points"), |h, j| {
-            let r = &j["ifaces"]["e1"];
+        let got = read_samples(&dir.join("points"), |h, s| {
+            let r = &s.ifaces["eth1"];
             vec![
-                (format!("{h} e1 rx"), r["rx_pps"].as_f64().unwrap()),
-                (format!("{h} e1 tx"), r["tx_pps"].as_f64().unwrap()),
+                (format!("{h} e1 rx"), r.rx_pps),
+                (format!("{h} e1 tx"), r.tx_pps),
             ]
         })
         .unwrap();
@@ -665,11 +751,13 @@ mod tests {
         assert!(matches!(render(&dir, "x"), Err(ReportError::Input { .. })));
         bundle(&dir, "[1,2");
         assert!(matches!(render(&dir, "x"), Err(ReportError::Input { .. })));
+        // A row whose values have the wrong types is refused, not guessed at.
         bundle(
             &dir,
             r#"{"schema":"wirelab.run.summary/1","rows":[{"params":7,"flow":[],"loss_ratio":"x"}]}"#,
         );
-        render(&dir, "x").unwrap();
+        let e = render(&dir, "x").unwrap_err().to_string();
+        assert!(e.contains("not a wirelab.run.summary/1 document"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

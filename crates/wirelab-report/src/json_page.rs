@@ -8,7 +8,9 @@
 use crate::error::ReportError;
 use crate::html::{Cell, Page};
 use crate::plot;
+use serde::Deserialize;
 use serde_json::{Map, Value};
+use wirelab_analysis::schema::{CaptureLoss, CAPTURE_SCHEMA};
 
 /// The schemas this page reads.
 pub const SCHEMAS: [&str; 6] = [
@@ -29,17 +31,37 @@ pub fn schema_of(v: &Value) -> Option<&'static str> {
 /// The figure of a `capture/1` report.
 pub const CAPTURE_FIGURE: &str = "Drops per stage";
 
-/// A `capture/1` report's drops by stage (docs/capture.md, "Loss
-/// accounting"), in path order: the interface, the ring, the writer.
+/// What the drops figure reads of a `capture/1` report: its loss by
+/// stage, as the capture wrote it, and the packets it captured.
+#[derive(Debug, Deserialize)]
+pub struct CaptureDrops {
+    #[serde(default)]
+    pub packets: u64,
+    pub loss: CaptureLoss,
+}
+
+impl CaptureDrops {
+    /// The drops of the report `v`, if it has its `loss`.
+    pub fn of(v: &Value) -> Option<CaptureDrops> {
+        CaptureDrops::deserialize(v).ok()
+    }
+
+    /// The drops by stage (docs/capture.md, "Loss accounting"), in path
+    /// order: the interface, the ring, the writer.
+    pub fn stages(&self) -> Vec<(String, u64)> {
+        let l = &self.loss;
+        vec![
+            ("interface rx_dropped".into(), l.if_rx_dropped),
+            ("interface rx_missed".into(), l.if_rx_missed_errors),
+            ("ring".into(), l.ring_drops),
+            ("writer".into(), l.writer_drops),
+        ]
+    }
+}
+
+/// A `capture/1` report's drops by stage, in path order.
 pub fn capture_drops(v: &Value) -> Option<Vec<(String, u64)>> {
-    let l = v.get("loss")?;
-    let n = |k: &str| l.get(k).and_then(Value::as_u64).unwrap_or(0);
-    Some(vec![
-        ("interface rx_dropped".into(), n("if_rx_dropped")),
-        ("interface rx_missed".into(), n("if_rx_missed_errors")),
-        ("ring".into(), n("ring_drops")),
-        ("writer".into(), n("writer_drops")),
-    ])
+    CaptureDrops::of(v).map(|c| c.stages())
 }
 
 /// Most levels of nesting flattened into one key, and most columns of a
@@ -147,8 +169,8 @@ pub fn render(reports: &[(String, Value)], title: &str) -> Result<String, Report
             .map(|(k, c)| vec![Cell::text(k), c])
             .collect();
         p.table(&["key", "value"], &kv, false);
-        if let Some(drops) = capture_drops(v).filter(|_| schema_of(v) == Some("wirelab.capture/1"))
-        {
+        if let Some(c) = CaptureDrops::of(v).filter(|_| schema_of(v) == Some(CAPTURE_SCHEMA)) {
+            let drops = c.stages();
             let total: u64 = drops.iter().map(|d| d.1).sum();
             let svg = plot::category_bars(&drops, "dropped packets")?;
             let text: Vec<String> = drops.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -159,7 +181,7 @@ pub fn render(reports: &[(String, Value)], title: &str) -> Result<String, Report
                     "Packets lost by stage, from the interface's counters to the writer: {} \
                      ({total} in all, beside {} captured).",
                     text.join(", "),
-                    v.get("packets").and_then(Value::as_u64).unwrap_or(0)
+                    c.packets
                 ),
             );
         }

@@ -123,8 +123,7 @@ impl AgentConn {
     pub fn connect_with(t: &Transport, o: &ConnectOptions) -> Result<AgentConn, TransportError> {
         ignore_sigpipe();
         let label = t.to_string();
-        let mut cmd = t.command(&o.wirelab, o.workdir.as_deref(), &o.ssh_opts);
-        cmd.args(&o.agent_args);
+        let mut cmd = t.command(&o.wirelab, &o.agent, &o.ssh_opts);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

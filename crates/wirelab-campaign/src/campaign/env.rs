@@ -9,26 +9,16 @@ use crate::bundle;
 use crate::control::Control;
 use serde::Serialize;
 use std::path::Path;
+use wirelab_analysis::schema::host::RunEnv;
 use wirelab_host::env::{self, apply::Change, Snapshot};
 
 /// Schema of `env/diff.json`.
-pub const ENV_SCHEMA: &str = "wirelab.run.env/1";
+pub use wirelab_analysis::schema::host::RUN_ENV_SCHEMA as ENV_SCHEMA;
 
 /// Settings applied on a host for the campaign.
 pub(super) struct Applied {
     host: String,
     token: String,
-}
-
-#[derive(Serialize)]
-struct EnvFile<'a> {
-    schema: &'static str,
-    /// Differences between each pair of hosts.
-    pairs: Vec<env::Diff>,
-    /// Hosts whose control and test traffic share an interface.
-    warnings: &'a [String],
-    /// What `[env] apply` changed per host (reverted after the last point).
-    applied: Vec<AppliedFile<'a>>,
 }
 
 #[derive(Serialize)]
@@ -150,10 +140,10 @@ pub(super) fn start(
             pairs.push(env::diff(a, b));
         }
     }
-    let file = EnvFile {
-        schema: ENV_SCHEMA,
+    let file = RunEnv {
+        schema: ENV_SCHEMA.into(),
         pairs,
-        warnings: &warnings,
+        warnings,
         applied: applied
             .iter()
             .map(|(a, ch)| AppliedFile {

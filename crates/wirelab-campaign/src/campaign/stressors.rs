@@ -77,7 +77,7 @@ pub(super) fn start(
             None => None,
         };
         let tag = format!("{}-stress{}", point.id, i + 1);
-        let args = stress::command_for(s, to.as_deref(), &format!("{tag}.ready"));
+        let args = stress::job_for(s, to.as_deref(), &format!("{tag}.ready")).argv();
         run.spawn(&s.host, &tag, args)?;
         list.push(Running {
             spec: s.clone(),

@@ -179,35 +179,41 @@ pub(crate) enum Target {
 
 /// `send` and `recv` options a flow sets with its own keys: refused in
 /// `send_args`/`recv_args`, where they would be given twice.
-pub(super) const MANAGED_SEND: &[(&str, &str)] = &[
-    ("--size", "size"),
-    ("-s", "size"),
-    ("--interval", "interval"),
-    ("-i", "interval"),
-    ("--rate", "rate"),
-    ("-r", "rate"),
-    ("--count", "count"),
-    ("-n", "count"),
-    ("--duration", "duration"),
-    ("-d", "duration"),
-    ("--dscp", "dscp"),
-    ("--socket", "socket"),
-    ("--echo", "echo"),
-    ("--port", "port"),
-    ("-p", "port"),
-    ("--warmup", "warmup_packets"),
-    ("--record", "(the runner records every flow)"),
-    ("-o", "(the runner records every flow)"),
-    ("--json", "(the runner asks for JSON)"),
-];
-pub(super) const MANAGED_RECV: &[(&str, &str)] = &[
-    ("--port", "port"),
-    ("-p", "port"),
-    ("--echo", "echo"),
-    ("--record", "(the runner records every flow)"),
-    ("-o", "(the runner records every flow)"),
-    ("--json", "(the runner asks for JSON)"),
-];
+pub(super) const MANAGED_SEND: &[(&str, &str)] = {
+    use wirelab_jobs::send::flag as f;
+    &[
+        (f::SIZE, "size"),
+        (f::SIZE_SHORT, "size"),
+        (f::INTERVAL, "interval"),
+        (f::INTERVAL_SHORT, "interval"),
+        (f::RATE, "rate"),
+        (f::RATE_SHORT, "rate"),
+        (f::COUNT, "count"),
+        (f::COUNT_SHORT, "count"),
+        (f::DURATION, "duration"),
+        (f::DURATION_SHORT, "duration"),
+        (f::DSCP, "dscp"),
+        (f::SOCKET, "socket"),
+        (f::ECHO, "echo"),
+        (f::PORT, "port"),
+        (f::PORT_SHORT, "port"),
+        (f::WARMUP, "warmup_packets"),
+        (f::RECORD, "(the runner records every flow)"),
+        (f::RECORD_SHORT, "(the runner records every flow)"),
+        (f::JSON, "(the runner asks for JSON)"),
+    ]
+};
+pub(super) const MANAGED_RECV: &[(&str, &str)] = {
+    use wirelab_jobs::recv::flag as f;
+    &[
+        (f::PORT, "port"),
+        (f::PORT_SHORT, "port"),
+        (f::ECHO, "echo"),
+        (f::RECORD, "(the runner records every flow)"),
+        (f::RECORD_SHORT, "(the runner records every flow)"),
+        (f::JSON, "(the runner asks for JSON)"),
+    ]
+};
 
 impl Control {
     /// What sweep or `--set` key `key` sets, or why it sets nothing.

@@ -1042,18 +1042,19 @@ fn check_stressor(
         args: vec![],
     };
     if let Err(e) = stress::plan(load, &o, 1, None) {
+        use wirelab_jobs::stress::flag;
         let e = e
             .to_string()
-            .replace("--workers", "workers")
-            .replace("--load", "load")
-            .replace("--rt-priority", "rt_priority")
-            .replace("--timer-freq", "rate")
-            .replace("--to ADDR", "target = HOST")
-            .replace("--to", "target")
-            .replace("--port", "port")
-            .replace("--bitrate", "rate")
-            .replace("--size", "size")
-            .replace("--io-cap", "io_cap");
+            .replace(flag::WORKERS, "workers")
+            .replace(flag::LOAD, "load")
+            .replace(flag::RT_PRIORITY, "rt_priority")
+            .replace(flag::TIMER_FREQ, "rate")
+            .replace(&format!("{} ADDR", flag::TO), "target = HOST")
+            .replace(flag::TO, "target")
+            .replace(flag::PORT, "port")
+            .replace(flag::BITRATE, "rate")
+            .replace(flag::SIZE, "size")
+            .replace(flag::IO_CAP, "io_cap");
         let key = LOAD_KEYS
             .into_iter()
             .find(|k| t.get(k).is_some() && e.starts_with(k))

@@ -34,7 +34,7 @@ fn a_flow_is_a_line_and_the_outcome_one_more() {
     (r.sent, r.received, r.lost, r.lost_by_sequence) = (Some(1000), Some(990), Some(10), Some(9));
     (r.owd_p99_ns, r.owd_max_ns, r.owd_uncertainty_ns) = (Some(71_300), Some(90_000), Some(1_500));
     let s = Summary {
-        schema: "wirelab.run.summary/1",
+        schema: "wirelab.run.summary/1".into(),
         points: 1,
         done: 0,
         aborted: 1,
