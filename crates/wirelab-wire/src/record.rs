@@ -46,7 +46,14 @@ pub enum RecordError {
     #[error("record file metadata is not UTF-8")]
     MetadataNotUtf8,
     #[error("I/O error reading record file: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
+}
+
+// Not `#[from]`: that would also make it the source, and the message already prints it.
+impl From<io::Error> for RecordError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
 }
 
 /// Which side wrote a record file.
@@ -428,12 +435,12 @@ impl EmuRecord {
 /// A record file that could not be opened or read, named by its path.
 #[derive(Debug, Error)]
 pub enum RecordFileError {
-    #[error("cannot open {path}: {source}", path = path.display())]
-    Open { path: PathBuf, source: io::Error },
-    #[error("{path}: {source}", path = path.display())]
-    Header { path: PathBuf, source: RecordError },
-    #[error("reading {path}: {source}", path = path.display())]
-    Read { path: PathBuf, source: RecordError },
+    #[error("cannot open {path}: {cause}", path = path.display())]
+    Open { path: PathBuf, cause: io::Error },
+    #[error("{path}: {cause}", path = path.display())]
+    Header { path: PathBuf, cause: RecordError },
+    #[error("reading {path}: {cause}", path = path.display())]
+    Read { path: PathBuf, cause: RecordError },
 }
 
 impl RecordFileError {
@@ -441,7 +448,7 @@ impl RecordFileError {
     pub fn read(path: &Path, source: RecordError) -> RecordFileError {
         RecordFileError::Read {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         }
     }
 }
@@ -450,12 +457,12 @@ impl RecordFileError {
 pub fn open_file(path: &Path) -> Result<RecordReader<BufReader<File>>, RecordFileError> {
     let f = File::open(path).map_err(|source| RecordFileError::Open {
         path: path.to_path_buf(),
-        source,
+        cause: source,
     })?;
     RecordReader::new(BufReader::with_capacity(1 << 20, f)).map_err(|source| {
         RecordFileError::Header {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         }
     })
 }
