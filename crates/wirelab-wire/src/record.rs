@@ -767,6 +767,28 @@ mod tests {
         assert_eq!(EmuRecord::from_record(&sample()), None);
     }
 
+    #[test]
+    fn the_emulate_guide_names_every_fate_and_its_code() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/emulate.md");
+        let docs = std::fs::read_to_string(&path).expect("docs/emulate.md");
+        let codes: Vec<String> = FATES
+            .iter()
+            .map(|row| format!("{} {}", row.fate.code(), row.name))
+            .collect();
+        let tos = format!("| `tos` | fate: {} |", codes.join(", "));
+        assert!(
+            docs.contains(&tos),
+            "docs/emulate.md's record table should have: {tos}"
+        );
+        for row in &FATES[1..] {
+            let line = format!("| `{}` |", row.name);
+            assert!(
+                docs.contains(&line),
+                "docs/emulate.md's reason table lacks {line}"
+            );
+        }
+    }
+
     proptest! {
         #[test]
         fn reader_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300)) {
