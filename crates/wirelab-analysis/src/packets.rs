@@ -394,7 +394,9 @@ mod tests {
     /// The arrival of `flow`/`seq` `delay` ms after its send.
     fn rx(flow: u32, seq: u64, delay: u64) -> Record {
         Record {
-            rx_ns: T0.wrapping_add(seq.wrapping_mul(MS)).wrapping_add(delay * MS),
+            rx_ns: T0
+                .wrapping_add(seq.wrapping_mul(MS))
+                .wrapping_add(delay * MS),
             rec_flags: Record::RX_KERNEL_TS,
             kind: RecordKind::Rx,
             ..tx(flow, seq)
