@@ -102,8 +102,8 @@ pub enum Ended {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    #[error("cannot create the work directory {path}: {source}")]
-    Workdir { path: PathBuf, source: io::Error },
+    #[error("cannot create the work directory {path}: {cause}")]
+    Workdir { path: PathBuf, cause: io::Error },
 }
 
 /// Serves requests from `input`, answers on `output`, until the input
@@ -177,7 +177,7 @@ fn make_workdir(given: Option<&Path>) -> Result<(PathBuf, bool), AgentError> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let err = |path: &Path, source| AgentError::Workdir {
         path: path.to_path_buf(),
-        source,
+        cause: source,
     };
     if let Some(dir) = given {
         fs::create_dir_all(dir).map_err(|e| err(dir, e))?;

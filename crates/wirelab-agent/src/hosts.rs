@@ -28,16 +28,13 @@ pub enum HostError {
     LocalApply(#[source] EnvError),
     #[error(
         "--diff {text}: neither a host (local, netns:NAME, ssh://HOST) nor a readable \
-         snapshot file ({source})"
+         snapshot file ({cause})"
     )]
-    NotASnapshotFile {
-        text: String,
-        source: std::io::Error,
-    },
-    #[error("--diff {text}: not a snapshot saved with `wirelab env HOST --json` ({source})")]
+    NotASnapshotFile { text: String, cause: std::io::Error },
+    #[error("--diff {text}: not a snapshot saved with `wirelab env HOST --json` ({cause})")]
     NotASnapshot {
         text: String,
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
     /// A host refused an application after others took it: what became
     /// of those (`notes`), and the refusal.
@@ -118,11 +115,11 @@ impl Hosts {
         }
         let body = std::fs::read_to_string(text).map_err(|source| HostError::NotASnapshotFile {
             text: text.to_string(),
-            source,
+            cause: source,
         })?;
         serde_json::from_str(&body).map_err(|source| HostError::NotASnapshot {
             text: text.to_string(),
-            source,
+            cause: source,
         })
     }
 

@@ -55,14 +55,14 @@ pub enum Transport {
 pub enum TransportError {
     #[error("bad transport {text:?}: {why}; expected local, netns:NAME or ssh://[USER@]HOST[:PORT][?netns=NAME]")]
     Parse { text: String, why: String },
-    #[error("cannot run `{program}` ({source}): install {package} (apt-get install {package})")]
+    #[error("cannot run `{program}` ({cause}): install {package} (apt-get install {package})")]
     MissingTool {
         program: &'static str,
         package: &'static str,
-        source: io::Error,
+        cause: io::Error,
     },
-    #[error("cannot start the agent for {host}: {source}")]
-    Spawn { host: String, source: io::Error },
+    #[error("cannot start the agent for {host}: {cause}")]
+    Spawn { host: String, cause: io::Error },
     #[error("cannot reach {host} over ssh: {stderr}")]
     Ssh { host: String, stderr: String },
     #[error("no wirelab at {wirelab:?} on {host} ({stderr}): install wirelab there, or set `wirelab = \"/path/to/wirelab\"` for the host")]
@@ -116,8 +116,8 @@ pub enum TransportError {
     NotFound { host: String, path: String },
     #[error("the agent on {host} broke the protocol: {what}")]
     Protocol { host: String, what: String },
-    #[error("cannot write {}: {source}", .path.display())]
-    Local { path: PathBuf, source: io::Error },
+    #[error("cannot write {}: {cause}", .path.display())]
+    Local { path: PathBuf, cause: io::Error },
     #[error("the agent on {host} (wirelab {theirs}) does not serve `{op}`: install wirelab {ours} on {host}, or set `wirelab = \"/path/to/wirelab\"` for the host to that version")]
     Missing {
         host: String,

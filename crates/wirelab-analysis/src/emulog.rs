@@ -11,6 +11,7 @@
 //! accepted: times out of order saturate at 0.
 
 use crate::error::AnalysisError;
+use crate::fates::FateCounts;
 use crate::percentiles::histogram;
 use crate::text::fmt_ns;
 use crate::DelayStats;
@@ -19,109 +20,6 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
 use wirelab_wire::record::{EmuFate, EmuRecord, Record};
-
-/// Copies by fate other than sent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct FateCounts {
-    pub loss: u64,
-    pub trace: u64,
-    pub trace_end: u64,
-    pub limit: u64,
-    pub horizon: u64,
-    pub queue: u64,
-    pub send_failure: u64,
-    pub unsent: u64,
-    pub link_down: u64,
-    /// Fate codes this version does not know.
-    pub other: u64,
-}
-
-impl FateCounts {
-    fn add(&mut self, f: EmuFate) {
-        let c = match f {
-            EmuFate::Sent => return,
-            EmuFate::Loss => &mut self.loss,
-            EmuFate::Trace => &mut self.trace,
-            EmuFate::TraceEnd => &mut self.trace_end,
-            EmuFate::Limit => &mut self.limit,
-            EmuFate::Horizon => &mut self.horizon,
-            EmuFate::Queue => &mut self.queue,
-            EmuFate::SendFailure => &mut self.send_failure,
-            EmuFate::Unsent => &mut self.unsent,
-            EmuFate::LinkDown => &mut self.link_down,
-            EmuFate::Other(_) => &mut self.other,
-        };
-        *c += 1;
-    }
-
-    fn merge(&mut self, o: &FateCounts) {
-        for (a, b) in self.fields_mut().into_iter().zip(o.fields()) {
-            *a += b;
-        }
-    }
-
-    fn fields(&self) -> [u64; 10] {
-        [
-            self.loss,
-            self.trace,
-            self.trace_end,
-            self.limit,
-            self.horizon,
-            self.queue,
-            self.send_failure,
-            self.unsent,
-            self.link_down,
-            self.other,
-        ]
-    }
-
-    fn fields_mut(&mut self) -> [&mut u64; 10] {
-        [
-            &mut self.loss,
-            &mut self.trace,
-            &mut self.trace_end,
-            &mut self.limit,
-            &mut self.horizon,
-            &mut self.queue,
-            &mut self.send_failure,
-            &mut self.unsent,
-            &mut self.link_down,
-            &mut self.other,
-        ]
-    }
-
-    /// Every dropped copy.
-    pub fn total(&self) -> u64 {
-        self.fields().iter().sum()
-    }
-
-    /// "loss 3, limit 1" (nonzero reasons), or "none".
-    pub fn text(&self) -> String {
-        const NAMES: [&str; 10] = [
-            "loss",
-            "trace",
-            "trace end",
-            "limit",
-            "horizon",
-            "queue",
-            "send failure",
-            "unsent",
-            "link down",
-            "other",
-        ];
-        let v: Vec<String> = NAMES
-            .iter()
-            .zip(self.fields())
-            .filter(|(_, n)| *n > 0)
-            .map(|(name, n)| format!("{name} {n}"))
-            .collect();
-        if v.is_empty() {
-            "none".into()
-        } else {
-            v.join(", ")
-        }
-    }
-}
 
 /// One flow (a rule in a direction) of the log.
 #[derive(Debug, Clone, Serialize)]
@@ -419,10 +317,11 @@ mod tests {
             frames: 10,
             copies: 11,
             sent: 7,
-            dropped: FateCounts {
-                loss: 3,
-                queue: 1,
-                ..FateCounts::default()
+            dropped: {
+                let mut d = FateCounts::default();
+                d.add_n(EmuFate::Loss, 3);
+                d.add(EmuFate::Queue);
+                d
             },
             early: 2,
         };
@@ -488,7 +387,10 @@ mod tests {
         let a = &r.flows[0];
         assert_eq!((a.flow, a.direction, a.rule), (0, "a2b", 0));
         assert_eq!((a.frames, a.copies, a.duplicates, a.sent), (3, 4, 1, 3));
-        assert_eq!((a.dropped.loss, a.dropped.total(), a.corrupted), (1, 1, 1));
+        assert_eq!(
+            (a.dropped.get(EmuFate::Loss), a.dropped.total(), a.corrupted),
+            (1, 1, 1)
+        );
         // Within the histograms' 0.1 %.
         let near = |v: i64, want: i64| v.abs_diff(want) <= want as u64 / 1000;
         assert!(
@@ -505,7 +407,10 @@ mod tests {
         assert!(a.lateness.max_ns >= 2_998 && a.lateness.max_ns <= 3_002);
         let b = &r.flows[1];
         assert_eq!((b.flow, b.direction, b.rule), (3, "b2a", 1));
-        assert_eq!((b.dropped.limit, b.dropped.other, b.sent), (1, 1, 0));
+        assert_eq!(
+            (b.dropped.get(EmuFate::Limit), b.dropped.other(), b.sent),
+            (1, 1, 0)
+        );
         assert_eq!(b.stages.as_deref(), Some("s1"));
         assert_eq!(
             (r.totals.frames, r.totals.sent, r.totals.dropped.total()),

@@ -15,8 +15,21 @@ pub enum AnalysisError {
     InvalidConfig(&'static str),
     /// Writing text, CSV or JSON lines failed.
     #[error("I/O error writing analysis output: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// Serialising JSON failed.
     #[error("JSON serialisation failed: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
+}
+
+// Not `#[from]`: that would also make them the source, and the messages already print them.
+impl From<serde_json::Error> for AnalysisError {
+    fn from(e: serde_json::Error) -> Self {
+        Self::Json(e)
+    }
+}
+
+impl From<std::io::Error> for AnalysisError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
 }

@@ -57,6 +57,7 @@ pub mod emulog;
 pub mod emuverify;
 pub mod error;
 pub mod export;
+pub mod fates;
 pub mod fidelity;
 pub mod flow;
 pub mod inputs;

@@ -382,8 +382,9 @@ mod tests {
             flow,
             size: 100,
             seq,
-            sched_ns: seq * MS,
-            tx_ns: T0 + seq * MS,
+            // Wrapping: hostile_times_never_panic builds seq u64::MAX.
+            sched_ns: seq.wrapping_mul(MS),
+            tx_ns: T0.wrapping_add(seq.wrapping_mul(MS)),
             tos: 0xb8,
             kind: RecordKind::Tx,
             ..Record::default()
@@ -393,7 +394,9 @@ mod tests {
     /// The arrival of `flow`/`seq` `delay` ms after its send.
     fn rx(flow: u32, seq: u64, delay: u64) -> Record {
         Record {
-            rx_ns: T0 + seq * MS + delay * MS,
+            rx_ns: T0
+                .wrapping_add(seq.wrapping_mul(MS))
+                .wrapping_add(delay * MS),
             rec_flags: Record::RX_KERNEL_TS,
             kind: RecordKind::Rx,
             ..tx(flow, seq)

@@ -308,7 +308,7 @@ mod tests {
             Ok(p) => p,
             // Unprivileged, the kernel refuses the raw socket with EPERM: that refusal,
             // and no other error, skips the test.
-            Err(PathError::Socket(PacketError::Permission { source, .. }))
+            Err(PathError::Socket(PacketError::Permission { cause: source, .. }))
                 if !wirelab_testkit::is_root() =>
             {
                 assert_eq!(source.raw_os_error(), Some(libc::EPERM), "{source}");

@@ -66,8 +66,8 @@ pub enum CampaignError {
         source: serde_json::Error,
     },
     /// Deriving the summary of a bundle without one.
-    #[error("{0}")]
-    Summary(#[source] BundleError),
+    #[error(transparent)]
+    Summary(BundleError),
     #[error(transparent)]
     Output(#[from] OutputError),
     #[error(transparent)]

@@ -42,7 +42,7 @@ pub enum FileError {
         why: String,
     },
     #[error("writing the export: {0}")]
-    Write(#[from] io::Error),
+    Write(io::Error),
     #[error(transparent)]
     Export(#[from] ExportError),
     #[error(transparent)]
@@ -52,6 +52,13 @@ pub enum FileError {
     /// Flushing a finished table to its output.
     #[error(transparent)]
     Flush(io::Error),
+}
+
+// Not `#[from]`: that would also make it the source, and the message already prints it.
+impl From<io::Error> for FileError {
+    fn from(e: io::Error) -> Self {
+        Self::Write(e)
+    }
 }
 
 /// What reading a file skipped.
@@ -345,7 +352,7 @@ fn finish_pair(
 fn ends(path: &Path, kind: RecordKind) -> Result<Option<(u64, u64)>, FileError> {
     let open_err = |source| RecordFileError::Open {
         path: path.to_path_buf(),
-        source,
+        cause: source,
     };
     let first = RecordFile::open(path)?
         .take(64)
@@ -359,7 +366,7 @@ fn ends(path: &Path, kind: RecordKind) -> Result<Option<(u64, u64)>, FileError> 
         wirelab_wire::record::RecordFileHeader::parse_fixed(&fixed).map_err(|source| {
             RecordFileError::Header {
                 path: path.to_path_buf(),
-                source,
+                cause: source,
             }
         })?;
     let start = (FIXED_HEADER_LEN + meta) as u64;

@@ -44,9 +44,9 @@ pub const ROW_GROUP_ROWS: usize = 1024 * 1024;
 #[derive(Debug, Error)]
 pub enum ExportError {
     #[error("Parquet writer: {0}")]
-    Parquet(#[from] parquet::errors::ParquetError),
+    Parquet(parquet::errors::ParquetError),
     #[error("Arrow batch: {0}")]
-    Arrow(#[from] arrow_schema::ArrowError),
+    Arrow(arrow_schema::ArrowError),
     #[error(
         "column {column}: value {value} does not fit Parquet's signed 64-bit integer \
          (not a value wirelab writes: is the record file damaged?)"
@@ -54,6 +54,19 @@ pub enum ExportError {
     TooLarge { column: &'static str, value: u64 },
     #[error("constant column {0}: the part's values do not match the columns declared")]
     Constants(String),
+}
+
+// Not `#[from]`: that would also make them the source, and the messages already print them.
+impl From<arrow_schema::ArrowError> for ExportError {
+    fn from(e: arrow_schema::ArrowError) -> Self {
+        Self::Arrow(e)
+    }
+}
+
+impl From<parquet::errors::ParquetError> for ExportError {
+    fn from(e: parquet::errors::ParquetError) -> Self {
+        Self::Parquet(e)
+    }
 }
 
 /// A column with one value for a whole part (a campaign point's

@@ -45,20 +45,19 @@ impl fmt::Display for Step {
 
 /// A whole-file write that failed: which step, for which target.
 #[derive(Debug, Error)]
-#[error("cannot replace {} whole ({step}): {source}", .path.display())]
+#[error("cannot replace {} whole ({step}): {cause}", .path.display())]
 pub struct AtomicError {
     pub step: Step,
     /// The target (not the temporary name).
     pub path: PathBuf,
-    #[source]
-    pub source: io::Error,
+    pub cause: io::Error,
 }
 
 /// For callers whose errors carry an `io::Error`: the same kind, the step
 /// in the message.
 impl From<AtomicError> for io::Error {
     fn from(e: AtomicError) -> io::Error {
-        io::Error::new(e.source.kind(), format!("{}: {}", e.step, e.source))
+        io::Error::new(e.cause.kind(), format!("{}: {}", e.step, e.cause))
     }
 }
 
@@ -93,7 +92,7 @@ fn write_faulty(
         move |source| AtomicError {
             step,
             path: path.to_path_buf(),
-            source,
+            cause: source,
         }
     };
     let tmp = temp_name(path).map_err(err(Step::Create))?;
@@ -138,7 +137,7 @@ pub fn publish_dir(staged: &Path, out: &Path) -> Result<(), AtomicError> {
         move |source| AtomicError {
             step,
             path: out.to_path_buf(),
-            source,
+            cause: source,
         }
     };
     sync_tree(staged).map_err(err(Step::SyncFile))?;

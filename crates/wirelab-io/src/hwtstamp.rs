@@ -89,11 +89,11 @@ pub enum HwTsError {
     Permission(String),
     #[error("invalid interface name {0:?}")]
     BadName(String),
-    #[error("{op} on {ifname}: {source}")]
+    #[error("{op} on {ifname}: {cause}")]
     Io {
         op: &'static str,
         ifname: String,
-        source: io::Error,
+        cause: io::Error,
     },
 }
 
@@ -254,7 +254,7 @@ fn map_err(op: &'static str, ifname: &str, e: io::Error) -> HwTsError {
         _ => HwTsError::Io {
             op,
             ifname: ifname.into(),
-            source: e,
+            cause: e,
         },
     }
 }
@@ -264,7 +264,7 @@ fn control_socket(ifname: &str) -> Result<OwnedFd, HwTsError> {
         |source| HwTsError::Io {
             op: "socket",
             ifname: ifname.into(),
-            source,
+            cause: source,
         },
     )?;
     Ok(s.into())

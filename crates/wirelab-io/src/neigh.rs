@@ -25,9 +25,9 @@ pub enum NeighError {
         waited: Duration,
     },
     #[error("reading /proc/net/arp: {0}")]
-    Read(#[source] io::Error),
-    #[error("sending the datagram that resolves {addr}: {source}")]
-    Trigger { addr: Ipv4Addr, source: io::Error },
+    Read(io::Error),
+    #[error("sending the datagram that resolves {addr}: {cause}")]
+    Trigger { addr: Ipv4Addr, cause: io::Error },
 }
 
 /// The hardware address `table` (the text of `/proc/net/arp`) holds for
@@ -92,7 +92,10 @@ pub fn resolve(
             });
         }
         if last_trigger.is_none_or(|t| t.elapsed() >= RETRIGGER) {
-            trigger().map_err(|source| NeighError::Trigger { addr, source })?;
+            trigger().map_err(|source| NeighError::Trigger {
+                addr,
+                cause: source,
+            })?;
             last_trigger = Some(Instant::now());
         }
         std::thread::sleep(POLL.min(timeout - waited));

@@ -13,28 +13,28 @@ pub(crate) const PACKET_QDISC_BYPASS: libc::c_int = 20;
 #[derive(Debug, Error)]
 pub enum PacketError {
     /// No such interface.
-    #[error("no network interface {name:?} ({source}): check `ip link` (inside the right namespace: `ip netns exec NS ...`)")]
+    #[error("no network interface {name:?} ({cause}): check `ip link` (inside the right namespace: `ip netns exec NS ...`)")]
     NoInterface {
         /// Interface name given.
         name: String,
         /// OS error.
-        source: io::Error,
+        cause: io::Error,
     },
     /// Missing CAP_NET_RAW.
-    #[error("opening a {socket} socket was refused ({source}): needs CAP_NET_RAW — run as root or `setcap cap_net_raw,cap_net_admin,cap_sys_nice,cap_ipc_lock=ep $(which wirelab)`")]
+    #[error("opening a {socket} socket was refused ({cause}): needs CAP_NET_RAW — run as root or `setcap cap_net_raw,cap_net_admin,cap_sys_nice,cap_ipc_lock=ep $(which wirelab)`")]
     Permission {
         /// The kind of socket: "packet", "raw IP".
         socket: &'static str,
         /// OS error.
-        source: io::Error,
+        cause: io::Error,
     },
     /// Anything else, with what was being done.
-    #[error("{what}: {source}")]
+    #[error("{what}: {cause}")]
     Os {
         /// The step that failed.
         what: &'static str,
         /// OS error.
-        source: io::Error,
+        cause: io::Error,
     },
 }
 
@@ -51,8 +51,14 @@ impl PacketError {
         source: io::Error,
     ) -> PacketError {
         match source.raw_os_error() {
-            Some(libc::EPERM) | Some(libc::EACCES) => PacketError::Permission { socket, source },
-            _ => PacketError::Os { what, source },
+            Some(libc::EPERM) | Some(libc::EACCES) => PacketError::Permission {
+                socket,
+                cause: source,
+            },
+            _ => PacketError::Os {
+                what,
+                cause: source,
+            },
         }
     }
 }
@@ -80,7 +86,7 @@ fn ifreq_for(name: &str) -> Result<libc::ifreq, PacketError> {
     if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
         return Err(PacketError::NoInterface {
             name: name.into(),
-            source: io::Error::from_raw_os_error(libc::EINVAL),
+            cause: io::Error::from_raw_os_error(libc::EINVAL),
         });
     }
     // SAFETY: ifreq is plain old data; all-zero is a valid value.
@@ -108,7 +114,7 @@ pub fn if_info(name: &str) -> Result<IfInfo, PacketError> {
         if rc < 0 {
             return Err(PacketError::NoInterface {
                 name: name.into(),
-                source: io::Error::last_os_error(),
+                cause: io::Error::last_os_error(),
             });
         }
         Ok(ifr)

@@ -136,7 +136,7 @@ impl FrameRing {
         let setup = |step: &'static str, source: io::Error, hint: &'static str| RingError::Setup {
             step,
             ifname: ifname.to_string(),
-            source,
+            cause: source,
             hint,
         };
         let fd = rs::open_socket(ifname)?;

@@ -161,8 +161,8 @@ impl Default for RingConfig {
 #[derive(Debug, Error)]
 pub enum RingError {
     /// No CAP_NET_RAW.
-    #[error("cannot open a packet socket ({source}): needs CAP_NET_RAW — run as root or `sudo setcap cap_net_raw,cap_net_admin,cap_ipc_lock=ep $(which wirelab)`")]
-    Privilege { source: io::Error },
+    #[error("cannot open a packet socket ({cause}): needs CAP_NET_RAW — run as root or `sudo setcap cap_net_raw,cap_net_admin,cap_ipc_lock=ep $(which wirelab)`")]
+    Privilege { cause: io::Error },
     /// The interface does not exist.
     #[error("{0}")]
     Interface(io::Error),
@@ -170,11 +170,11 @@ pub enum RingError {
     #[error("{0}")]
     Config(String),
     /// A setup step failed.
-    #[error("{step} on {ifname} failed: {source}{hint}")]
+    #[error("{step} on {ifname} failed: {cause}{hint}")]
     Setup {
         step: &'static str,
         ifname: String,
-        source: io::Error,
+        cause: io::Error,
         hint: &'static str,
     },
 }
@@ -287,7 +287,7 @@ fn setup_error(ifname: &str) -> impl Fn(&'static str, io::Error, &'static str) -
     move |step, source, hint| RingError::Setup {
         step,
         ifname: ifname.to_string(),
-        source,
+        cause: source,
         hint,
     }
 }
@@ -841,7 +841,7 @@ mod tests {
             Ok(r) => r,
             // Unprivileged, the kernel refuses the packet socket with EPERM: that refusal,
             // and no other error, skips the test.
-            Err(RingError::Privilege { source }) if !wirelab_testkit::is_root() => {
+            Err(RingError::Privilege { cause: source }) if !wirelab_testkit::is_root() => {
                 assert_eq!(source.raw_os_error(), Some(libc::EPERM), "{source}");
                 wirelab_testkit::skip(format!("needs CAP_NET_RAW (refused: {source})"));
                 return;

@@ -47,11 +47,11 @@ pub(crate) fn open_socket(ifname: &str) -> Result<OwnedFd, RingError> {
     if raw < 0 {
         let e = io::Error::last_os_error();
         return Err(match e.raw_os_error() {
-            Some(libc::EPERM) | Some(libc::EACCES) => RingError::Privilege { source: e },
+            Some(libc::EPERM) | Some(libc::EACCES) => RingError::Privilege { cause: e },
             _ => RingError::Setup {
                 step: "socket(AF_PACKET)",
                 ifname: ifname.to_string(),
-                source: e,
+                cause: e,
                 hint: "",
             },
         });

@@ -48,7 +48,12 @@ impl TxRing {
     /// `max_frame` bytes.
     pub fn new(sock: PacketSocket, max_frame: usize, frames: usize) -> Result<TxRing, PacketError> {
         let fd = sock.as_raw_fd();
-        let os = |what: &'static str| move |source: io::Error| PacketError::Os { what, source };
+        let os = |what: &'static str| {
+            move |source: io::Error| PacketError::Os {
+                what,
+                cause: source,
+            }
+        };
         sockopt::set(fd, libc::SOL_PACKET, PACKET_VERSION, &TPACKET_V2)
             .map_err(os("PACKET_VERSION TPACKET_V2"))?;
         sockopt::set(fd, libc::SOL_PACKET, PACKET_LOSS, &1 as &libc::c_int)

@@ -55,13 +55,13 @@ impl Route {
 #[derive(Debug, Error)]
 pub enum RouteError {
     /// The kernel has no route (ENETUNREACH, EHOSTUNREACH, ...).
-    #[error("no route to {dst} ({source}): check `ip route get {dst}`")]
-    NoRoute { dst: Ipv4Addr, source: io::Error },
-    #[error("asking the kernel for the route to {dst}: {what}: {source}")]
+    #[error("no route to {dst} ({cause}): check `ip route get {dst}`")]
+    NoRoute { dst: Ipv4Addr, cause: io::Error },
+    #[error("asking the kernel for the route to {dst}: {what}: {cause}")]
     Os {
         dst: Ipv4Addr,
         what: &'static str,
-        source: io::Error,
+        cause: io::Error,
     },
     #[error("the kernel's answer for the route to {dst} is malformed ({why})")]
     Malformed { dst: Ipv4Addr, why: &'static str },
@@ -70,7 +70,13 @@ pub enum RouteError {
 /// Looks up the output route to `dst`, from `src` when given (a local
 /// address, as with `ip route get DST from SRC`).
 pub fn route_get(dst: Ipv4Addr, src: Option<Ipv4Addr>) -> Result<Route, RouteError> {
-    let os = |what| move |source| RouteError::Os { dst, what, source };
+    let os = |what| {
+        move |source| RouteError::Os {
+            dst,
+            what,
+            cause: source,
+        }
+    };
     let sock = Socket::new(
         Domain::from(libc::AF_NETLINK),
         Type::RAW,
@@ -87,7 +93,7 @@ pub fn route_get(dst: Ipv4Addr, src: Option<Ipv4Addr>) -> Result<Route, RouteErr
     let a = parse_reply(&buf[..n]).map_err(|e| match e {
         Reply::Errno(code) => RouteError::NoRoute {
             dst,
-            source: io::Error::from_raw_os_error(code),
+            cause: io::Error::from_raw_os_error(code),
         },
         Reply::Malformed(why) => RouteError::Malformed { dst, why },
     })?;

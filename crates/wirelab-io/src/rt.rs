@@ -6,18 +6,18 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum RtError {
-    #[error("SCHED_FIFO priority {prio} refused ({source}): needs CAP_SYS_NICE — run as root, or `setcap cap_sys_nice=ep $(which wirelab)`, or raise `ulimit -r`")]
-    Priority { prio: i32, source: io::Error },
+    #[error("SCHED_FIFO priority {prio} refused ({cause}): needs CAP_SYS_NICE — run as root, or `setcap cap_sys_nice=ep $(which wirelab)`, or raise `ulimit -r`")]
+    Priority { prio: i32, cause: io::Error },
     #[error("SCHED_FIFO priority {prio} is out of range 1..=99")]
     PriorityRange { prio: i32 },
-    #[error("cannot pin to CPU {cpu} ({source}): this machine has {ncpu} CPUs (0 to {}); check `nproc` and the cpuset of this process", ncpu.saturating_sub(1))]
+    #[error("cannot pin to CPU {cpu} ({cause}): this machine has {ncpu} CPUs (0 to {}); check `nproc` and the cpuset of this process", ncpu.saturating_sub(1))]
     Pin {
         cpu: usize,
         ncpu: usize,
-        source: io::Error,
+        cause: io::Error,
     },
-    #[error("mlockall refused ({source}): needs CAP_IPC_LOCK — run as root, `setcap cap_ipc_lock=ep $(which wirelab)`, or raise `ulimit -l`")]
-    Mlock { source: io::Error },
+    #[error("mlockall refused ({cause}): needs CAP_IPC_LOCK — run as root, `setcap cap_ipc_lock=ep $(which wirelab)`, or raise `ulimit -l`")]
+    Mlock { cause: io::Error },
 }
 
 /// Puts the calling thread under SCHED_FIFO at `prio` (1..=99).
@@ -33,7 +33,7 @@ pub fn set_fifo_priority(prio: i32) -> Result<(), RtError> {
     if rc != 0 {
         return Err(RtError::Priority {
             prio,
-            source: io::Error::last_os_error(),
+            cause: io::Error::last_os_error(),
         });
     }
     Ok(())
@@ -72,7 +72,7 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), RtError> {
         return Err(RtError::Pin {
             cpu,
             ncpu,
-            source: io::Error::from_raw_os_error(libc::EINVAL),
+            cause: io::Error::from_raw_os_error(libc::EINVAL),
         });
     }
     // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so CPU_SET stays in bounds.
@@ -83,7 +83,7 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), RtError> {
         return Err(RtError::Pin {
             cpu,
             ncpu,
-            source: io::Error::last_os_error(),
+            cause: io::Error::last_os_error(),
         });
     }
     Ok(())
@@ -95,7 +95,7 @@ pub fn lock_memory() -> Result<(), RtError> {
     let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
     if rc != 0 {
         return Err(RtError::Mlock {
-            source: io::Error::last_os_error(),
+            cause: io::Error::last_os_error(),
         });
     }
     Ok(())

@@ -29,8 +29,8 @@ pub enum DemoError {
     Lab(#[from] LabError),
     #[error("the receiver did not start: {0}")]
     Receiver(LabError),
-    #[error("{what}: {source}")]
-    Io { what: String, source: io::Error },
+    #[error("{what}: {cause}")]
+    Io { what: String, cause: io::Error },
     #[error("the receiver did not start listening on port {0} within 5 s")]
     NotListening(u16),
     #[error("an emulated link needs the namespace lab: run as root, without --loopback")]
@@ -46,7 +46,10 @@ pub enum DemoError {
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> DemoError {
     let what = what.into();
-    move |source| DemoError::Io { what, source }
+    move |source| DemoError::Io {
+        what,
+        cause: source,
+    }
 }
 
 /// What to run.

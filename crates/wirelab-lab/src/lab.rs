@@ -46,11 +46,11 @@ pub enum LabError {
         "a network namespace lab needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run as root, e.g. with sudo"
     )]
     NeedsRoot,
-    #[error("cannot run `{program}` ({source}): install {package} (apt-get install {package})")]
+    #[error("cannot run `{program}` ({cause}): install {package} (apt-get install {package})")]
     MissingTool {
         program: String,
         package: &'static str,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("`{command}` failed: {stderr}")]
     Command { command: String, stderr: String },
@@ -682,7 +682,7 @@ fn missing(program: &str, source: std::io::Error) -> LabError {
     LabError::MissingTool {
         program: program.into(),
         package,
-        source,
+        cause: source,
     }
 }
 

@@ -81,6 +81,18 @@ pub enum DropReason {
 }
 
 impl DropReason {
+    /// Every reason, in [`DropCounts`]' order.
+    pub const ALL: [DropReason; 8] = [
+        DropReason::Loss,
+        DropReason::Trace,
+        DropReason::TraceEnd,
+        DropReason::Limit,
+        DropReason::Horizon,
+        DropReason::Aqm,
+        DropReason::Drd,
+        DropReason::LinkDead,
+    ];
+
     /// Its name in counters and reports (as serialized).
     pub fn name(self) -> &'static str {
         match self {
@@ -274,14 +286,20 @@ pub struct DropCounts {
 impl DropCounts {
     /// All drops.
     pub fn total(&self) -> u64 {
-        self.loss
-            + self.trace
-            + self.trace_end
-            + self.limit
-            + self.horizon
-            + self.aqm
-            + self.drd
-            + self.link_dead
+        DropReason::ALL.iter().map(|&r| self.get(r)).sum()
+    }
+
+    pub fn get(&self, r: DropReason) -> u64 {
+        match r {
+            DropReason::Loss => self.loss,
+            DropReason::Trace => self.trace,
+            DropReason::TraceEnd => self.trace_end,
+            DropReason::Limit => self.limit,
+            DropReason::Horizon => self.horizon,
+            DropReason::Aqm => self.aqm,
+            DropReason::Drd => self.drd,
+            DropReason::LinkDead => self.link_dead,
+        }
     }
 
     fn add(&mut self, r: DropReason) {

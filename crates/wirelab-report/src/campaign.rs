@@ -33,7 +33,7 @@ pub fn is_results_dir(dir: &Path) -> bool {
 fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, ReportError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReportError::Open {
         path: path.to_path_buf(),
-        source,
+        cause: source,
     })?;
     serde_json::from_str(&text).map_err(|e| ReportError::Input {
         path: path.to_path_buf(),
@@ -135,7 +135,7 @@ fn read_summary(dir: &Path) -> Result<Summary, ReportError> {
     };
     let text = std::fs::read_to_string(&path).map_err(|source| ReportError::Open {
         path: path.clone(),
-        source,
+        cause: source,
     })?;
     let summary: Summary = serde_json::from_str(&text)
         .map_err(|e| bad(format!("not a {SUMMARY_SCHEMA} document: {e}")))?;
@@ -521,7 +521,7 @@ fn read_samples(
     let mut files: Vec<PathBuf> = Vec::new();
     for e in std::fs::read_dir(points).map_err(|source| ReportError::Open {
         path: points.to_path_buf(),
-        source,
+        cause: source,
     })? {
         let Ok(e) = e else { continue };
         if let Ok(rd) = std::fs::read_dir(e.path().join("samples")) {

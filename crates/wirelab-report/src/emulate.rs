@@ -14,7 +14,8 @@ use crate::html::{Cell, Page};
 use crate::plot::{self, ns_unit};
 use crate::source::open_record_reader;
 use std::path::{Path, PathBuf};
-use wirelab_analysis::emulog::{EmuFlowReport, EmuLog, EmuLogReport, FateCounts};
+use wirelab_analysis::emulog::{EmuFlowReport, EmuLog, EmuLogReport};
+use wirelab_analysis::fates::FateCounts;
 use wirelab_analysis::text::fmt_ns;
 use wirelab_wire::record::{EmuFate, EmuRecord};
 
@@ -134,20 +135,12 @@ pub fn collect(path: &Path, max_flows: usize) -> Result<EmuData, ReportError> {
     })
 }
 
-/// Drop reasons, in the order of `wirelab.emulate-log/1`.
-pub fn reasons(d: &FateCounts) -> [(&'static str, u64); 10] {
-    [
-        ("loss", d.loss),
-        ("trace", d.trace),
-        ("trace end", d.trace_end),
-        ("limit", d.limit),
-        ("horizon", d.horizon),
-        ("queue", d.queue),
-        ("send failure", d.send_failure),
-        ("unsent", d.unsent),
-        ("link down", d.link_down),
-        ("other", d.other),
-    ]
+/// Drop reasons by label, in the order of `wirelab.emulate-log/1`.
+pub fn reasons(d: &FateCounts) -> Vec<(&'static str, u64)> {
+    d.drops()
+        .map(|(row, n)| (row.label, n))
+        .chain([("other", d.other())])
+        .collect()
 }
 
 /// Renders the page.
@@ -404,7 +397,14 @@ mod tests {
         let d = collect(&path, 8).unwrap();
         let t = &d.report.totals;
         assert_eq!((t.frames, t.copies, t.sent), (1000, 1001, 900));
-        assert_eq!((t.dropped.loss, t.dropped.limit, t.early), (100, 1, 0));
+        assert_eq!(
+            (
+                t.dropped.get(EmuFate::Loss),
+                t.dropped.get(EmuFate::Limit),
+                t.early
+            ),
+            (100, 1, 0)
+        );
         let f = &d.report.flows[0];
         assert_eq!(f.stages.as_deref(), Some("delay 20ms loss 10%"));
         // Envelopes: every sent copy, applied = scheduled + lateness.

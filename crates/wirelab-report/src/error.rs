@@ -5,10 +5,10 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ReportError {
-    #[error("cannot open {path}: {source}", path = path.display())]
+    #[error("cannot open {path}: {cause}", path = path.display())]
     Open {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path}: {message}", path = path.display())]
     Input { path: PathBuf, message: String },

@@ -65,8 +65,21 @@ pub(crate) fn open_record_reader(
 ) -> Result<RecordReader<BufReader<std::fs::File>>, ReportError> {
     use wirelab_wire::record::RecordFileError as E;
     wirelab_wire::record::open_file(path).map_err(|e| match e {
-        E::Open { path, source } => ReportError::Open { path, source },
-        E::Header { path, source } | E::Read { path, source } => ReportError::Input {
+        E::Open {
+            path,
+            cause: source,
+        } => ReportError::Open {
+            path,
+            cause: source,
+        },
+        E::Header {
+            path,
+            cause: source,
+        }
+        | E::Read {
+            path,
+            cause: source,
+        } => ReportError::Input {
             path,
             message: source.to_string(),
         },
@@ -177,7 +190,7 @@ impl CaptureFile {
     ) -> Result<CaptureRecords<BufReader<std::fs::File>>, ReportError> {
         let f = std::fs::File::open(path).map_err(|source| ReportError::Open {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         })?;
         CaptureRecords::new(BufReader::with_capacity(1 << 20, f), opts).map_err(|e| {
             ReportError::Input {

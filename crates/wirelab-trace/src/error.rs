@@ -199,10 +199,17 @@ impl fmt::Display for FileError {
 #[derive(Debug, Error)]
 pub enum WriteError {
     #[error("write error: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// The record has no form in the output format.
     #[error("{0}")]
     Unrepresentable(String),
+}
+
+// Not `#[from]`: that would also make it the source, and the message already prints it.
+impl From<std::io::Error> for WriteError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
 }
 
 fn reserved_message(word: u32, text: bool) -> String {

@@ -135,7 +135,7 @@ impl<W: Write> PacketWriter<W> {
             Format::PktCsv => {
                 PacketWriter::PktCsv(PktCsvWriter::new(out).map_err(|e| ConvertError::Write {
                     record: 0,
-                    source: e.into(),
+                    cause: e.into(),
                 })?)
             }
             f => return Err(ConvertError::Format(FormatError::NotPacket(f))),
@@ -185,12 +185,8 @@ pub enum ConvertError {
     #[error(transparent)]
     Read(TraceError),
     /// Record `record` (1-based; 0 = the header) could not be written.
-    #[error("record {record}: {source}")]
-    Write {
-        record: u64,
-        #[source]
-        source: WriteError,
-    },
+    #[error("record {record}: {cause}")]
+    Write { record: u64, cause: WriteError },
     /// The input's row at `line` has no form in the output format.
     #[error("line {line}: {message}")]
     Row { line: u64, message: String },
@@ -222,13 +218,14 @@ pub fn convert<R: BufRead, W: Write>(
     for rec in reader {
         let rec = rec.map_err(ConvertError::Read)?;
         n += 1;
-        writer
-            .write(&rec)
-            .map_err(|source| ConvertError::Write { record: n, source })?;
+        writer.write(&rec).map_err(|source| ConvertError::Write {
+            record: n,
+            cause: source,
+        })?;
     }
     writer.finish().map_err(|e| ConvertError::Write {
         record: n,
-        source: e.into(),
+        cause: e.into(),
     })?;
     Ok(n)
 }

@@ -125,7 +125,7 @@ impl<W: Write> Opportunities<W> {
         self.last_ms = ms;
         self.w.write(ms).map_err(|source| ConvertError::Write {
             record: self.n,
-            source,
+            cause: source,
         })
     }
 
@@ -136,7 +136,10 @@ impl<W: Write> Opportunities<W> {
                 "{what} never delivers a whole 1500-byte opportunity (12 kbit): \
                  no Mahimahi trace"
             )),
-            source => ConvertError::Write { record: n, source },
+            source => ConvertError::Write {
+                record: n,
+                cause: source,
+            },
         })?;
         Ok((n, last))
     }
@@ -230,7 +233,7 @@ pub fn mahimahi_to_mahimahi<R: BufRead, W: Write>(
 fn write_err(record: u64, e: std::io::Error) -> ConvertError {
     ConvertError::Write {
         record,
-        source: e.into(),
+        cause: e.into(),
     }
 }
 

@@ -15,5 +15,6 @@ pub mod udp4;
 
 pub use probe::{EchoTimes, ProbeFlags, ProbeRepr, WireError};
 pub use record::{
-    EmuFate, EmuRecord, Record, RecordError, RecordFileHeader, RecordKind, RecordReader, Role,
+    EmuFate, EmuRecord, FateInfo, Record, RecordError, RecordFileHeader, RecordKind, RecordReader,
+    Role, FATES,
 };

@@ -46,7 +46,14 @@ pub enum RecordError {
     #[error("record file metadata is not UTF-8")]
     MetadataNotUtf8,
     #[error("I/O error reading record file: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
+}
+
+// Not `#[from]`: that would also make it the source, and the message already prints it.
+impl From<io::Error> for RecordError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
 }
 
 /// Which side wrote a record file.
@@ -263,51 +270,113 @@ impl Record {
 }
 
 /// What happened to one copy of a frame in the link emulator: sent, or
-/// dropped for a reason. Codes are stable (they are in files); a reader
-/// meeting a code it does not know keeps the record as [`EmuFate::Other`].
+/// dropped for a reason. Codes are stable (they are in files): a fate's code
+/// is its index in [`FATES`], and a reader meeting a code past the table
+/// keeps the record as [`EmuFate::Other`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EmuFate {
-    /// Handed to the kernel on the far interface.
     Sent,
-    /// Dropped by the loss model.
     Loss,
-    /// Dropped by a `DROP` record of the trace.
     Trace,
-    /// Dropped past the end of the trace.
     TraceEnd,
-    /// Dropped by the queue limit (packets or bytes).
     Limit,
-    /// Dropped: it would have waited longer than the link's horizon.
     Horizon,
-    /// Dropped where it was queued (an AQM's decision at dequeue).
     Queue,
-    /// The kernel refused to send it (too long for the egress MTU, …).
     SendFailure,
-    /// Still waiting for its deadline when the emulator stopped.
     Unsent,
-    /// Dropped because the link was off or dead (`onoff ... drop`, a
-    /// `link ... once` trace that ended).
     LinkDown,
     /// A code this version does not know.
     Other(u8),
 }
 
-impl EmuFate {
-    /// Every known fate, in code order.
-    pub const KNOWN: [EmuFate; 10] = [
-        EmuFate::Sent,
-        EmuFate::Loss,
-        EmuFate::Trace,
-        EmuFate::TraceEnd,
-        EmuFate::Limit,
-        EmuFate::Horizon,
-        EmuFate::Queue,
-        EmuFate::SendFailure,
-        EmuFate::Unsent,
-        EmuFate::LinkDown,
-    ];
+/// One known fate: its name in JSON, its words in text, what it means.
+#[derive(Debug)]
+pub struct FateInfo {
+    pub fate: EmuFate,
+    /// `snake_case`, as JSON keys and `--json` output spell it.
+    pub name: &'static str,
+    /// The name in sentences and tables ("trace end").
+    pub label: &'static str,
+    pub meaning: &'static str,
+}
 
-    /// The code stored in the record.
+/// Every known fate in code order: the one table the record format, the
+/// log reader, the counters and the reports read. A new drop reason is a
+/// variant, a row here and its arm in [`EmuFate::code`].
+pub const FATES: [FateInfo; 10] = [
+    fate(
+        EmuFate::Sent,
+        "sent",
+        "sent",
+        "handed to the kernel on the far interface",
+    ),
+    fate(EmuFate::Loss, "loss", "loss", "dropped by the loss model"),
+    fate(
+        EmuFate::Trace,
+        "trace",
+        "trace",
+        "dropped by a DROP record of the trace",
+    ),
+    fate(
+        EmuFate::TraceEnd,
+        "trace_end",
+        "trace end",
+        "dropped past the end of the trace",
+    ),
+    fate(
+        EmuFate::Limit,
+        "limit",
+        "limit",
+        "dropped by the queue limit (packets or bytes)",
+    ),
+    fate(
+        EmuFate::Horizon,
+        "horizon",
+        "horizon",
+        "it would have waited longer than the link's horizon",
+    ),
+    fate(
+        EmuFate::Queue,
+        "queue",
+        "queue",
+        "dropped where it was queued (an AQM's decision at dequeue)",
+    ),
+    fate(
+        EmuFate::SendFailure,
+        "send_failure",
+        "send failure",
+        "the kernel refused to send it (too long for the egress MTU, ...)",
+    ),
+    fate(
+        EmuFate::Unsent,
+        "unsent",
+        "unsent",
+        "still waiting for its deadline when the emulator stopped",
+    ),
+    fate(
+        EmuFate::LinkDown,
+        "link_down",
+        "link down",
+        "the link was off or dead (onoff ... drop, a link ... once trace that ended)",
+    ),
+];
+
+const fn fate(
+    fate: EmuFate,
+    name: &'static str,
+    label: &'static str,
+    meaning: &'static str,
+) -> FateInfo {
+    FateInfo {
+        fate,
+        name,
+        label,
+        meaning,
+    }
+}
+
+impl EmuFate {
+    /// The code stored in the record (its row in [`FATES`]).
     pub fn code(self) -> u8 {
         match self {
             EmuFate::Sent => 0,
@@ -325,27 +394,21 @@ impl EmuFate {
     }
 
     pub fn from_code(c: u8) -> EmuFate {
-        EmuFate::KNOWN
+        FATES
             .get(usize::from(c))
-            .copied()
-            .unwrap_or(EmuFate::Other(c))
+            .map_or(EmuFate::Other(c), |row| row.fate)
     }
 
-    /// The name in reports (`snake_case`).
+    /// Its row in [`FATES`]; `None` for a code this version does not know.
+    pub fn info(self) -> Option<&'static FateInfo> {
+        FATES
+            .get(usize::from(self.code()))
+            .filter(|row| row.fate == self)
+    }
+
+    /// The name in reports (`snake_case`): "other" for an unknown code.
     pub fn name(self) -> &'static str {
-        match self {
-            EmuFate::Sent => "sent",
-            EmuFate::Loss => "loss",
-            EmuFate::Trace => "trace",
-            EmuFate::TraceEnd => "trace_end",
-            EmuFate::Limit => "limit",
-            EmuFate::Horizon => "horizon",
-            EmuFate::Queue => "queue",
-            EmuFate::SendFailure => "send_failure",
-            EmuFate::Unsent => "unsent",
-            EmuFate::LinkDown => "link_down",
-            EmuFate::Other(_) => "other",
-        }
+        self.info().map_or("other", |row| row.name)
     }
 }
 
@@ -428,12 +491,12 @@ impl EmuRecord {
 /// A record file that could not be opened or read, named by its path.
 #[derive(Debug, Error)]
 pub enum RecordFileError {
-    #[error("cannot open {path}: {source}", path = path.display())]
-    Open { path: PathBuf, source: io::Error },
-    #[error("{path}: {source}", path = path.display())]
-    Header { path: PathBuf, source: RecordError },
-    #[error("reading {path}: {source}", path = path.display())]
-    Read { path: PathBuf, source: RecordError },
+    #[error("cannot open {path}: {cause}", path = path.display())]
+    Open { path: PathBuf, cause: io::Error },
+    #[error("{path}: {cause}", path = path.display())]
+    Header { path: PathBuf, cause: RecordError },
+    #[error("reading {path}: {cause}", path = path.display())]
+    Read { path: PathBuf, cause: RecordError },
 }
 
 impl RecordFileError {
@@ -441,7 +504,7 @@ impl RecordFileError {
     pub fn read(path: &Path, source: RecordError) -> RecordFileError {
         RecordFileError::Read {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         }
     }
 }
@@ -450,12 +513,12 @@ impl RecordFileError {
 pub fn open_file(path: &Path) -> Result<RecordReader<BufReader<File>>, RecordFileError> {
     let f = File::open(path).map_err(|source| RecordFileError::Open {
         path: path.to_path_buf(),
-        source,
+        cause: source,
     })?;
     RecordReader::new(BufReader::with_capacity(1 << 20, f)).map_err(|source| {
         RecordFileError::Header {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         }
     })
 }
@@ -692,13 +755,38 @@ mod tests {
             EmuRecord::from_record(&Record::from_bytes(&b).unwrap()),
             Some(e)
         );
-        for f in EmuFate::KNOWN {
-            assert_eq!(EmuFate::from_code(f.code()), f);
+        for (code, row) in FATES.iter().enumerate() {
+            assert_eq!(usize::from(row.fate.code()), code, "{}", row.name);
+            assert_eq!(EmuFate::from_code(row.fate.code()), row.fate);
+            assert_eq!(row.fate.name(), row.name);
         }
+        assert_eq!(EmuFate::Other(200).name(), "other");
         assert_eq!(EmuFate::from_code(200), EmuFate::Other(200));
         assert_eq!(EmuFate::Other(200).code(), 200);
         // A file of an older kind is not an emulator entry.
         assert_eq!(EmuRecord::from_record(&sample()), None);
+    }
+
+    #[test]
+    fn the_emulate_guide_names_every_fate_and_its_code() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/emulate.md");
+        let docs = std::fs::read_to_string(&path).expect("docs/emulate.md");
+        let codes: Vec<String> = FATES
+            .iter()
+            .map(|row| format!("{} {}", row.fate.code(), row.name))
+            .collect();
+        let tos = format!("| `tos` | fate: {} |", codes.join(", "));
+        assert!(
+            docs.contains(&tos),
+            "docs/emulate.md's record table should have: {tos}"
+        );
+        for row in &FATES[1..] {
+            let line = format!("| `{}` |", row.name);
+            assert!(
+                docs.contains(&line),
+                "docs/emulate.md's reason table lacks {line}"
+            );
+        }
     }
 
     proptest! {

@@ -38,7 +38,9 @@ pub fn rt_error(e: wirelab_io::rt::RtError) -> anyhow::Error {
     use wirelab_io::rt::RtError;
     let denied = |s: &std::io::Error| s.kind() == std::io::ErrorKind::PermissionDenied;
     match &e {
-        RtError::Priority { source, .. } | RtError::Pin { source, .. } if denied(source) => {
+        RtError::Priority { cause: source, .. } | RtError::Pin { cause: source, .. }
+            if denied(source) =>
+        {
             anyhow::Error::new(Privilege(e.to_string()))
         }
         RtError::Mlock { .. } => anyhow::Error::new(Privilege(e.to_string())),
@@ -49,8 +51,9 @@ pub fn rt_error(e: wirelab_io::rt::RtError) -> anyhow::Error {
 }
 
 /// The message of `e` and its causes, joined by ": ", leaving out a cause
-/// whose text the message already holds (library errors often print their
-/// source inside their own text and also return it as the source).
+/// whose text the message already holds. wirelab's own errors print a cause
+/// or return it, never both (tests/error_sources.rs); other crates' errors
+/// and hand-written contexts may repeat their cause's text.
 pub fn message(e: &anyhow::Error) -> String {
     let mut msg = String::new();
     for cause in e.chain() {
@@ -115,7 +118,7 @@ mod tests {
         let bad_cpu = rt_error(RtError::Pin {
             cpu: 999,
             ncpu: 2,
-            source: io::Error::from_raw_os_error(22),
+            cause: io::Error::from_raw_os_error(22),
         });
         assert_eq!(exit_code(&bad_cpu), 2);
         assert!(bad_cpu.to_string().starts_with("--cpu: "), "{bad_cpu}");
@@ -124,9 +127,9 @@ mod tests {
         assert!(prio.to_string().starts_with("--rt-priority: "), "{prio}");
         let no_cap = rt_error(RtError::Priority {
             prio: 10,
-            source: denied(),
+            cause: denied(),
         });
         assert_eq!(exit_code(&no_cap), 3);
-        assert_eq!(exit_code(&rt_error(RtError::Mlock { source: denied() })), 3);
+        assert_eq!(exit_code(&rt_error(RtError::Mlock { cause: denied() })), 3);
     }
 }

@@ -138,12 +138,12 @@ impl AgentConn {
             (io::ErrorKind::NotFound, Transport::Ssh { .. }) => TransportError::MissingTool {
                 program: "ssh",
                 package: "openssh-client",
-                source: e,
+                cause: e,
             },
             (io::ErrorKind::NotFound, Transport::Netns(_)) => TransportError::MissingTool {
                 program: "ip",
                 package: "iproute2",
-                source: e,
+                cause: e,
             },
             (io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied, Transport::Local) => {
                 TransportError::AgentNotFound {
@@ -154,7 +154,7 @@ impl AgentConn {
             }
             _ => TransportError::Spawn {
                 host: label.clone(),
-                source: e,
+                cause: e,
             },
         })?;
         let pipes = child.child_mut();
@@ -164,7 +164,7 @@ impl AgentConn {
             child.kill_and_reap();
             return Err(TransportError::Spawn {
                 host: label,
-                source: io::Error::other("no pipe to the agent"),
+                cause: io::Error::other("no pipe to the agent"),
             });
         };
         let log = o.log.clone().unwrap_or_else(|| {
@@ -269,7 +269,7 @@ impl AgentConn {
     pub fn fetch(&mut self, remote: &str, local: &Path) -> Result<u64, TransportError> {
         let local_err = |source| TransportError::Local {
             path: local.to_path_buf(),
-            source,
+            cause: source,
         };
         let mut f = std::fs::File::create(local).map_err(local_err)?;
         let res = self.fetch_into(remote, &mut f, u64::MAX, local);
@@ -394,7 +394,7 @@ impl AgentConn {
             }
             f.write_all(&data).map_err(|source| TransportError::Local {
                 path: local.to_path_buf(),
-                source,
+                cause: source,
             })?;
             offset += data.len() as u64;
             if eof {

@@ -27,12 +27,8 @@ impl std::fmt::Display for Side {
 /// Why two captures cannot be verified.
 #[derive(Debug, Error)]
 pub enum VerifyError {
-    #[error("{side} capture: {source}")]
-    Pcap {
-        side: Side,
-        #[source]
-        source: PcapError,
-    },
+    #[error("{side} capture: {cause}")]
+    Pcap { side: Side, cause: PcapError },
     #[error(
         "{side} capture, offset {offset}: a packet without a timestamp (pcapng simple packet \
          block); capture with timestamps (tcpdump -w)"
@@ -71,7 +67,10 @@ struct Stream<R> {
 
 impl<R: Read> Stream<R> {
     fn open(side: Side, input: R) -> Result<Self, VerifyError> {
-        let reader = PcapReader::new(input).map_err(|source| VerifyError::Pcap { side, source })?;
+        let reader = PcapReader::new(input).map_err(|source| VerifyError::Pcap {
+            side,
+            cause: source,
+        })?;
         Ok(Stream {
             side,
             reader,
@@ -91,7 +90,12 @@ impl<R: Read> Stream<R> {
                 self.truncated = Some(e.offset);
                 return Ok(None);
             }
-            Err(source) => return Err(VerifyError::Pcap { side, source }),
+            Err(source) => {
+                return Err(VerifyError::Pcap {
+                    side,
+                    cause: source,
+                })
+            }
         };
         if !p.has_ts {
             return Err(VerifyError::NoTimestamp {

@@ -24,6 +24,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
+use wirelab_analysis::fates::FateCounts;
 use wirelab_analysis::percentiles::histogram;
 use wirelab_analysis::DelayStats;
 use wirelab_core::pace::{LatePolicy, MarginBounds, PaceConfig, Pacer, Step, WaitStrategy};
@@ -137,63 +138,52 @@ impl Default for ForwardConfig {
 /// Copies not sent, by reason. `ring` counts frames the kernel dropped in
 /// front of the emulator (its receive ring was full); they were never
 /// received, so they are not copies and not in [`Drops::copies`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Drops {
-    pub loss: u64,
-    pub trace: u64,
-    pub trace_end: u64,
-    pub limit: u64,
-    pub horizon: u64,
-    pub queue: u64,
-    pub send_failure: u64,
-    pub unsent: u64,
-    pub link_down: u64,
+    /// By fate; `sent` is never counted here.
+    pub fates: FateCounts,
     pub ring: u64,
 }
 
 impl Drops {
-    /// Counts one copy with this fate (`Sent` and unknown fates count
-    /// nowhere).
+    /// Counts one copy with this fate (`Sent` counts nowhere).
     pub fn add(&mut self, f: EmuFate) {
-        let c = match f {
-            EmuFate::Loss => &mut self.loss,
-            EmuFate::Trace => &mut self.trace,
-            EmuFate::TraceEnd => &mut self.trace_end,
-            EmuFate::Limit => &mut self.limit,
-            EmuFate::Horizon => &mut self.horizon,
-            EmuFate::Queue => &mut self.queue,
-            EmuFate::SendFailure => &mut self.send_failure,
-            EmuFate::Unsent => &mut self.unsent,
-            EmuFate::LinkDown => &mut self.link_down,
-            EmuFate::Sent | EmuFate::Other(_) => return,
-        };
-        *c += 1;
+        if f != EmuFate::Sent {
+            self.fates.add(f);
+        }
     }
 
-    /// Every reason with its count, `ring` last.
-    pub fn by_reason(&self) -> [(&'static str, u64); 10] {
-        [
-            ("loss", self.loss),
-            ("trace", self.trace),
-            ("trace_end", self.trace_end),
-            ("limit", self.limit),
-            ("horizon", self.horizon),
-            ("queue", self.queue),
-            ("send_failure", self.send_failure),
-            ("unsent", self.unsent),
-            ("link_down", self.link_down),
-            ("ring", self.ring),
-        ]
+    pub fn get(&self, f: EmuFate) -> u64 {
+        self.fates.get(f)
+    }
+
+    /// Every reason with its count (names as in JSON), `ring` last.
+    pub fn by_reason(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.fates
+            .drops()
+            .map(|(row, n)| (row.name, n))
+            .chain([("ring", self.ring)])
     }
 
     /// Copies dropped (every reason but `ring`).
     pub fn copies(&self) -> u64 {
-        self.by_reason().iter().map(|r| r.1).sum::<u64>() - self.ring
+        self.fates.total()
     }
 
     /// Everything not forwarded, `ring` included.
     pub fn total(&self) -> u64 {
         self.copies() + self.ring
+    }
+}
+
+/// `{"loss": n, …, "link_down": n, "ring": n}`.
+impl Serialize for Drops {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        self.fates.serialize_drops(&mut map)?;
+        map.serialize_entry("ring", &self.ring)?;
+        map.end()
     }
 }
 

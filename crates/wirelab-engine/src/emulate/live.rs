@@ -4,6 +4,7 @@
 
 use super::forward::{Drops, ForwardStats};
 use std::sync::atomic::{AtomicU64, Ordering};
+use wirelab_wire::record::FATES;
 
 /// Live counters of one direction.
 #[derive(Debug, Default)]
@@ -14,8 +15,8 @@ pub struct LiveDir {
     corrupted: AtomicU64,
     held: AtomicU64,
     early: AtomicU64,
-    /// By [`Drops::by_reason`] order, `ring` excluded.
-    dropped: [AtomicU64; 9],
+    /// By fate code ([`FATES`] order); `ring` is read at the end.
+    dropped: [AtomicU64; FATES.len()],
 }
 
 /// What [`LiveDir::snapshot`] read.
@@ -42,14 +43,17 @@ impl LiveDir {
         self.corrupted.store(st.corrupted, r);
         self.held.store(held as u64, r);
         self.early.store(st.early, r);
-        for (a, (_, v)) in self.dropped.iter().zip(st.dropped.by_reason()) {
-            a.store(v, r);
+        for (a, row) in self.dropped.iter().zip(&FATES) {
+            a.store(st.dropped.get(row.fate), r);
         }
     }
 
     pub fn snapshot(&self) -> LiveSnapshot {
         let r = Ordering::Relaxed;
-        let d: Vec<u64> = self.dropped.iter().map(|a| a.load(r)).collect();
+        let mut dropped = Drops::default();
+        for (a, row) in self.dropped.iter().zip(&FATES) {
+            dropped.fates.add_n(row.fate, a.load(r));
+        }
         LiveSnapshot {
             received: self.received.load(r),
             sent: self.sent.load(r),
@@ -57,18 +61,7 @@ impl LiveDir {
             corrupted: self.corrupted.load(r),
             held: self.held.load(r),
             early: self.early.load(r),
-            dropped: Drops {
-                loss: d[0],
-                trace: d[1],
-                trace_end: d[2],
-                limit: d[3],
-                horizon: d[4],
-                queue: d[5],
-                send_failure: d[6],
-                unsent: d[7],
-                link_down: d[8],
-                ring: 0,
-            },
+            dropped,
         }
     }
 }
@@ -86,7 +79,6 @@ impl LiveSnapshot {
         let why: Vec<String> = self
             .dropped
             .by_reason()
-            .iter()
             .filter(|r| r.1 > 0)
             .map(|(n, v)| format!("{} {v}", n.replace('_', " ")))
             .collect();
@@ -104,6 +96,7 @@ impl LiveSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirelab_wire::record::EmuFate;
 
     #[test]
     fn the_line_names_the_reasons_that_dropped_something() {
@@ -114,8 +107,8 @@ mod tests {
             duplicates: 3,
             ..ForwardStats::default()
         };
-        st.dropped.loss = 50;
-        st.dropped.limit = 3;
+        st.dropped.fates.add_n(EmuFate::Loss, 50);
+        st.dropped.fates.add_n(EmuFate::Limit, 3);
         live.publish(&st, 12);
         assert_eq!(
             live.snapshot().line(),

@@ -192,7 +192,11 @@ fn copies_drops_and_corruption_as_the_model_says() {
         (30, 32, 6, 0)
     );
     assert_eq!(
-        (st.duplicates, st.dropped.loss, st.dropped.copies()),
+        (
+            st.duplicates,
+            st.dropped.get(EmuFate::Loss),
+            st.dropped.copies()
+        ),
         (6, 4, 4)
     );
     assert_eq!(st.received + st.duplicates, st.sent + st.dropped.copies());
@@ -340,8 +344,14 @@ fn every_copy_has_one_fate_in_the_counters_the_log_and_the_tap() {
     log.finish().unwrap();
     tap.finish().unwrap();
     let d = st.dropped;
-    assert_eq!((d.send_failure, d.queue, d.ring), (1, 0, 0));
-    assert!(d.loss > 0 && d.unsent > 0, "{st:?}");
+    assert_eq!(
+        (d.get(EmuFate::SendFailure), d.get(EmuFate::Queue), d.ring),
+        (1, 0, 0)
+    );
+    assert!(
+        d.get(EmuFate::Loss) > 0 && d.get(EmuFate::Unsent) > 0,
+        "{st:?}"
+    );
     assert_eq!(st.received + st.duplicates, st.sent + d.copies(), "{st:?}");
     assert_eq!(st.sent, tx.sent.len() as u64);
     // Live counters end as the returned ones.
@@ -357,8 +367,8 @@ fn every_copy_has_one_fate_in_the_counters_the_log_and_the_tap() {
     assert_eq!(recs.len() as u64, st.received + st.duplicates);
     let count = |f: EmuFate| recs.iter().filter(|r| r.fate == f).count() as u64;
     assert_eq!(count(EmuFate::Sent), st.sent);
-    assert_eq!(count(EmuFate::Loss), d.loss);
-    assert_eq!(count(EmuFate::Unsent), d.unsent);
+    assert_eq!(count(EmuFate::Loss), d.get(EmuFate::Loss));
+    assert_eq!(count(EmuFate::Unsent), d.get(EmuFate::Unsent));
     assert_eq!(count(EmuFate::SendFailure), 1);
     let sent: Vec<_> = recs.iter().filter(|r| r.fate == EmuFate::Sent).collect();
     for (r, dep) in sent.iter().zip(&tx.sent) {
@@ -461,7 +471,7 @@ fn the_first_matching_rule_takes_a_frame_and_rules_merge_by_deadline() {
     // Stops once the clock is past every deadline.
     let st = forward_until(&c, 400_000_000, &mut rx, &mut tx, &mut m);
     assert_eq!(st.received, 201);
-    assert_eq!(st.dropped.loss, 50);
+    assert_eq!(st.dropped.get(EmuFate::Loss), 50);
     assert_eq!(st.sent, 151);
     let r = m.rules();
     assert_eq!(
@@ -565,7 +575,10 @@ fn rules_match_by_mac_and_by_the_vlan_tag_the_ring_took_off() {
         default_rule(""),
     );
     let st = forward_until(&c, 10_000_000, &mut rx, &mut tx, &mut m);
-    assert_eq!((st.received, st.sent, st.dropped.loss), (4, 2, 2));
+    assert_eq!(
+        (st.received, st.sent, st.dropped.get(EmuFate::Loss)),
+        (4, 2, 2)
+    );
     let r = m.rules();
     assert_eq!((r[0].frames(), r[1].frames()), (1, 1));
     // The VLAN 6 frame left with its tag, the untagged one without.
@@ -647,13 +660,12 @@ fn runtime_changes_keep_what_is_in_flight_and_name_rules_uniquely() {
 
 #[test]
 fn every_fate_but_sent_is_a_dropped_copy_and_ring_drops_are_not_copies() {
-    use wirelab_wire::record::EmuFate;
     let mut d = super::forward::Drops::default();
-    for f in EmuFate::KNOWN {
-        d.add(f);
+    for row in &wirelab_wire::FATES {
+        d.add(row.fate);
     }
     d.ring = 5;
-    assert_eq!(d.copies(), EmuFate::KNOWN.len() as u64 - 1);
+    assert_eq!(d.copies(), wirelab_wire::FATES.len() as u64 - 1);
     assert_eq!(d.total(), d.copies() + 5);
 }
 
@@ -676,7 +688,10 @@ fn ecn_capable_frames_are_marked_ce_instead_of_dropped() {
     let st = forward_until(&c, 100_000_000, &mut rx, &mut tx, &mut m);
     // Not-ECT frames are lost; ECT ones leave marked, DSCP kept, with a
     // right IPv4 header checksum.
-    assert_eq!((st.received, st.sent, st.dropped.loss), (20, 10, 10));
+    assert_eq!(
+        (st.received, st.sent, st.dropped.get(EmuFate::Loss)),
+        (20, 10, 10)
+    );
     assert_eq!(m.default_link().link.counters().ecn_marked, 10);
     for d in &tx.sent {
         assert_eq!(frame_no(&d.bytes) % 2, 0);

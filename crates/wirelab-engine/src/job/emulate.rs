@@ -4,6 +4,7 @@
 use super::rt::RtSetup;
 use crate::emulate::forward::Bucket;
 use crate::emulate::mmlog::{MmLogFile, MmLogged};
+use crate::emulate::rules::fate_of;
 use crate::emulate::{
     forward, Drops, ForwardConfig, ForwardStats, LinkModel, LiveDir, Outputs, Recorded, Tap,
 };
@@ -22,7 +23,9 @@ use wirelab_io::packet_sock::{PacketError, PacketSocket};
 use wirelab_io::ring_frames::{FrameRing, FrameRingConfig, FrameRingStats};
 use wirelab_io::rt::RtError;
 use wirelab_io::MonoClock;
+use wirelab_link::DropReason;
 use wirelab_wire::ethernet::{HEADER_BYTES, VLAN_TAG_BYTES};
+use wirelab_wire::record::EmuFate;
 use wirelab_wire::record::Role;
 
 /// Why the emulator could not start or went on.
@@ -451,7 +454,7 @@ pub struct DirReport<'a> {
     /// front of the emulator). `received + duplicates = sent + dropped`
     /// (without `ring`).
     pub dropped: Drops,
-    /// The same as `dropped.send_failure` and `dropped.ring`.
+    /// The same as `dropped.get(EmuFate::SendFailure)` and `dropped.ring`.
     pub send_failures: u64,
     pub ring_drops: u64,
     /// The default stages' link model counters.
@@ -497,7 +500,7 @@ fn dir_report(r: &DirectionRun<DirModel>) -> DirReport<'_> {
         duplicates: f.duplicates,
         corrupted: f.corrupted,
         dropped,
-        send_failures: dropped.send_failure,
+        send_failures: dropped.get(EmuFate::SendFailure),
         ring_drops: dropped.ring,
         link: d.link.counters(),
         lateness: f.lateness,
@@ -524,7 +527,6 @@ fn rule_report(l: &RuleLink) -> RuleReport<'_> {
 fn drops_text(d: &Drops) -> String {
     let why: Vec<String> = d
         .by_reason()
-        .iter()
         .filter(|r| r.1 > 0)
         .map(|(n, v)| format!("{} {v}", n.replace('_', " ")))
         .collect();
@@ -535,19 +537,14 @@ fn drops_text(d: &Drops) -> String {
     }
 }
 
+/// The link model's drops as the copies' fates count them (`--json` has
+/// the model's own split, e.g. AQM and DRD both count as `queue` here).
 fn link_drops(c: &wirelab_link::LinkCounters) -> Drops {
-    let x = &c.dropped;
-    Drops {
-        loss: x.loss,
-        trace: x.trace,
-        trace_end: x.trace_end,
-        limit: x.limit,
-        horizon: x.horizon,
-        // As the copies' fates count them (`--json` has the split).
-        queue: x.aqm + x.drd,
-        link_down: x.link_dead,
-        ..Drops::default()
+    let mut d = Drops::default();
+    for reason in DropReason::ALL {
+        d.fates.add_n(fate_of(reason), c.dropped.get(reason));
     }
+    d
 }
 
 fn stages_text(s: &str) -> &str {

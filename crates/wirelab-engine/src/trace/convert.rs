@@ -60,16 +60,17 @@ impl Convert {
             .map_err(|e| match e {
                 ConvertError::Read(e) => e.in_file(path.clone()).into(),
                 ConvertError::Write {
-                    source: WriteError::Unrepresentable(message),
+                    cause: WriteError::Unrepresentable(message),
                     record,
                 } => TraceJobError::Unrepresentable {
                     path: path.clone(),
                     record,
                     message,
                 },
-                ConvertError::Write { record, source } => {
-                    TraceJobError::write(&self.output, record, source)
-                }
+                ConvertError::Write {
+                    record,
+                    cause: source,
+                } => TraceJobError::write(&self.output, record, source),
                 ConvertError::Row { line, message } => TraceJobError::Row {
                     path: path.clone(),
                     line,

@@ -135,7 +135,10 @@ pub(crate) fn writer(
     path: &str,
 ) -> Result<Writer, TraceJobError> {
     PacketWriter::new(format, opts, out).map_err(|e| match e {
-        ConvertError::Write { record, source } => TraceJobError::write(path, record, source),
+        ConvertError::Write {
+            record,
+            cause: source,
+        } => TraceJobError::write(path, record, source),
         e => TraceJobError::Convert(e),
     })
 }

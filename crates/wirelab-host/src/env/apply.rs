@@ -111,10 +111,10 @@ pub enum EnvError {
     NeedsInterface(String),
     #[error("cannot read {target} ({why}); nothing was changed")]
     Read { target: Box<Target>, why: String },
-    #[error("cannot write the revert file {}: {source} (changing the environment needs root)", .path.display())]
+    #[error("cannot write the revert file {}: {cause} (changing the environment needs root)", .path.display())]
     State {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("cannot set {target} to {value} ({why}); {undo}")]
     Apply {
@@ -332,7 +332,7 @@ fn write_file(dir: &Path, f: &RevertFile) -> Result<(), EnvError> {
     let path = file_of(dir, &f.token);
     let err = |source| EnvError::State {
         path: path.clone(),
-        source,
+        cause: source,
     };
     std::fs::DirBuilder::new()
         .recursive(true)

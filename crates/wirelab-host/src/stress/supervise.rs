@@ -45,8 +45,8 @@ pub enum SuperviseError {
     Subreaper(io::Error),
     #[error("cannot duplicate stderr for the stressor's output: {0}")]
     Stderr(io::Error),
-    #[error("cannot write {path}: {source}")]
-    Ready { path: PathBuf, source: io::Error },
+    #[error("cannot write {path}: {cause}")]
+    Ready { path: PathBuf, cause: io::Error },
 }
 
 /// How to run the parts.
@@ -235,7 +235,7 @@ fn run_until_end(
         fs::write(path, format!("{}\n", serde_json::json!({ "pids": pids }))).map_err(
             |source| SuperviseError::Ready {
                 path: path.to_path_buf(),
-                source,
+                cause: source,
             },
         )?;
     }
