@@ -32,8 +32,11 @@ pub mod fuzz_trace_nist;
 pub mod fuzz_trace_pktcsv;
 pub mod fuzz_units;
 
-/// Every target by name (its fuzz_targets/ file and corpus directory), with its body.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+/// A target's name (its fuzz_targets/ file and corpus directory) and body.
+pub type Entry = (&'static str, fn(&[u8]));
+
+/// Every target.
+pub const TARGETS: &[Entry] = &[
     ("fuzz_agent_proto", fuzz_agent_proto::run),
     ("fuzz_analyze", fuzz_analyze::run),
     ("fuzz_cache", fuzz_cache::run),

@@ -325,7 +325,7 @@ fn probe_seqs(cap: &std::path::Path) -> Vec<(u16, u64)> {
 /// Two UDP flows (ports 5001 and 5002, 1000 frames/s of 1042 bytes each,
 /// 8.3 Mbit/s) from A into a 4 Mbit/s link, through `per-flow dport` (a
 /// pipe per flow) and `sched drr weights 1,3`: the emulator counts the two
-/// flows, its books balance with what tcpdump saw at B, and each flow
+/// flows, its books balance with what B's interface received, and each flow
 /// arrives in order. The rates they get are timing, not asserted here
 /// (see the comment in the test).
 #[test]
@@ -340,6 +340,7 @@ fn per_flow_pipes_and_drr_weights_share_the_rate_by_flow() {
         "rate 4mbit sched drr weights 1,3 limit 800",
     ] {
         let cap = emu.dir.join("b.pcap");
+        let b0 = emu.counter("b", &b_dev, "rx_packets");
         let td = tcpdump_udp(&emu, "b", &b_dev, &cap);
         let em = emu.emulate(&["--a2b", stages]);
         std::thread::sleep(Duration::from_millis(300));
@@ -365,7 +366,8 @@ fn per_flow_pipes_and_drr_weights_share_the_rate_by_flow() {
         assert_eq!(r["a2b"]["link"]["flows"], 2, "{r}");
         assert_eq!(r["a2b"]["link"]["flow_overflow"], 0, "{r}");
         // Exact counts and order, no rates: every frame the emulator sent
-        // reached B (tcpdump counts it), each flow in its own order, and
+        // reached B (B's interface counts it; tcpdump may miss a few under
+        // load, so it judges only order), each flow in its own order, and
         // both flows got through while both sent. The shares themselves
         // (4 Mbit/s per pipe, 1 : 3 under drr) are timing: checked on a
         // virtual clock in crates/wirelab-link/src/tests_flows.rs and
@@ -377,21 +379,28 @@ fn per_flow_pipes_and_drr_weights_share_the_rate_by_flow() {
             .values()
             .map(n)
             .sum();
+        // What a queue still held when the emulator stopped is counted
+        // as unsent (the drain after the senders is a guess on a loaded
+        // machine; the books are exact either way).
+        let unsent = n(&a2b["dropped"]["unsent"]);
         assert_eq!(
-            n(&a2b["sent"]) + dropped,
+            n(&a2b["sent"]) + dropped + unsent,
             n(&a2b["received"]),
             "{stages}: {r}"
         );
+        let b_rx = emu.counter("b", &b_dev, "rx_packets") - b0;
+        assert_eq!(b_rx, n(&a2b["sent"]), "{stages}: frames at B: {r}");
         let seqs = probe_seqs(&cap);
-        assert_eq!(
-            seqs.len() as u64,
-            n(&a2b["sent"]),
-            "{stages}: frames at B: {r}"
+        assert!(
+            seqs.len() as u64 <= b_rx,
+            "{stages}: tcpdump saw more than B got"
         );
+        // Sequence numbers never go back (the three end-of-flow repeats
+        // of the last probe repeat its number).
         for port in [5001, 5002] {
             let mine: Vec<u64> = seqs.iter().filter(|f| f.0 == port).map(|f| f.1).collect();
             assert!(
-                mine.windows(2).all(|w| w[0] < w[1]),
+                mine.windows(2).all(|w| w[0] <= w[1]),
                 "{stages}: {port} out of order"
             );
             assert!(!mine.is_empty(), "{stages}: nothing of {port} at B");

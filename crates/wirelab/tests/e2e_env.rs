@@ -50,12 +50,15 @@ fn differences(before: &Path, host: &str, extra: &[String]) -> Vec<Value> {
     d["differences"].as_array().unwrap().clone()
 }
 
+/// A test interface's MTU and `ip_forward`, as read from /sys and /proc.
+type Settings = (String, String);
+
 /// Both lab hosts' environments before a campaign, as files in its
 /// directory, and what the campaign changes (each host's test interface's
 /// MTU and `ip_forward`) read directly from /sys and /proc.
 struct Before {
     hosts: [(String, PathBuf); 2],
-    direct: [(String, String, (String, String)); 2],
+    direct: [(String, String, Settings); 2],
 }
 
 impl Before {
@@ -83,7 +86,7 @@ impl Before {
 
     /// What differs now, read directly (not through wirelab's snapshot
     /// code): (namespace, (MTU, ip_forward) before, now).
-    fn direct_differences(&self) -> Vec<(String, (String, String), (String, String))> {
+    fn direct_differences(&self) -> Vec<(String, Settings, Settings)> {
         self.direct
             .iter()
             .filter_map(|(ns, dev, was)| {
@@ -429,7 +432,7 @@ fn a_lost_ssh_connection_leaves_the_environment_as_it_was() {
 }
 
 /// The MTU of `dev` and `ip_forward` in namespace `ns`, read directly.
-fn settings_in(ns: &str, dev: &str) -> (String, String) {
+fn settings_in(ns: &str, dev: &str) -> Settings {
     (
         read_in(ns, &format!("/sys/class/net/{dev}/mtu")),
         read_in(ns, "/proc/sys/net/ipv4/ip_forward"),
