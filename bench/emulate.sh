@@ -29,7 +29,13 @@
 #            frames), wirelab `rate` vs tbf, from B's rx_bytes
 #
 #   gbit     the same with 1518-byte frames, one way: Gbit/s of L2 bytes
-# Usage: sudo bench/emulate.sh [--quick] [--only "delay tableb1 maxpps gbit rate"] [--rt PRIO] [--keep]
+#   flows    two flows (ports 5001, 5002; 1 kpps of 1000-byte payloads each)
+#            into `rate 4mbit` with a pipe per flow (each should get 4 Mbit/s)
+#            and with `sched drr weights 1,3` (1 : 3 of 4 Mbit/s): Mbit/s per
+#            port from B's tcpdump stamps over 2 s while both send. Printed,
+#            not judged (crates/wirelab-link/src/tests_flows.rs checks the
+#            shares on a virtual clock; the e2e test checks the counts).
+# Usage: sudo bench/emulate.sh [--quick] [--only "delay tableb1 maxpps gbit rate flows"] [--rt PRIO] [--keep]
 #   --quick   shorter runs and fewer steps (about 1 minute instead of 3)
 #   --rt PRIO delay and Table B.1 also with `wirelab-rt`: wirelab emulate
 #             --rt-priority PRIO (default 50; 0 leaves it out)
@@ -40,7 +46,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 WIRELAB="${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/wirelab"
 
 QUICK=0
-ONLY="delay tableb1 maxpps gbit rate"
+ONLY="delay tableb1 maxpps gbit rate flows"
 RT=50
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -48,7 +54,7 @@ while [ $# -gt 0 ]; do
         --only) ONLY="$2"; shift 2 ;;
         --rt) RT="$2"; shift 2 ;;
         --keep) KEEP_WORK=1; shift ;;
-        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
 done
@@ -371,6 +377,50 @@ run_gbit() {
     PPS_STEPS="$saved"
 }
 
+# run_flows — per-flow pipes and DRR weights, measured (see the header).
+run_flows() {
+    log "flows: two 8 Mbit/s flows into 4 Mbit/s, per-flow pipes and drr weights 1,3"
+    local stages
+    for stages in "rate 4mbit queue droptail packets=400 per-flow dport" \
+        "rate 4mbit sched drr weights 1,3 limit 800"; do
+        emu_start "$stages" ""
+        rm -f "$WORK/flows.pcap"
+        bg "$NS_B" td-flows tcpdump -i "$IF_B" -Q in -nn -s 64 -B 65536 \
+            --time-stamp-precision=nano -w "$WORK/flows.pcap" udp
+        local td=$BG_PID
+        sleep 0.5
+        nsa "$WIRELAB" send "$IP_TO_B" --port 5001 --rate 1kpps --size 1000 -d 3.5s \
+            >/dev/null 2>"$WORK/send1.err" &
+        local s1=$!
+        sleep 0.3
+        nsa "$WIRELAB" send "$IP_TO_B" --port 5002 --rate 1kpps --size 1000 -d 3s \
+            >/dev/null 2>"$WORK/send2.err" || die "wirelab send failed: $(cat "$WORK/send2.err")"
+        wait "$s1" || die "wirelab send failed: $(cat "$WORK/send1.err")"
+        sleep 1.5
+        emu_stop
+        stop_pid "$td" TERM
+        # Mbit/s per destination port over 2 s from 0.5 s after port 5002's
+        # first frame (ns pcap, Ethernet + IPv4 + UDP).
+        python3 - "$WORK/flows.pcap" "$stages" <<'EOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+frames, off = [], 24
+while off + 16 <= len(b):
+    s, ns, cl, ln = struct.unpack_from("<IIII", b, off)
+    f = b[off + 16:off + 16 + cl]
+    if len(f) >= 38:
+        frames.append((s * 10**9 + ns, struct.unpack_from(">H", f, 36)[0], ln))
+    off += 16 + cl
+start = min(t for t, p, _ in frames if p == 5002) + 500_000_000
+bits = {p: sum(l * 8 for t, q, l in frames if q == p and start <= t < start + 2 * 10**9) / 2e6
+        for p in (5001, 5002)}
+ratio = bits[5002] / bits[5001] if bits[5001] else float("nan")
+print("%-52s port 5001 %.3f Mbit/s, port 5002 %.3f Mbit/s, 5002:5001 %.3f"
+      % (sys.argv[2], bits[5001], bits[5002], ratio))
+EOF
+    done
+}
+
 run_rate() {
     log "rate accuracy: 1, 10, 100 Mbit/s, 150 % offered with 1500-byte frames, $RATE_S s each"
     local mbit mode pps n
@@ -507,7 +557,8 @@ for part in $ONLY; do
         maxpps) run_maxpps ;;
         gbit) run_gbit ;;
         rate) run_rate ;;
-        *) die "unknown part $part (delay tableb1 maxpps gbit rate)" ;;
+        flows) run_flows ;;
+        *) die "unknown part $part (delay tableb1 maxpps gbit rate flows)" ;;
     esac
 done
 print_tables

@@ -15,6 +15,8 @@ command -v tcpreplay >/dev/null || need+=(tcpreplay)
 command -v stress-ng >/dev/null || need+=(stress-ng)
 command -v gzip >/dev/null || need+=(gzip)
 command -v python3 >/dev/null || need+=(python3)
+# `python3 -m venv` needs ensurepip, which Debian and Ubuntu ship in python3-venv.
+python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 command -v ssh >/dev/null || need+=(openssh-client)
 command -v ssh-keygen >/dev/null || need+=(openssh-client)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
@@ -31,10 +33,22 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-# The Prometheus project's own exposition parser checks `wirelab run`'s
-# /metrics in the tests.
-python3 -c 'import prometheus_client' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore 'prometheus_client>=0.20'
-# Independent Parquet readers check `wirelab export`'s files in the tests
-# and bench/report.sh: pyarrow and DuckDB's Python package.
-python3 -c 'import pyarrow' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore 'pyarrow>=14'
-python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore 'duckdb>=1.0'
+# Python modules the tests use: the Prometheus project's exposition parser checks
+# `wirelab run`'s /metrics; pyarrow and DuckDB's Python package read `wirelab export`'s
+# Parquet files (also in bench/report.sh). Debian 12 and Ubuntu 24.04 mark the system
+# Python externally managed (pip refuses to install into it), so the missing ones go into
+# a venv, $WIRELAB_VENV (default target/pyenv), made with --system-site-packages so that
+# modules the system already has are used as they are. scripts/test.sh puts its bin/
+# first on PATH. Prints nothing when nothing is missing.
+venv="${WIRELAB_VENV:-$(cd "$(dirname "$0")/.." && pwd)/target/pyenv}"
+py=python3
+[ -x "$venv/bin/python3" ] && py="$venv/bin/python3"
+missing=()
+for spec in 'prometheus_client>=0.20' 'pyarrow>=14' 'duckdb>=1.0'; do
+  "$py" -c "import ${spec%%>=*}" 2>/dev/null || missing+=("$spec")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing into $venv: ${missing[*]}" >&2
+  [ -x "$venv/bin/python3" ] || python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/python3" -m pip install -q "${missing[@]}"
+fi

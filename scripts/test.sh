@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# The Python modules install-deps.sh put in its venv (if it made one).
+venv="${WIRELAB_VENV:-$PWD/target/pyenv}"
+if [ -x "$venv/bin/python3" ]; then export PATH="$venv/bin:$PATH"; fi
 cargo build --release -p wirelab --locked
 WIRELAB_SKIP_LOG="$(mktemp -t wirelab-skips.XXXXXX)"
 export WIRELAB_SKIP_LOG

@@ -1,25 +1,8 @@
-//! The LUNA probe parser (the 21-byte layout of the LUNA thesis) over arbitrary
-//! bytes: never panics, and a probe that parses re-emits to the same bytes.
+//! The body is `wirelab_fuzz::fuzz_luna::run` (fuzz/src/fuzz_luna.rs), which the
+//! workspace's corpus test (crates/wirelab/tests/fuzz_corpus.rs) also runs
+//! over every file of fuzz/corpus/fuzz_luna.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirelab_wire::luna::{stamp_tx_ns, LunaProbe, LUNA_LEN};
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(l) = LunaProbe::parse(data) {
-        let mut b = [0u8; LUNA_LEN];
-        assert_eq!(l.emit(&mut b), Some(LUNA_LEN));
-        assert_eq!(&b[..], &data[..LUNA_LEN]);
-        let _ = l.is_echo_request();
-    }
-    // Stamping rewrites the 16 time bytes only, and a stamped probe parses to that time.
-    let mut b = data.to_vec();
-    if stamp_tx_ns(&mut b, 1_700_000_000_123_456_789) {
-        assert_eq!((&b[..4], &b[20..]), (&data[..4], &data[20..]));
-        if let Ok(l) = LunaProbe::parse(&b) {
-            assert_eq!(l.tx_ns, 1_700_000_000_123_456_789);
-        }
-    } else {
-        assert!(data.len() < 20);
-    }
-});
+fuzz_target!(|data: &[u8]| wirelab_fuzz::fuzz_luna::run(data));

@@ -1,28 +1,8 @@
-//! The delays reader over arbitrary bytes: it ends within one item per
-//! input byte, and what it reads survives a write/read round trip (the
-//! writer keeps every nanosecond). Nothing may panic.
+//! The body is `wirelab_fuzz::fuzz_trace_delays::run` (fuzz/src/fuzz_trace_delays.rs), which the
+//! workspace's corpus test (crates/wirelab/tests/fuzz_corpus.rs) also runs
+//! over every file of fuzz/corpus/fuzz_trace_delays.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wirelab_trace::delays::{DelaysReader, DelaysWriter};
-use wirelab_trace::{Action, NegPolicy};
 
-fuzz_target!(|data: &[u8]| {
-    for neg in [NegPolicy::Error, NegPolicy::Zero] {
-        let items: Vec<_> = DelaysReader::new(data, neg).take(data.len() + 2).collect();
-        assert!(items.len() <= data.len() + 1);
-        let ok: Vec<Action> = items.into_iter().filter_map(Result::ok).collect();
-        if ok.is_empty() {
-            continue;
-        }
-        let mut w = DelaysWriter::new(Vec::new());
-        for a in &ok {
-            w.write(a).expect("the delays reader yields no duplicates");
-        }
-        let text = w.finish().expect("Vec output");
-        let back: Vec<Action> = DelaysReader::new(&text[..], NegPolicy::Error)
-            .map(|r| r.expect("written lines read back"))
-            .collect();
-        assert_eq!(back, ok);
-    }
-});
+fuzz_target!(|data: &[u8]| wirelab_fuzz::fuzz_trace_delays::run(data));

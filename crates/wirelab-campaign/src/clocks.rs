@@ -213,11 +213,23 @@ fn clock_err(host: &str, e: clocksync::ClockError) -> RunError {
 
 fn probe_all<'h>(
     hosts: impl IntoIterator<Item = &'h str>,
-    mut time: impl FnMut(&str) -> Result<AgentTime, RunError>,
+    time: impl FnMut(&str) -> Result<AgentTime, RunError>,
 ) -> Result<BTreeMap<String, Estimate>, RunError> {
     // Both ends' stamps are quantized; the agent's clock is taken to
     // resolve like the controller's.
     let resolution = 2 * wirelab_io::clock::real_resolution_ns();
+    probe_all_on(hosts, time, wirelab_io::clock::real_ns, resolution)
+}
+
+/// [`probe_all`] with the controller's clock `now` and the stamps'
+/// `resolution_ns` given: the virtual-clock tests inject the path's delays
+/// through `now` and `time`.
+fn probe_all_on<'h>(
+    hosts: impl IntoIterator<Item = &'h str>,
+    mut time: impl FnMut(&str) -> Result<AgentTime, RunError>,
+    mut now: impl FnMut() -> u64,
+    resolution_ns: u64,
+) -> Result<BTreeMap<String, Estimate>, RunError> {
     let mut out = BTreeMap::new();
     for h in hosts {
         if out.contains_key(h) {
@@ -225,9 +237,9 @@ fn probe_all<'h>(
         }
         let mut probes = Vec::with_capacity(PROBES);
         for _ in 0..PROBES {
-            let t1 = wirelab_io::clock::real_ns();
+            let t1 = now();
             let t = time(h)?;
-            let t4 = wirelab_io::clock::real_ns();
+            let t4 = now();
             // The agent reads its clock once: T2 = T3, its hold time is
             // part of δ.
             probes.push(Probe {
@@ -237,11 +249,14 @@ fn probe_all<'h>(
                 t4,
             });
         }
-        let e = clocksync::estimate(&probes, resolution).map_err(|e| clock_err(h, e))?;
+        let e = clocksync::estimate(&probes, resolution_ns).map_err(|e| clock_err(h, e))?;
         out.insert(h.to_string(), e);
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests_virtual;
 
 #[cfg(test)]
 mod tests {

@@ -736,12 +736,43 @@ fn recorded_decisions_replay_exactly() {
     assert!(!replay.trace_ended());
 }
 
+/// The counters serialize with the names the emulator's JSON report and
+/// its readers use (`dropped.loss`, …), each drop reason as its `name()`,
+/// and with the values counted.
 #[test]
-fn counters_are_serializable() {
-    fn serializable<T: serde::Serialize>(_: &T) {}
-    let l = link("", 1);
-    serializable(l.counters());
-    serializable(&DropReason::TraceEnd);
+fn counters_serialize_with_their_report_names_and_values() {
+    let mut l = link("loss random 50%", 1);
+    let mut out = Vec::new();
+    for i in 0..100u64 {
+        l.arrive(i * 1_000, 100, i, false);
+    }
+    l.pop_due(1_000_000_000, &mut out);
+    let c = l.counters();
+    let v = serde_json::to_value(c).unwrap();
+    assert_eq!(v["arrivals"], 100, "{v}");
+    assert_eq!(v["released"], out.len() as u64, "{v}");
+    assert_eq!(v["dropped"]["loss"], c.dropped.loss, "{v}");
+    assert!(c.dropped.loss > 0 && c.dropped.loss < 100, "{v}");
+    assert_eq!(c.dropped.loss + out.len() as u64, 100, "{v}");
+    let reasons = [
+        DropReason::Loss,
+        DropReason::Trace,
+        DropReason::TraceEnd,
+        DropReason::Limit,
+        DropReason::Horizon,
+        DropReason::Aqm,
+        DropReason::Drd,
+        DropReason::LinkDead,
+    ];
+    for r in reasons {
+        assert_eq!(serde_json::to_value(r).unwrap(), r.name());
+        assert!(v["dropped"].get(r.name()).is_some(), "{}: {v}", r.name());
+    }
+    assert_eq!(
+        v["dropped"].as_object().unwrap().len(),
+        reasons.len(),
+        "{v}"
+    );
 }
 
 fn stage_list(

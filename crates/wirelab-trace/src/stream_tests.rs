@@ -1,9 +1,8 @@
 //! Large synthetic traces generated on the fly through `Read` (never held
-//! whole): readers finish them with their own storage bounded. Rates are
-//! printed for a look, never asserted.
+//! whole): readers finish them with their own storage bounded. Their
+//! rates are a benchmark's (bench/trace_readers.sh), not a test's.
 
 use std::io::{BufReader, Read};
-use std::time::Instant;
 
 use super::cursor::{AtEnd, OnError, TraceCursor};
 use super::delays::DelaysReader;
@@ -75,11 +74,6 @@ impl<F: FnMut(u64, &mut Vec<u8>)> Read for Synth<F> {
 
 const BUF: usize = 64 * 1024;
 
-fn rate(what: &str, bytes: u64, start: Instant) {
-    let s = start.elapsed().as_secs_f64();
-    eprintln!("{what}: {:.0} MB/s ({bytes} bytes)", bytes as f64 / s / 1e6);
-}
-
 #[test]
 fn ten_million_nist_bin_records_stream() {
     const N: u64 = 10_000_000;
@@ -91,13 +85,11 @@ fn ten_million_nist_bin_records_stream() {
         ByteOrder::Little,
         NegPolicy::Error,
     );
-    let start = Instant::now();
     let mut i = 0u64;
     for a in reader.by_ref() {
         assert_eq!(a, Ok(action(i)), "record {i}");
         i += 1;
     }
-    rate("nist-bin read", N * 4, start);
     assert_eq!(i, N);
     assert_eq!(reader.records(), N);
     // The only storage is the BufReader's fixed buffer.
@@ -116,7 +108,6 @@ fn a_million_delay_lines_stream_with_a_bounded_line_buffer() {
         out.extend_from_slice(line.as_bytes());
     });
     let mut reader = DelaysReader::new(BufReader::with_capacity(BUF, src), NegPolicy::Error);
-    let start = Instant::now();
     let mut i = 0u64;
     for a in reader.by_ref() {
         let want = match i % 10 {
@@ -131,7 +122,6 @@ fn a_million_delay_lines_stream_with_a_bounded_line_buffer() {
         assert_eq!(a, Ok(want), "record {i}");
         i += 1;
     }
-    rate("delays read", reader.get_mut().get_ref().bytes, start);
     assert_eq!(i, N);
     assert!(reader.buffer_capacity() <= 2 * MAX_LINE);
 }
@@ -195,76 +185,5 @@ impl<R: std::io::BufRead> super::PacketSource for NoRestart<PacketReader<R>> {
             },
             ErrorKind::Io("a pipe cannot start over".into()),
         ))
-    }
-}
-
-/// Seconds of the fastest of three runs of `read` (the machine may be
-/// shared); each run must read `n` items.
-fn best_of_three(n: u64, mut read: impl FnMut() -> u64) -> f64 {
-    let mut best = f64::MAX;
-    for _ in 0..3 {
-        let start = Instant::now();
-        assert_eq!(read(), n);
-        best = best.min(start.elapsed().as_secs_f64());
-    }
-    best
-}
-
-#[test]
-fn throughput_from_memory() {
-    // The readers alone (no generator), each format; rates mean something
-    // only in a release build (`cargo test --release ... -- --nocapture`).
-    const N: u64 = if cfg!(debug_assertions) {
-        1 << 14
-    } else {
-        1 << 22
-    };
-    let actions: Vec<Action> = (0..N).map(action).collect();
-    let o = TraceOptions::default();
-    for format in [
-        Format::NistBin,
-        Format::NistTxt,
-        Format::Delays,
-        Format::PktCsv,
-    ] {
-        let mut w = super::PacketWriter::new(format, &o, Vec::new()).unwrap();
-        for a in &actions {
-            // The delays format has no duplicate: write those as drops.
-            let a = match (format, a) {
-                (Format::Delays, Action::Duplicate { .. }) => Action::Drop,
-                _ => *a,
-            };
-            w.write(&a.into()).unwrap();
-        }
-        let bytes = w.finish().unwrap();
-        let best = best_of_three(N, || {
-            let mut n = 0u64;
-            for rec in PacketReader::new(format, &o, &bytes[..]).unwrap() {
-                if let Action::Delay { delay_ns } = rec.unwrap().action {
-                    std::hint::black_box(delay_ns);
-                }
-                n += 1;
-            }
-            n
-        });
-        eprintln!(
-            "{format} through PacketReader: {:.0} MB/s",
-            bytes.len() as f64 / best / 1e6
-        );
-        if format == Format::NistBin {
-            // The reader alone, as `validate` uses it.
-            let best = best_of_three(N, || {
-                let mut n = 0u64;
-                for a in NistBinReader::new(&bytes[..], ByteOrder::Little, NegPolicy::Error) {
-                    std::hint::black_box(a.unwrap());
-                    n += 1;
-                }
-                n
-            });
-            eprintln!(
-                "nist-bin reader alone: {:.0} MB/s",
-                bytes.len() as f64 / best / 1e6
-            );
-        }
     }
 }

@@ -8,8 +8,8 @@
 
 mod common;
 
-use common::bundle::{derives_again, run_campaign, summary_rows};
-use common::files::{json_file, schedule_start, scratch, text};
+use common::bundle::{check_common_start, derives_again, run_campaign, summary_rows};
+use common::files::{json_file, scratch, text};
 use common::{exe, netns_available};
 use serde_json::Value;
 use std::io::BufReader;
@@ -70,58 +70,34 @@ stages = "delay 5ms"
 }
 
 /// Checks one flow's row: every probe through, θ within `theta` ± U, the
-/// corrected OWD on the path's 5 ms ± U; returns U.
+/// corrected OWD never below the path's 5 ms − U; returns U. Nothing here
+/// bounds a real timing from above: how small U comes out and how close
+/// to 5 ms the fastest probe is depend on the machine's load, and are
+/// checked on a virtual clock with injected delays and noise instead
+/// (wirelab-campaign's clocks/tests_virtual.rs) and measured by bench/run.sh.
 fn check_flow(r: &Value, theta_ns: i64) -> u64 {
     for (k, v) in [("sent", 400), ("received", 400), ("lost", 0)] {
         assert_eq!(r[k], v, "{k}: {r}");
     }
     assert_eq!(r["owd_relative"], false, "{r}");
     let u = r["owd_uncertainty_ns"].as_u64().unwrap();
-    // The performance target on one machine's namespaces is 50 µs; a
-    // loaded 2-core machine gets a generous margin (the probes' round trip
-    // through `ip netns exec` pipes is what U measures).
-    assert!(u > 0 && u <= 1_000_000, "U {u} ns: {r}");
+    assert!(u > 0, "U {u} ns: {r}");
+    // The true offset lies within θ ± U whatever the probes' delays (a
+    // slow probe widens U, it cannot move θ outside it): no load flakes it.
     let theta = r["owd_offset_ns"].as_i64().unwrap();
     assert!(
         (theta - theta_ns).unsigned_abs() <= u,
         "θ {theta} ns, want {theta_ns} ± {u}: {r}"
     );
-    // Corrected by an estimate good to ± U, the fastest probe crossed the
-    // emulator's 5 ms in at most 0.5 ms more (uncorrected, a 3 ms offset
-    // puts it near 8 or 2 ms). The mean also carries the emulator's and
-    // the senders' lateness under CPU contention (bench/run.sh measures it
-    // on a quiet machine): here it is only bounded below.
-    let (lo, hi) = (5.0 * MS - u as f64, 5.5 * MS + u as f64);
+    // The emulator holds every probe at least 5 ms; corrected by an
+    // estimate good to ± U, none can come out faster (uncorrected, a 3 ms
+    // offset puts the down flow near 2 ms). Lateness only adds.
+    let lo = 5.0 * MS - u as f64;
     let min = r["owd_min_ns"].as_i64().unwrap() as f64;
-    assert!(
-        (lo..=hi).contains(&min),
-        "min OWD {min} ns not in [{lo}, {hi}] ns: {r}"
-    );
+    assert!(min >= lo, "min OWD {min} ns below {lo} ns: {r}");
     let mean = r["owd_mean_ns"].as_f64().unwrap();
-    assert!(mean >= lo, "mean OWD {mean} ns below {lo} ns: {r}");
+    assert!(mean >= min, "mean OWD {mean} ns below the min {min}: {r}");
     u
-}
-
-/// The senders' starts, each moved onto the controller's clock with its
-/// host's offset: within 1 ms of each other (uncorrected, or with T0 given
-/// to every host unconverted, a 3 ms offset puts them 3 ms apart).
-fn check_common_start(b: &Path) {
-    let points = wirelab_campaign::bundle::read_points(b).unwrap();
-    assert_eq!(points.len(), 1);
-    let (pdir, p) = &points[0];
-    let mut starts = vec![];
-    for f in &p.flows {
-        let c = f.clock.as_ref().unwrap();
-        let file = json_file(&pdir.join(c.file.as_ref().unwrap()));
-        assert_eq!(file["schema"], "wirelab.run.clock/1");
-        assert_eq!(file["a"]["host"], f.from.as_str());
-        // θ of the sender's host at T0 (its clock minus the controller's).
-        let theta_a = file["a"]["line"]["offset_ns"].as_i64().unwrap();
-        let first = schedule_start(&pdir.join(f.tx.as_ref().unwrap()), 1_000_000);
-        starts.push(first as i64 - theta_a);
-    }
-    let gap = (starts[0] - starts[1]).unsigned_abs();
-    assert!(gap <= 1_000_000, "starts {starts:?}: {gap} ns apart");
 }
 
 #[test]
@@ -136,7 +112,7 @@ fn owd_through_a_5ms_emulator_is_absolute_with_its_uncertainty() {
     for f in ["up", "down"] {
         check_flow(&rows[f], 0);
     }
-    check_common_start(&b);
+    check_common_start(&b, |_| 1_000_000);
     derives_again(&b);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -161,8 +137,9 @@ fn an_injected_3ms_offset_is_recovered_and_corrected_both_ways() {
     let up = p.flows.iter().find(|f| f.name == "up").unwrap();
     let file = json_file(&pdir.join(up.clock.as_ref().unwrap().file.as_ref().unwrap()));
     let before_b = file["b"]["before"]["offset_ns"].as_i64().unwrap();
-    assert!((before_b - 3_000_000).abs() < 1_000_000, "{file}");
-    check_common_start(&b);
+    let u_b = file["b"]["before"]["uncertainty_ns"].as_i64().unwrap();
+    assert!((before_b - 3_000_000).abs() <= u_b, "{file}");
+    check_common_start(&b, |_| 1_000_000);
     derives_again(&b);
     let _ = std::fs::remove_dir_all(&dir);
 }

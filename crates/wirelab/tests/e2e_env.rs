@@ -3,7 +3,9 @@
 //! sysctl then `--revert` restoring both exactly, bad settings refused
 //! without a change, and a campaign's `[env] apply` in effect during its
 //! point and reverted after it, also when the controller is killed
-//! mid-point (`env --diff` empty).
+//! mid-point (`env --diff` empty), and `env --apply` and `wirelab run`
+//! SIGKILLed at many points leave whole revert files that restore /sys and
+//! /proc.
 
 mod common;
 
@@ -48,10 +50,15 @@ fn differences(before: &Path, host: &str, extra: &[String]) -> Vec<Value> {
     d["differences"].as_array().unwrap().clone()
 }
 
+/// A test interface's MTU and `ip_forward`, as read from /sys and /proc.
+type Settings = (String, String);
+
 /// Both lab hosts' environments before a campaign, as files in its
-/// directory.
+/// directory, and what the campaign changes (each host's test interface's
+/// MTU and `ip_forward`) read directly from /sys and /proc.
 struct Before {
     hosts: [(String, PathBuf); 2],
+    direct: [(String, String, Settings); 2],
 }
 
 impl Before {
@@ -61,27 +68,47 @@ impl Before {
             std::fs::write(&file, env(&[&host, "--json"], &[]).stdout).unwrap();
             (host, file)
         });
-        Before { hosts }
+        let direct = [(&lab.s, lab.tx_if()), (&lab.r, lab.rx_if())]
+            .map(|(ns, dev)| (ns.clone(), dev.to_string(), settings_in(ns, dev)));
+        for (ns, _, was) in &direct {
+            // What the campaign changes, so "as before" is not vacuous.
+            assert_eq!(was, &("1500".to_string(), "0".to_string()), "{ns}");
+        }
+        Before { hosts, direct }
     }
 
-    /// What differs now on each host.
+    /// What differs now on each host, by `wirelab env --diff`.
     fn differences(&self) -> [Vec<Value>; 2] {
         self.hosts
             .each_ref()
             .map(|(host, file)| differences(file, host, &[]))
     }
 
-    /// Waits (at most 20 s) until both hosts are as they were.
+    /// What differs now, read directly (not through wirelab's snapshot
+    /// code): (namespace, (MTU, ip_forward) before, now).
+    fn direct_differences(&self) -> Vec<(String, Settings, Settings)> {
+        self.direct
+            .iter()
+            .filter_map(|(ns, dev, was)| {
+                let now = settings_in(ns, dev);
+                (&now != was).then(|| (ns.clone(), was.clone(), now))
+            })
+            .collect()
+    }
+
+    /// Waits (at most 20 s) until both hosts are as they were: /sys and
+    /// /proc read directly, and `env --diff` agrees.
     fn wait_restored(&self) {
         let t0 = Instant::now();
         loop {
+            let direct = self.direct_differences();
             let d = self.differences();
-            if d.iter().all(Vec::is_empty) {
+            if direct.is_empty() && d.iter().all(Vec::is_empty) {
                 break;
             }
             assert!(
                 t0.elapsed() < Duration::from_secs(20),
-                "still changed: {d:?}"
+                "still changed: {direct:?}; env --diff: {d:?}"
             );
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -300,6 +327,7 @@ fn a_campaign_applies_env_for_its_points_and_reverts_it() {
         assert!(files.contains(&f), "{files:?}");
     }
     // Reverted after the last point.
+    assert_eq!(before.direct_differences(), []);
     assert_eq!(before.differences(), [Vec::<Value>::new(), Vec::new()]);
 
     // Without the settings the same flow cannot send: the campaign's
@@ -404,7 +432,7 @@ fn a_lost_ssh_connection_leaves_the_environment_as_it_was() {
 }
 
 /// The MTU of `dev` and `ip_forward` in namespace `ns`, read directly.
-fn settings_in(ns: &str, dev: &str) -> (String, String) {
+fn settings_in(ns: &str, dev: &str) -> Settings {
     (
         read_in(ns, &format!("/sys/class/net/{dev}/mtu")),
         read_in(ns, "/proc/sys/net/ipv4/ip_forward"),
@@ -530,4 +558,87 @@ fn a_killed_apply_leaves_its_revert_file_absent_or_whole() {
         }
     }
     eprintln!("20 kills over {span:?}: {absent} before the revert file, {present} after");
+}
+
+/// The namespace id (`net:[…]`) of namespace `ns`, as revert files name it.
+fn netns_id(ns: &str) -> String {
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns, "readlink", "/proc/self/ns/net"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// The revert files (not the temporary ones) that name one of `ids`.
+fn revert_files_naming(ids: &[String]) -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir("/run/wirelab/env") else {
+        return vec![];
+    };
+    dir.flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            ids.iter().any(|id| text.contains(id.as_str()))
+        })
+        .collect()
+}
+
+/// `wirelab run` with `[env] apply` SIGKILLed at points spread over a whole
+/// campaign (start, agents up, settings applied, flows, teardown): every
+/// revert file its agents leave is whole and reverts, and afterwards the
+/// hosts are as they were, read directly from /sys and /proc.
+#[test]
+fn a_killed_run_leaves_whole_revert_files_and_the_environment_restored() {
+    if !netns_available(&["ethtool"]) {
+        return;
+    }
+    let dir = scratch("env", "runkill");
+    let lab = common::Lab::new();
+    let before = Before::take(&dir, &lab);
+    let ids = [netns_id(&lab.s), netns_id(&lab.r)];
+    let control = control(&lab, 300, 6907);
+    // One whole run sets the span the kills are spread over.
+    let t0 = Instant::now();
+    let o = run_command(&dir, &control).arg("-q").output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let span = t0.elapsed();
+    before.wait_restored();
+    let mut left = 0;
+    for i in 0..12u32 {
+        let _ = std::fs::remove_dir_all(dir.join("results"));
+        let mut child = run_command(&dir, &control)
+            .arg("-q")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(span * i / 11);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // The agents see their input end, stop their children and revert.
+        for ns in [&lab.s, &lab.r] {
+            wait_no_process_in(ns);
+        }
+        for file in revert_files_naming(&ids) {
+            left += 1;
+            let f: Value = serde_json::from_slice(&std::fs::read(&file).unwrap())
+                .unwrap_or_else(|e| panic!("kill {i}: a torn revert file {file:?}: {e}"));
+            assert_eq!(f["schema"], "wirelab.env.revert/1", "{f}");
+            let ns = if f["netns"] == ids[0].as_str() {
+                &lab.s
+            } else {
+                &lab.r
+            };
+            let o = lab
+                .wirelab(ns)
+                .args(["env", "--revert", f["token"].as_str().unwrap()])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "kill {i}: {}", text(&o));
+        }
+        before.wait_restored();
+    }
+    eprintln!("12 kills over {span:?}: {left} revert files left for the test to revert");
+    let _ = std::fs::remove_dir_all(&dir);
 }

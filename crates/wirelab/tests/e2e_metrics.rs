@@ -97,7 +97,10 @@ fn metrics_parse_never_decrease_and_end_equal_to_the_results() {
     let status = child.wait().unwrap();
     let stderr = rest.join().unwrap();
     assert_eq!(status.code(), Some(3), "one point aborts: {stderr}");
-    assert!(files.len() >= 5, "{} scrapes", files.len());
+    // One scrape every 150 ms over the two points and the 3 s linger: about
+    // 40. Two (the least "never decrease" needs) is twenty times below
+    // that: fewer means the server stopped answering, not a slow machine.
+    assert!(files.len() >= 2, "{} scrapes", files.len());
     let scrapes = parse(&files);
 
     // Counters never decrease.

@@ -177,12 +177,33 @@ fn demo_builds_a_lab_reports_and_tears_it_down() {
     if !netns_available(&[]) {
         return;
     }
-    let out = run(std::process::Command::new(exe()).args(["demo", "--duration", "1s", "--json"]));
+    let keep = std::env::temp_dir().join(format!("wl-demo-keep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&keep);
+    let out = run(std::process::Command::new(exe())
+        .args(["demo", "--duration", "1s", "--json", "--keep"])
+        .arg(&keep));
     let v = json(&out);
     assert_eq!(v["schema"], "wirelab.analysis/1");
     let f = flow(&v, 1);
-    assert!(f["sent"].as_u64().unwrap() > 0, "{f}");
-    assert_eq!(f["sent"], f["received"], "{f}");
+    // The truth from the kept record files' sizes (64-byte records after
+    // the header): the sender wrote one record per probe sent; the
+    // receiver one per probe received and one per each of the three
+    // end-of-flow repeats of the last probe. A veth pair loses nothing.
+    let records = |name: &str| {
+        let b = std::fs::read(keep.join(name)).unwrap();
+        let header = 20 + u64::from(u32::from_le_bytes(b[16..20].try_into().unwrap()));
+        (b.len() as u64 - header) / 64
+    };
+    let sent = records("tx.wlr");
+    assert!(sent > 0, "{f}");
+    assert_eq!(f["sent"], sent, "{f}");
+    assert_eq!(f["received"], records("rx.wlr") - 3, "{f}");
+    assert_eq!(
+        (&f["lost"], &f["duplicates"]),
+        (&0.into(), &0.into()),
+        "{f}"
+    );
+    std::fs::remove_dir_all(&keep).unwrap();
     assert_eq!(f["sent_source"], "sender_records");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("joined by a veth pair"), "{err}");

@@ -228,10 +228,26 @@ fn lab_campaign_counts_exactly_starts_together_and_derives_again() {
         assert!(listed.contains(&want), "{listed:?}");
     }
     assert_eq!(listed.iter().filter(|p| p.ends_with(".wlr")).count(), 8);
-    assert_eq!(
-        wirelab_campaign::bundle::verify(&b).unwrap(),
-        Vec::<String>::new()
-    );
+    // Checked by coreutils' sha256sum, not wirelab's own hashing: each
+    // file's hash and size as listed.
+    let mut sums = String::new();
+    for f in m["files"].as_array().unwrap() {
+        let path = f["path"].as_str().unwrap();
+        sums += &format!("{}  {path}\n", f["sha256"].as_str().unwrap());
+        let bytes = std::fs::metadata(b.join(path)).unwrap().len();
+        assert_eq!(f["bytes"].as_u64(), Some(bytes), "{path}");
+    }
+    let mut sha = Command::new("sha256sum")
+        .args(["--check", "--strict", "--quiet", "-"])
+        .current_dir(&b)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut sha.stdin.take().unwrap(), sums.as_bytes()).unwrap();
+    let o = sha.wait_with_output().unwrap();
+    assert!(o.status.success(), "sha256sum --check: {}", text(&o));
     // The summary again from the records, twice, byte for byte.
     let stored = std::fs::read(b.join("summary.json")).unwrap();
     for _ in 0..2 {
@@ -394,7 +410,11 @@ stages = "loss 5%"
     assert_eq!(rows.len(), 1);
     let r = &rows[0];
     assert_eq!(r["status"], "aborted", "{r}");
-    assert!(r["sent"].as_u64().unwrap() <= 3000, "{r}");
+    // The abort, not the count, ended the flow: lost > 50 at 5 % comes
+    // near 1,000 probes (the first query) or 2,000; the flow's 20,000 is ten
+    // times that, so a slow machine's late abort still ends it early.
+    assert!(r["sent"].as_u64().unwrap() < 20_000, "{r}");
+    assert!(r["lost"].as_u64().unwrap() > 50, "{r}");
     let reason = r["reason"].as_str().unwrap();
     assert!(reason.contains("lost > 50"), "{reason}");
     assert_eq!(json_file(&b.join("manifest.json"))["exit_code"], 3);
@@ -437,7 +457,11 @@ fn ctrl_c_keeps_what_is_done_and_resume_runs_the_rest() {
         assert!(t0.elapsed() < Duration::from_secs(120), "no point finished");
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(1500));
+    // Into the second point (3000 probes at 1 ms: it cannot be done in
+    // under 3 s, as the sender's rate is a ceiling), then Ctrl-C: the
+    // 200 ms wait plus this loop's 50 ms polling is over ten times short of
+    // the point's 3 s, so "fewer than 3 points done" holds on a slow machine.
+    std::thread::sleep(Duration::from_millis(200));
     wirelab_io::process::kill(child.id(), signal_hook::consts::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));

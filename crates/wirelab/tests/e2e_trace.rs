@@ -445,6 +445,23 @@ fn maketable_writes_what_iproute2_writes() {
         "q.delays",
     ]);
     assert_eq!(d.text("q.delays").lines().count(), 10);
+    // iproute2's own input and maketable's output for it (testdata/SOURCES.md):
+    // the same bytes.
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/iproute2");
+    let input = testdata.join("experimental.dat");
+    d.ok(&[
+        "maketable",
+        "--fmt",
+        "delays",
+        input.to_str().unwrap(),
+        "-o",
+        "exp.dist",
+    ]);
+    let want = std::fs::read_to_string(testdata.join("experimental.dist")).unwrap();
+    assert!(
+        d.text("exp.dist") == want,
+        "differs from iproute2's maketable output"
+    );
     d.write("one.delays", b"5\n");
     let e = d.bad(&["maketable", "one.delays", "-o", "x.dist"]);
     assert_eq!(

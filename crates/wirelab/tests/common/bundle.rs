@@ -2,7 +2,7 @@
 //! run` on it, the one results bundle it made, its points and summary rows.
 
 use super::exe;
-use super::files::{json_file, text};
+use super::files::{json_file, schedule_start, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -111,4 +111,43 @@ fn only_entry(d: &Path, context: &str) -> PathBuf {
         .unwrap_or_default();
     assert_eq!(entries.len(), 1, "{}: {entries:?}\n{context}", d.display());
     entries[0].clone()
+}
+
+/// The senders' starts (`interval_ns` gives each flow's interval by name):
+/// every flow shares one T0 on the controller's clock;
+/// each sender was given T0 moved onto its own clock by its host's
+/// estimate before the point (`sender_t0_unix_ns`), and its schedule did
+/// not start before that (a probe never leaves early; lateness only makes
+/// it later, so no load flakes this). That the two start together within
+/// their hosts' U is checked on a virtual clock (clocks/tests_virtual.rs).
+pub fn check_common_start(b: &Path, interval_ns: impl Fn(&str) -> u64) {
+    let points = wirelab_campaign::bundle::read_points(b).unwrap();
+    assert_eq!(points.len(), 1);
+    let (pdir, p) = &points[0];
+    let mut t0s = vec![];
+    for f in &p.flows {
+        let c = f.clock.as_ref().unwrap();
+        let file = json_file(&pdir.join(c.file.as_ref().unwrap()));
+        assert_eq!(file["schema"], "wirelab.run.clock/1");
+        assert_eq!(file["a"]["host"], f.from.as_str());
+        let before_a = file["a"]["before"]["offset_ns"].as_i64().unwrap();
+        assert_eq!(
+            c.sender_t0_unix_ns,
+            c.at_unix_ns.saturating_add_signed(before_a),
+            "{}: T0 on the sender's clock",
+            f.name
+        );
+        let first = schedule_start(&pdir.join(f.tx.as_ref().unwrap()), interval_ns(&f.name));
+        assert!(
+            first >= c.sender_t0_unix_ns,
+            "{}: started {} ns before its start-at",
+            f.name,
+            c.sender_t0_unix_ns - first
+        );
+        t0s.push(c.at_unix_ns);
+    }
+    assert!(
+        t0s.windows(2).all(|w| w[0] == w[1]),
+        "one T0 for every flow: {t0s:?}"
+    );
 }
