@@ -39,12 +39,12 @@ const WINDOW_NS: u64 = 1_000_000_000;
 
 #[derive(Debug, Error)]
 pub enum BundleError {
-    #[error("{path}: {source}", path = path.display())]
-    Io { path: PathBuf, source: io::Error },
-    #[error("{path}: not a point file of this wirelab: {source}", path = path.display())]
+    #[error("{path}: {cause}", path = path.display())]
+    Io { path: PathBuf, cause: io::Error },
+    #[error("{path}: not a point file of this wirelab: {cause}", path = path.display())]
     Point {
         path: PathBuf,
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
     #[error("{}: not a results directory of `wirelab run` (no points/ in it)", .0.display())]
     NotABundle(PathBuf),
@@ -55,7 +55,7 @@ pub enum BundleError {
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> BundleError + '_ {
     move |source| BundleError::Io {
         path: path.to_path_buf(),
-        source,
+        cause: source,
     }
 }
 
@@ -264,8 +264,10 @@ pub fn read_points(dir: &Path) -> Result<Vec<(PathBuf, PointFile)>, BundleError>
             continue;
         }
         let text = std::fs::read(&file).map_err(io_err(&file))?;
-        let p: PointFile = serde_json::from_slice(&text)
-            .map_err(|source| BundleError::Point { path: file, source })?;
+        let p: PointFile = serde_json::from_slice(&text).map_err(|source| BundleError::Point {
+            path: file,
+            cause: source,
+        })?;
         out.push((pdir, p));
     }
     out.sort_by(|a, b| (a.1.index, &a.1.id).cmp(&(b.1.index, &b.1.id)));
@@ -518,7 +520,7 @@ pub fn verify(dir: &Path) -> Result<Vec<String>, BundleError> {
     let text = std::fs::read(&path).map_err(io_err(&path))?;
     let m: Manifest = serde_json::from_slice(&text).map_err(|source| BundleError::Point {
         path: path.clone(),
-        source,
+        cause: source,
     })?;
     let mut bad = vec![];
     for f in &m.files {

@@ -68,14 +68,11 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 pub enum RunError {
     #[error(transparent)]
     Lab(#[from] LabError),
-    #[error("host {host}: {source}")]
-    Agent {
-        host: String,
-        source: TransportError,
-    },
+    #[error("host {host}: {cause}")]
+    Agent { host: String, cause: TransportError },
     #[error(transparent)]
     Bundle(#[from] BundleError),
-    #[error("{0}")]
+    #[error(transparent)]
     Plan(#[from] sweep::PlanError),
     #[error("{0}")]
     Unsupported(String),
@@ -449,7 +446,7 @@ fn bundle_name(name: &str, text: &str) -> String {
 fn bundle_io(p: &Path, source: std::io::Error) -> RunError {
     RunError::Bundle(BundleError::Io {
         path: p.to_path_buf(),
-        source,
+        cause: source,
     })
 }
 
@@ -534,7 +531,7 @@ impl<'a> Hosts<'a> {
                 .ok_or_else(|| RunError::Setup(format!("host {host} is not in [hosts]")))?;
             let agent_err = |source| RunError::Agent {
                 host: host.into(),
-                source,
+                cause: source,
             };
             let (transport, wirelab) = match spec.transport.strip_prefix("lab:") {
                 Some(role) => {
@@ -675,7 +672,7 @@ impl PointRun<'_, '_> {
             .spawn(tag, &args)
             .map_err(|source| RunError::Agent {
                 host: host.into(),
-                source,
+                cause: source,
             })?;
         self.started.push(Started {
             host: host.into(),
@@ -692,7 +689,7 @@ impl PointRun<'_, '_> {
     fn stop(&mut self, host: &str, tag: &str) -> Result<Exit, RunError> {
         let err = |source| RunError::Agent {
             host: host.into(),
-            source,
+            cause: source,
         };
         let a = self.hosts.get(host)?;
         let s = supervise::stop(&mut a.remote_child(tag), STOP_GRACE, STOP_GRACE).map_err(err)?;
@@ -873,7 +870,7 @@ fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<(), RunError> {
 fn agent(host: &str) -> impl Fn(TransportError) -> RunError + '_ {
     move |source| RunError::Agent {
         host: host.into(),
-        source,
+        cause: source,
     }
 }
 
@@ -919,7 +916,7 @@ fn read_status(
         Ok(None) => Ok(None),
         Err(e) => Err(RunError::Agent {
             host: host.into(),
-            source: e,
+            cause: e,
         }),
     }
 }
@@ -1019,7 +1016,7 @@ fn fetch(
         Err(TransportError::NotFound { .. }) => Ok(false),
         Err(source) => Err(RunError::Agent {
             host: host.into(),
-            source,
+            cause: source,
         }),
     }
 }

@@ -85,12 +85,8 @@ pub const DEFAULT_LINK_MTU: u32 = 1500;
 /// A control file that could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
-    #[error("cannot read control file {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot read control file {path}: {cause}")]
+    Read { path: String, cause: std::io::Error },
     /// `key` is the dotted path of the offending key; empty for a TOML
     /// syntax error.
     #[error("{file}:{line}:{col}: {}{message}", if key.is_empty() { String::new() } else { format!("{key}: ") })]
@@ -464,7 +460,7 @@ impl Control {
 pub fn load(path: &Path) -> Result<(Control, String), ControlError> {
     let text = std::fs::read_to_string(path).map_err(|source| ControlError::Read {
         path: path.display().to_string(),
-        source,
+        cause: source,
     })?;
     let c = parse(&path.display().to_string(), &text)?;
     Ok((c, text))

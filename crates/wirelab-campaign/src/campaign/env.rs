@@ -90,7 +90,7 @@ pub(super) fn start(
         }
         let s = a.env_snapshot(name).map_err(|source| RunError::Agent {
             host: name.clone(),
-            source,
+            cause: source,
         })?;
         write_json(&edir.join(format!("{name}.json")), &s)?;
         snaps.push(s);
@@ -106,7 +106,7 @@ pub(super) fn start(
             a.env_apply(&s, iface.as_deref(), false)
                 .map_err(|source| RunError::Agent {
                     host: host.clone(),
-                    source,
+                    cause: source,
                 })
         });
         match res {
