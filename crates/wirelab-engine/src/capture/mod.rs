@@ -42,6 +42,7 @@ pub mod merge;
 pub mod output;
 #[cfg(test)]
 mod tests;
+mod worker;
 
 use crate::StopFlag;
 use merge::{MergeSummary, MergeTx};
@@ -51,6 +52,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 use thiserror::Error;
 use wirelab_analysis::schema::{
@@ -66,6 +68,7 @@ use wirelab_io::ring_rx::{
 };
 use wirelab_io::{Clock, MonoClock};
 use wirelab_pcap::StatsCounters;
+use worker::{run_thread, IfaceDrops, Sink, Worker};
 
 pub use output::{FileFormat, Rotation};
 pub use wirelab_analysis::schema::CAPTURE_SCHEMA as SCHEMA;
@@ -410,194 +413,275 @@ where
         };
         let proc_cpu0 = cpu_time(CpuScope::Process)?;
         let if_before = read_iface(&cfg.ifname);
-        let start_real = clock.wall_ns();
-        let start_mono = clock.now_ns();
-        let live = Arc::new(Live::default());
-        let stop_at = Arc::new(AtomicU64::new(0));
-        let mut handles = Vec::new();
-        let ocfg = |path: Option<PathBuf>| OutputConfig {
-            flush_each_cycle: path.is_none(),
-            direct_io: cfg.direct_io,
-            path,
-            format: cfg.format,
-            rotation: cfg.rotation,
-            ifname: cfg.ifname.clone(),
-            description: (!cfg.filter.is_empty()).then(|| format!("filter: {}", cfg.filter)),
+        let start = Start {
+            real: clock.wall_ns(),
+            mono: clock.now_ns(),
+            if_before,
+            iface_counters,
             linktype,
-            snaplen: cfg.snaplen,
+            retire_ms,
         };
-        let merged = cfg.threads > 1 && cfg.merge;
-        let (mut txs, merge_writer) = if merged {
-            let out = Output::create(ocfg(cfg.path.clone()), start_real)?;
-            let (txs, w) = merge::start(cfg.threads, out, retire_ms, stop.clone(), clock.clone())?;
-            (txs.into_iter().map(Some).collect::<Vec<_>>(), Some(w))
-        } else {
-            (Vec::new(), None)
-        };
-        for (i, ring) in rings.into_iter().enumerate() {
-            let sink = match txs.get_mut(i).and_then(Option::take) {
-                Some(tx) => Sink::Merge(tx),
-                None => {
-                    let path = cfg.path.as_ref().map(|p| {
-                        if cfg.threads > 1 {
-                            output::per_thread(p, i)
-                        } else {
-                            p.clone()
-                        }
-                    });
-                    Sink::File(Box::new(Output::create(ocfg(path), start_real)?))
-                }
-            };
-            let w = Worker {
-                idx: i,
-                ring,
-                clock: clock.clone(),
-                sink,
-                live: live.clone(),
-                stop: stop.clone(),
-                stop_at: stop_at.clone(),
-                deadline: cfg.duration_ns.map(|d| start_mono + d),
-                wait: cfg.wait,
-                poll_period_ns: cfg.poll_period_ns.max(1_000),
-                count: cfg.count,
-                drain_ns: capture::in_flight_bound_ns(retire_ms),
-                iface: iface_counters.then(|| IfaceDrops {
-                    ifname: cfg.ifname.clone(),
-                    before: if_before,
-                    reader: None,
-                }),
-            };
-            let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]);
-            let h = std::thread::Builder::new()
-                .name(format!("wl-capture-{i}"))
-                .spawn(move || run_thread(w, cpu))?;
-            handles.push(h);
-        }
-
+        let live = Arc::new(Live::default());
+        let (handles, merge_writer) = spawn_workers(&cfg, rings, &clock, &start, &live, stop)?;
         // Workers end by themselves (signal, --duration, --count). Without a progress line
         // this thread just waits for them: a supervisor waking every few ms would cost
         // more CPU than the capture itself at low rates.
         if let Some(every) = progress_every {
-            let mut next = start_mono + every.as_nanos() as u64;
+            let mut next = start.mono + every.as_nanos() as u64;
             while !handles.iter().all(|h| h.is_finished()) {
                 let now = clock.now_ns();
                 if now >= next {
-                    progress(&snapshot(&live, now - start_mono));
+                    progress(&snapshot(&live, now - start.mono));
                     next += every.as_nanos() as u64;
                 }
                 // Short sleeps, so the end is noticed promptly.
                 clock.sleep_until(next.min(now + 20_000_000));
             }
         }
-        let mut threads = Vec::new();
-        let mut first_err = None;
-        for (i, h) in handles.into_iter().enumerate() {
-            match h.join() {
-                Ok(Ok(r)) => threads.push(r),
-                Ok(Err(e)) => {
-                    if first_err.is_none() {
-                        first_err = Some(e);
-                    }
-                }
-                Err(_) => {
-                    if first_err.is_none() {
-                        first_err = Some(CaptureError::Panic(i));
-                    }
-                }
-            }
-        }
-        let merge = match merge_writer {
-            Some(w) => {
-                let mut m = w.join()?;
-                m.pool_waits = threads.iter().map(|t| t.pool_waits).sum();
-                m.pool_batches = threads.iter().map(|t| t.pool_batches).sum();
-                Some(m)
-            }
-            None => None,
-        };
-        if let Some(e) = first_err {
-            return Err(e);
-        }
+        let (threads, merge) = join_workers(handles, merge_writer)?;
         let end_mono = clock.now_ns();
         let if_after = read_iface(&cfg.ifname);
         let proc_cpu = proc_cpu0.delta(&cpu_time(CpuScope::Process)?);
-        let mut stop_reason = String::from(if live.duration_hit.load(Ordering::Relaxed) {
-            "duration"
-        } else {
-            "signal"
-        });
-        let d = if_before.delta(&if_after);
-        let mut latency = DeliveryLatency::new();
-        for l in threads.iter().filter_map(|t| t.latency.as_ref()) {
-            latency.merge(l);
-        }
-        if let Some(c) = cfg.count {
-            if live.taken.load(Ordering::Relaxed) >= c {
-                stop_reason = "count".into();
+        let facts = RunFacts {
+            start,
+            end_mono,
+            if_after,
+            proc_cpu,
+            geometry: (block_size, block_count),
+        };
+        Ok(report(&cfg, &facts, &live, threads, merge, notes))
+    }
+}
+
+/// How a capture started.
+struct Start {
+    /// Wall clock and monotonic clock at the start.
+    real: u64,
+    mono: u64,
+    if_before: IfCounters,
+    /// Read the interface's sysfs counters (the rings are on a real interface).
+    iface_counters: bool,
+    linktype: u16,
+    retire_ms: u32,
+}
+
+/// The worker threads and the merge writer (when output is merged).
+type Spawned = (
+    Vec<JoinHandle<Result<ThreadReport, CaptureError>>>,
+    Option<merge::MergeWriter>,
+);
+
+/// Starts a worker thread per ring, each writing its own file or into the
+/// merge writer (started here too, when the threads' output is merged).
+fn spawn_workers<R, C>(
+    cfg: &CaptureConfig,
+    rings: Vec<R>,
+    clock: &C,
+    start: &Start,
+    live: &Arc<Live>,
+    stop: &StopFlag,
+) -> Result<Spawned, CaptureError>
+where
+    R: BlockSource + Send + 'static,
+    C: Clock + Clone + Send + 'static,
+{
+    let ocfg = |path: Option<PathBuf>| OutputConfig {
+        flush_each_cycle: path.is_none(),
+        direct_io: cfg.direct_io,
+        path,
+        format: cfg.format,
+        rotation: cfg.rotation,
+        ifname: cfg.ifname.clone(),
+        description: (!cfg.filter.is_empty()).then(|| format!("filter: {}", cfg.filter)),
+        linktype: start.linktype,
+        snaplen: cfg.snaplen,
+    };
+    let stop_at = Arc::new(AtomicU64::new(0));
+    let merged = cfg.threads > 1 && cfg.merge;
+    let (mut txs, merge_writer) = if merged {
+        let out = Output::create(ocfg(cfg.path.clone()), start.real)?;
+        let (txs, w) = merge::start(
+            cfg.threads,
+            out,
+            start.retire_ms,
+            stop.clone(),
+            clock.clone(),
+        )?;
+        (txs.into_iter().map(Some).collect::<Vec<_>>(), Some(w))
+    } else {
+        (Vec::new(), None)
+    };
+    let mut handles = Vec::new();
+    for (i, ring) in rings.into_iter().enumerate() {
+        let sink = match txs.get_mut(i).and_then(Option::take) {
+            Some(tx) => Sink::Merge(tx),
+            None => {
+                let path = cfg.path.as_ref().map(|p| {
+                    if cfg.threads > 1 {
+                        output::per_thread(p, i)
+                    } else {
+                        p.clone()
+                    }
+                });
+                Sink::File(Box::new(Output::create(ocfg(path), start.real)?))
+            }
+        };
+        let w = Worker {
+            idx: i,
+            ring,
+            clock: clock.clone(),
+            sink,
+            live: live.clone(),
+            stop: stop.clone(),
+            stop_at: stop_at.clone(),
+            deadline: cfg.duration_ns.map(|d| start.mono + d),
+            wait: cfg.wait,
+            poll_period_ns: cfg.poll_period_ns.max(1_000),
+            count: cfg.count,
+            drain_ns: capture::in_flight_bound_ns(start.retire_ms),
+            iface: start.iface_counters.then(|| IfaceDrops {
+                ifname: cfg.ifname.clone(),
+                before: start.if_before,
+                reader: None,
+            }),
+        };
+        let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]);
+        let h = std::thread::Builder::new()
+            .name(format!("wl-capture-{i}"))
+            .spawn(move || run_thread(w, cpu))?;
+        handles.push(h);
+    }
+    Ok((handles, merge_writer))
+}
+
+/// Waits for every worker and the merge writer; the first worker error (or
+/// panic) is the capture's, after a merge writer's own.
+fn join_workers(
+    handles: Vec<JoinHandle<Result<ThreadReport, CaptureError>>>,
+    merge_writer: Option<merge::MergeWriter>,
+) -> Result<(Vec<ThreadReport>, Option<MergeSummary>), CaptureError> {
+    let mut threads = Vec::new();
+    let mut first_err = None;
+    for (i, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok(Ok(r)) => threads.push(r),
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => {
+                first_err.get_or_insert(CaptureError::Panic(i));
             }
         }
-        let sum = |f: fn(&ThreadReport) -> u64| threads.iter().map(f).sum::<u64>();
-        let packets = sum(|t| t.packets);
-        let wakeups = sum(|t| t.wakeups);
-        let cycles_poll = sum(|t| t.poll_cycles);
-        let duration_s = (end_mono - start_mono) as f64 / 1e9;
-        let cpu_thr = threads.iter().fold(CpuTime::default(), |a, t| CpuTime {
-            user_ns: a.user_ns + t.cpu_user_ns,
-            system_ns: a.system_ns + t.cpu_system_ns,
-        });
-        Ok(CaptureReport {
-            schema: SCHEMA,
-            interface: cfg.ifname.clone(),
-            filter: cfg.filter.clone(),
-            snaplen: cfg.snaplen,
-            linktype,
-            format: format_name(cfg.format),
-            wait: cfg.wait.name(),
-            poll_period_ns: cfg.poll_period_ns,
-            ring: CaptureRing {
-                block_size,
-                block_count,
-                retire_ms,
-                fanout: (cfg.threads > 1).then_some(match cfg.fanout {
-                    FanoutMode::Hash => "hash",
-                    FanoutMode::Cpu => "cpu",
-                    FanoutMode::RoundRobin => "lb",
-                }),
-            },
-            start_unix_ns: start_real,
-            duration_s,
-            packets,
-            bytes: sum(|t| t.bytes),
-            loss: CaptureLoss {
-                if_rx_dropped: d.rx_dropped,
-                if_rx_missed_errors: d.rx_missed_errors,
-                ring_drops: sum(|t| t.ring_drops),
-                ring_freeze_q_cnt: sum(|t| t.ring_freeze_q_cnt),
-                writer_drops: 0,
-            },
-            interface_counters: CaptureIfCounters {
-                before: if_json(if_before),
-                after: if_json(if_after),
-            },
-            wakeups_per_s: wakeups as f64 / duration_s.max(1e-9),
-            packets_per_wakeup: packets as f64 / wakeups.max(1) as f64,
-            wakeups,
-            mode_switches: sum(|t| t.mode_switches),
-            poll_fraction: cycles_poll as f64 / wakeups.max(1) as f64,
-            cpu: CaptureCpu {
-                threads_user_s: cpu_thr.user_ns as f64 / 1e9,
-                threads_system_s: cpu_thr.system_ns as f64 / 1e9,
-                process_user_s: proc_cpu.user_ns as f64 / 1e9,
-                process_system_s: proc_cpu.system_ns as f64 / 1e9,
-                ns_per_packet: proc_cpu.total_ns() as f64 / packets.max(1) as f64,
-                utilization: proc_cpu.total_ns() as f64 / (end_mono - start_mono).max(1) as f64,
-            },
-            delivery_latency: latency.summary(),
-            stop_reason,
-            notes,
-            threads,
-            merge,
-        })
+    }
+    let merge = match merge_writer {
+        Some(w) => {
+            let mut m = w.join()?;
+            m.pool_waits = threads.iter().map(|t| t.pool_waits).sum();
+            m.pool_batches = threads.iter().map(|t| t.pool_batches).sum();
+            Some(m)
+        }
+        None => None,
+    };
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok((threads, merge)),
+    }
+}
+
+/// What the report says of the run besides the threads' own reports.
+struct RunFacts {
+    start: Start,
+    end_mono: u64,
+    if_after: IfCounters,
+    /// The process's CPU time over the run.
+    proc_cpu: CpuTime,
+    /// Block size and count.
+    geometry: (usize, usize),
+}
+
+/// The `wirelab.capture/1` summary: the threads' reports summed, the loss
+/// by where it happened, the CPU cost, why the capture stopped.
+fn report(
+    cfg: &CaptureConfig,
+    f: &RunFacts,
+    live: &Live,
+    threads: Vec<ThreadReport>,
+    merge: Option<MergeSummary>,
+    notes: Vec<String>,
+) -> CaptureReport {
+    let stop_reason = match cfg.count {
+        Some(c) if live.taken.load(Ordering::Relaxed) >= c => "count",
+        _ if live.duration_hit.load(Ordering::Relaxed) => "duration",
+        _ => "signal",
+    };
+    let d = f.start.if_before.delta(&f.if_after);
+    let mut latency = DeliveryLatency::new();
+    for l in threads.iter().filter_map(|t| t.latency.as_ref()) {
+        latency.merge(l);
+    }
+    let sum = |g: fn(&ThreadReport) -> u64| threads.iter().map(g).sum::<u64>();
+    let packets = sum(|t| t.packets);
+    let wakeups = sum(|t| t.wakeups);
+    let cycles_poll = sum(|t| t.poll_cycles);
+    let run_ns = f.end_mono - f.start.mono;
+    let duration_s = run_ns as f64 / 1e9;
+    let cpu_thr = threads.iter().fold(CpuTime::default(), |a, t| CpuTime {
+        user_ns: a.user_ns + t.cpu_user_ns,
+        system_ns: a.system_ns + t.cpu_system_ns,
+    });
+    let proc_cpu = f.proc_cpu;
+    CaptureReport {
+        schema: SCHEMA,
+        interface: cfg.ifname.clone(),
+        filter: cfg.filter.clone(),
+        snaplen: cfg.snaplen,
+        linktype: f.start.linktype,
+        format: format_name(cfg.format),
+        wait: cfg.wait.name(),
+        poll_period_ns: cfg.poll_period_ns,
+        ring: CaptureRing {
+            block_size: f.geometry.0,
+            block_count: f.geometry.1,
+            retire_ms: f.start.retire_ms,
+            fanout: (cfg.threads > 1).then_some(match cfg.fanout {
+                FanoutMode::Hash => "hash",
+                FanoutMode::Cpu => "cpu",
+                FanoutMode::RoundRobin => "lb",
+            }),
+        },
+        start_unix_ns: f.start.real,
+        duration_s,
+        packets,
+        bytes: sum(|t| t.bytes),
+        loss: CaptureLoss {
+            if_rx_dropped: d.rx_dropped,
+            if_rx_missed_errors: d.rx_missed_errors,
+            ring_drops: sum(|t| t.ring_drops),
+            ring_freeze_q_cnt: sum(|t| t.ring_freeze_q_cnt),
+            writer_drops: 0,
+        },
+        interface_counters: CaptureIfCounters {
+            before: if_json(f.start.if_before),
+            after: if_json(f.if_after),
+        },
+        wakeups_per_s: wakeups as f64 / duration_s.max(1e-9),
+        packets_per_wakeup: packets as f64 / wakeups.max(1) as f64,
+        wakeups,
+        mode_switches: sum(|t| t.mode_switches),
+        poll_fraction: cycles_poll as f64 / wakeups.max(1) as f64,
+        cpu: CaptureCpu {
+            threads_user_s: cpu_thr.user_ns as f64 / 1e9,
+            threads_system_s: cpu_thr.system_ns as f64 / 1e9,
+            process_user_s: proc_cpu.user_ns as f64 / 1e9,
+            process_system_s: proc_cpu.system_ns as f64 / 1e9,
+            ns_per_packet: proc_cpu.total_ns() as f64 / packets.max(1) as f64,
+            utilization: proc_cpu.total_ns() as f64 / run_ns.max(1) as f64,
+        },
+        delivery_latency: latency.summary(),
+        stop_reason: stop_reason.into(),
+        notes,
+        threads,
+        merge,
     }
 }
 
@@ -614,311 +698,5 @@ fn snapshot(live: &Live, elapsed_ns: u64) -> LiveSnapshot {
         } else {
             WaitMode::Block
         },
-    }
-}
-
-/// Where a capture thread's packets go: its own file, or the merge writer.
-enum Sink {
-    File(Box<Output>),
-    Merge(MergeTx),
-}
-
-impl Sink {
-    #[inline]
-    fn write(&mut self, ts_ns: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
-        match self {
-            Sink::File(o) => o.write(ts_ns, orig_len, data),
-            Sink::Merge(m) => m.write(ts_ns, orig_len, data),
-        }
-    }
-
-    fn tick(
-        &mut self,
-        clock: &mut impl Clock,
-        scan_start: u64,
-        counters: Option<&StatsCounters>,
-    ) -> io::Result<()> {
-        match self {
-            Sink::File(o) => o.tick(clock.wall_ns(), counters),
-            Sink::Merge(m) => m.end_cycle(scan_start, counters.copied()),
-        }
-    }
-}
-
-/// The interface's drops since the start (for the files' statistics blocks); the sysfs
-/// files are kept open and read every 100 ms.
-struct IfaceDrops {
-    ifname: String,
-    before: IfCounters,
-    reader: Option<IfCountersReader>,
-}
-
-impl IfaceDrops {
-    fn since_start(&mut self) -> Option<u64> {
-        if self.reader.is_none() {
-            self.reader = IfCountersReader::open(&self.ifname).ok();
-        }
-        let after = self.reader.as_ref()?.read().ok()?;
-        let d = self.before.delta(&after);
-        Some(d.rx_dropped + d.rx_missed_errors)
-    }
-}
-
-/// A capture thread: pinned when asked, its CPU time measured around the worker.
-fn run_thread<R: BlockSource, C: Clock>(
-    w: Worker<R, C>,
-    cpu: Option<usize>,
-) -> Result<ThreadReport, CaptureError> {
-    if let Some(c) = cpu {
-        wirelab_io::rt::pin_to_cpu(c).map_err(|e| io::Error::other(e.to_string()))?;
-    }
-    let cpu0 = cpu_time(CpuScope::Thread)?;
-    let mut r = w.run()?;
-    let cpu = cpu0.delta(&cpu_time(CpuScope::Thread)?);
-    r.cpu_user_ns = cpu.user_ns;
-    r.cpu_system_ns = cpu.system_ns;
-    Ok(r)
-}
-
-struct Worker<R, C> {
-    idx: usize,
-    ring: R,
-    clock: C,
-    sink: Sink,
-    live: Arc<Live>,
-    stop: StopFlag,
-    stop_at: Arc<AtomicU64>,
-    /// `--duration` end on the monotonic clock.
-    deadline: Option<u64>,
-    wait: WaitPolicy,
-    poll_period_ns: u64,
-    count: Option<u64>,
-    drain_ns: u64,
-    /// `None`: no interface counters (a simulated ring).
-    iface: Option<IfaceDrops>,
-}
-
-impl<R: BlockSource, C: Clock> Worker<R, C> {
-    fn counters(&mut self, packets: u64) -> io::Result<StatsCounters> {
-        let st = self.ring.stats()?;
-        Ok(StatsCounters {
-            start_ns: None,
-            end_ns: None,
-            ifrecv: Some(st.packets),
-            ifdrop: Some(st.drops),
-            filter_accept: Some(st.packets),
-            osdrop: self.iface.as_mut().and_then(IfaceDrops::since_start),
-            usrdeliv: Some(packets),
-        })
-    }
-
-    fn run(mut self) -> Result<ThreadReport, CaptureError> {
-        let mut latency = DeliveryLatency::new();
-        let period = self.poll_period_ns;
-        // The kernel's notification unit is the retired block, so blocks are the events
-        // whose period is forecast: poll once blocks retire faster than the poll period.
-        let params = ForecastParams {
-            n1: 2,
-            n2: 8,
-            ..ForecastParams::for_poll_period(period)
-        };
-        let mut fc = Forecaster::new(params, self.clock.now_ns());
-        let mut mode = match self.wait {
-            WaitPolicy::Poll => WaitMode::Poll,
-            _ => WaitMode::Block,
-        };
-        let mut next_poll = self.clock.now_ns() + period;
-        let mut next_stats = self.clock.now_ns() + 100_000_000;
-        let mut drain_until: Option<u64> = None;
-        let (mut packets, mut bytes, mut blocks, mut wakeups, mut poll_cycles) =
-            (0u64, 0u64, 0u64, 0u64, 0u64);
-        let mut after_stop = 0u64;
-        let mut done = false;
-        let mut stop_real = u64::MAX;
-        let mut err: Option<CaptureError> = None;
-        loop {
-            // Process every retired block.
-            let mut n = 0u64;
-            let mut nbytes = 0u64;
-            let mut nblocks = 0u64;
-            // Read before the ring is found empty: the merge watermark of an idle thread.
-            let scan_start = self.clock.wall_ns();
-            while let Some(block) = self.ring.next_block() {
-                // One clock read per block, not per packet.
-                let now_real = self.clock.wall_ns();
-                let mut n_in_block = 0u32;
-                for p in block.packets() {
-                    if p.ts_ns > stop_real {
-                        after_stop += 1;
-                        continue;
-                    }
-                    let mut last = false;
-                    if let Some(c) = self.count {
-                        let k = self.live.taken.fetch_add(1, Ordering::Relaxed);
-                        if k >= c {
-                            done = true;
-                            break;
-                        }
-                        last = k + 1 == c;
-                    }
-                    if let Err(e) = self.sink.write(p.ts_ns, p.orig_len, p.data) {
-                        err = Some(e.into());
-                        break;
-                    }
-                    if DeliveryLatency::sampled(n_in_block) {
-                        latency.record(p.ts_ns, now_real);
-                    }
-                    n_in_block += 1;
-                    n += 1;
-                    nbytes += p.data.len() as u64;
-                    if last {
-                        done = true;
-                        break;
-                    }
-                }
-                nblocks += 1;
-                drop(block);
-                if done || err.is_some() {
-                    break;
-                }
-            }
-            if err.is_some() {
-                break;
-            }
-            packets += n;
-            bytes += nbytes;
-            blocks += nblocks;
-            if n > 0 {
-                self.live.packets.fetch_add(n, Ordering::Relaxed);
-                self.live.bytes.fetch_add(nbytes, Ordering::Relaxed);
-            }
-            if done {
-                self.stop.stop();
-                break;
-            }
-            let now = self.clock.now_ns();
-            if now >= next_stats {
-                next_stats = now + 100_000_000;
-                match self.counters(packets) {
-                    Ok(c) => {
-                        if self.idx == 0 {
-                            self.live
-                                .ring_drops
-                                .store(c.ifdrop.unwrap_or(0), Ordering::Relaxed);
-                        }
-                        if let Err(e) = self.sink.tick(&mut self.clock, scan_start, Some(&c)) {
-                            err = Some(e.into());
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        err = Some(e.into());
-                        break;
-                    }
-                }
-            } else if let Err(e) = self.sink.tick(&mut self.clock, scan_start, None) {
-                err = Some(e.into());
-                break;
-            }
-            if let Some(d) = self.deadline {
-                if now >= d && !self.stop.is_stopped() {
-                    self.live.duration_hit.store(true, Ordering::Relaxed);
-                    self.stop.stop();
-                }
-            }
-            if self.stop.is_stopped() {
-                match drain_until {
-                    None => {
-                        // The first thread to see the stop fixes its time for all.
-                        let _ = self.stop_at.compare_exchange(
-                            0,
-                            self.clock.wall_ns(),
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        );
-                        stop_real = self.stop_at.load(Ordering::Relaxed);
-                        drain_until = Some(now + self.drain_ns);
-                    }
-                    Some(t) if now >= t => break,
-                    Some(_) => {}
-                }
-                let _ = self.ring.wait(Duration::from_millis(5));
-                continue;
-            }
-            if mode == WaitMode::Poll {
-                poll_cycles += 1;
-            }
-            if self.wait == WaitPolicy::Adaptive {
-                mode = fc.on_cycle(now, nblocks);
-                if self.idx == 0 {
-                    self.live
-                        .mode
-                        .store((mode == WaitMode::Poll) as u8, Ordering::Relaxed);
-                    self.live.switches.store(fc.switches(), Ordering::Relaxed);
-                }
-            }
-            match mode {
-                WaitMode::Block => {
-                    let limit = capture::block_wait_ns(now, self.deadline);
-                    if let Err(e) = self.ring.wait(Duration::from_nanos(limit)) {
-                        err = Some(e.into());
-                        break;
-                    }
-                    next_poll = self.clock.now_ns() + period;
-                }
-                WaitMode::Poll => {
-                    next_poll = capture::next_poll_ns(next_poll, now, period);
-                    self.clock.sleep_until(next_poll);
-                }
-            }
-            wakeups += 1;
-            self.live.wakeups.fetch_add(1, Ordering::Relaxed);
-        }
-        // A reader that went away (`-w - | head`) ends the capture like a signal.
-        let broken_pipe =
-            matches!(&err, Some(CaptureError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe);
-        if broken_pipe {
-            self.stop.stop();
-            err = None;
-        }
-        let counters = self.counters(packets)?;
-        let end = self.clock.wall_ns();
-        let (mut pool_waits, mut pool_batches) = (0, 0);
-        let files = match self.sink {
-            Sink::File(o) => o.finish(end, &counters),
-            Sink::Merge(m) => {
-                pool_waits = m.pool_waits;
-                pool_batches = m.allocated() as u64;
-                m.finish(counters).map(|()| Vec::new())
-            }
-        };
-        if let Some(e) = err {
-            return Err(e);
-        }
-        let files = match files {
-            Err(e) if broken_pipe && e.kind() == io::ErrorKind::BrokenPipe => Vec::new(),
-            f => f?,
-        };
-        let st = self.ring.stats()?;
-        Ok(ThreadReport {
-            thread: self.idx,
-            packets,
-            bytes,
-            ring_packets: st.packets,
-            ring_drops: st.drops,
-            ring_freeze_q_cnt: st.freeze_q_cnt,
-            blocks,
-            wakeups,
-            poll_cycles,
-            mode_switches: fc.switches(),
-            // Measured around the worker by `run_thread`.
-            cpu_user_ns: 0,
-            cpu_system_ns: 0,
-            files,
-            after_stop,
-            pool_waits,
-            pool_batches,
-            latency: Some(latency),
-        })
     }
 }
