@@ -9,8 +9,8 @@
 //! LAST marker (plus a linger for stragglers), or after an idle timeout.
 
 use crate::recordlog::RecordWriter;
-use crate::stop::StopFlag;
 use crate::ProbeFormat;
+use crate::StopFlag;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;

@@ -332,7 +332,7 @@ impl Shared<'_> {
         let live = self.live[usize::from(index)].clone();
         let cfg = ForwardConfig {
             direction: index,
-            ..self.forward.clone()
+            ..self.forward
         };
         let mut log_w = self.log.map(RecordLog::writer);
         let mut tap_w = self.tap.map(|t| t.writer(index));

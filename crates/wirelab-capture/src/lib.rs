@@ -38,13 +38,14 @@
 //! path); the tests run `wirelab_io::sim::SimRing` on a `SimClock` ([`Capture::with_rings`])
 //! and check written frames, drops and stops exactly.
 
+#![forbid(unsafe_code)]
+
 pub mod merge;
 pub mod output;
 #[cfg(test)]
 mod tests;
 mod worker;
 
-use crate::StopFlag;
 use merge::{MergeSummary, MergeTx};
 use output::{FileSummary, Output, OutputConfig};
 use serde::Serialize;
@@ -66,6 +67,7 @@ use wirelab_io::ifstats::{cpu_time, CpuScope, CpuTime, IfCounters, IfCountersRea
 use wirelab_io::ring_rx::{
     BlockSource, Fanout, FanoutMode, FrameBlock, RingConfig, RingError, RxRing,
 };
+use wirelab_io::stop::StopFlag;
 use wirelab_io::{Clock, MonoClock};
 use wirelab_pcap::StatsCounters;
 use worker::{run_thread, IfaceDrops, Sink, Worker};
@@ -73,7 +75,7 @@ use worker::{run_thread, IfaceDrops, Sink, Worker};
 pub use output::{FileFormat, Rotation};
 pub use wirelab_analysis::schema::CAPTURE_SCHEMA as SCHEMA;
 
-/// The JSON summary (`wirelab.capture/1`) with this engine's thread and merge reports.
+/// The JSON summary (`wirelab.capture/1`) with this crate's thread and merge reports.
 pub type CaptureReport = wirelab_analysis::schema::CaptureReport<ThreadReport, MergeSummary>;
 
 /// How the capture loop waits.
