@@ -4,8 +4,8 @@ use crate::values::{self, NONZERO_DURATION};
 use crate::{usage, Usage};
 use clap::{value_parser, Args, ValueEnum};
 use std::path::PathBuf;
+use wirelab_capture::{CaptureConfig, FileFormat, Rotation, WaitPolicy};
 use wirelab_core::units;
-use wirelab_engine::capture::{CaptureConfig, FileFormat, Rotation, WaitPolicy};
 use wirelab_io::ring_rx::{Direction, FanoutMode, RingConfig};
 use wirelab_pcap::PcapPrecision;
 

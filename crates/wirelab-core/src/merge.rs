@@ -5,7 +5,7 @@
 //! be in time order (one AF_PACKET ring fed by several CPUs is not: stamps taken on
 //! different CPUs reach the ring a few ns out of order), so pushing is no promise; a
 //! stream reports "seen everything up to now minus the longest a packet can still be on
-//! its way" (see `engine::capture`). An item is released only once its time is
+//! its way" (see `wirelab_capture`). An item is released only once its time is
 //! at or below every stream's watermark (the *horizon*), so the output is sorted globally.
 //! Equal times leave in stream-id order, and in push order within a stream; the held items
 //! sit in one heap keyed (time, stream, push number).

@@ -10,7 +10,7 @@
 //! - [`receiver`]: receives in batches with kernel timestamps, tracks every
 //!   flow live, reflects echo requests, writes records.
 //! - [`capture`]: TPACKET_V3 capture to pcapng/pcap with the adaptive wait of
-//!   the DMA-ring capture thesis.
+//!   the DMA-ring capture thesis (the `wirelab-capture` crate, re-exported).
 //! - [`emulate`]: the link emulator's forwarding loop: ring → link model →
 //!   release on absolute deadlines, never early.
 //! - [`emulate_setup`]: `wirelab emulate`'s job from its stage lists and rules.
@@ -22,7 +22,6 @@
 //!   shared by `sender` and `replay`.
 #![forbid(unsafe_code)]
 
-pub mod capture;
 pub mod emulate;
 pub mod emulate_setup;
 pub mod job;
@@ -32,12 +31,13 @@ pub mod receiver;
 pub mod recordlog;
 pub mod replay;
 pub mod sender;
-pub mod stop;
 pub mod trace;
 pub mod txpath;
 mod writer_thread;
 
-pub use stop::StopFlag;
+/// The capture driver lives in its own crate (`wirelab-capture`); the
+/// capture job's callers reach it here, beside the job.
+pub use wirelab_io::stop::StopFlag;
 
 /// The probe layout on the wire.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]

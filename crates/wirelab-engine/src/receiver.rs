@@ -9,8 +9,8 @@
 //! LAST marker (plus a linger for stragglers), or after an idle timeout.
 
 use crate::recordlog::RecordWriter;
-use crate::stop::StopFlag;
 use crate::ProbeFormat;
+use crate::StopFlag;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -276,207 +276,63 @@ pub fn receive<C: Clock, R: Receive>(
     progress_every: Duration,
 ) -> io::Result<RecvOutcome> {
     let mut batch = RecvBatch::new(cfg.batch, 65_536);
-    let mut c = RecvCounters::default();
-    let mut flows: HashMap<u32, FlowEnd> = HashMap::new();
-    let mut luna_flows = SourceFlows::default();
+    let mut st = RxState::default();
     let t0 = clock.now_ns();
-    let mut last_rx = None::<u64>;
-    let mut all_ended_at = None::<u64>;
+    let mut ends = Ends::new(t0);
     let mut next_progress = t0 + progress_every.as_nanos() as u64;
     let cpu0 = cpu_time(CpuScope::Thread).ok();
-    let (period_ns, adaptive) = match cfg.wait {
-        RecvWait::Block => (None, false),
-        RecvWait::Poll { period_ns } => (Some(period_ns.max(1_000)), false),
-        RecvWait::Adaptive { period_ns } => (Some(period_ns.max(1_000)), true),
-    };
-    let mut forecaster = period_ns
-        .filter(|_| adaptive)
-        .map(|p| Forecaster::new(ForecastParams::for_poll_period(p), t0));
-    let mut mode = match cfg.wait {
-        RecvWait::Poll { .. } => WaitMode::Poll,
-        _ => WaitMode::Block,
-    };
-    let mut next_poll = t0;
-    let mut draining = false;
-    let end_reason;
-    loop {
+    let mut waiter = Waiter::new(cfg.wait, t0);
+    let end_reason = loop {
         if stop.is_stopped() {
-            end_reason = "signal";
-            break;
+            break "signal";
         }
         let now = clock.now_ns();
-        if let Some(d) = cfg.max_duration {
-            if now - t0 >= d.as_nanos() as u64 {
-                end_reason = "max-duration";
-                break;
-            }
-        }
-        if let (Some(t), Some(idle)) = (last_rx, cfg.idle_timeout) {
-            if now - t >= idle.as_nanos() as u64 {
-                end_reason = "idle-timeout";
-                break;
-            }
-        }
-        if let Some(t) = all_ended_at {
-            if !cfg.forever && now - t >= cfg.linger.as_nanos() as u64 {
-                end_reason = "flows-ended";
-                break;
-            }
+        if let Some(reason) = ends.reason(cfg, now) {
+            break reason;
         }
         if now >= next_progress {
-            progress(&c);
+            progress(&st.c);
             next_progress = now + progress_every.as_nanos() as u64;
         }
-        let res = match mode {
-            WaitMode::Block => rx.receive(&mut batch, true),
-            WaitMode::Poll => {
-                // Timer-paced: wake on the period grid and take what is
-                // queued; a full batch means more is waiting, so go on
-                // draining without sleeping.
-                if !draining {
-                    let p = period_ns.unwrap_or(1_000_000);
-                    next_poll = next_poll.max(now) + p;
-                    clock.sleep_until(next_poll);
-                }
-                rx.receive(&mut batch, false)
-            }
-        };
-        c.recv_calls += 1;
-        let n = match res {
-            Ok(n) => n,
-            Err(e) if nothing_received(&e) => 0,
-            Err(e) => return Err(e),
-        };
-        if let Some(f) = forecaster.as_mut() {
-            let m = f.on_cycle(clock.now_ns(), n as u64);
-            if m != mode {
-                c.mode_switches += 1;
-                mode = m;
-            }
-        }
-        c.wait_mode = mode.as_str();
-        draining = n == batch.capacity();
+        let n = waiter.receive(clock, rx, &mut batch, now, &mut st.c)?;
         if n == 0 {
             continue;
         }
-        c.wakeups += 1;
-        c.wakeup_packets += n as u64;
+        st.c.wakeups += 1;
+        st.c.wakeup_packets += n as u64;
         let user_now = clock.wall_ns();
-        last_rx = Some(clock.now_ns());
-        c.kernel_drops = batch.kernel_drops as u64;
+        ends.last_rx = Some(clock.now_ns());
+        st.c.kernel_drops = batch.kernel_drops as u64;
         for i in 0..n {
-            let (data, meta) = batch.get(i);
-            if meta.truncated {
-                c.truncated += 1;
-            }
-            if data.is_empty() {
-                // A sender's priming datagram: not traffic.
-                c.empty += 1;
+            let Some(mut rec) = st.classify(cfg, &batch, i, user_now) else {
                 continue;
-            }
-            let p = match cfg.format {
-                ProbeFormat::Wirelab => match ProbeRepr::parse(data) {
-                    Ok(p) if !p.flags.is_echo_reply() => p,
-                    _ => {
-                        c.malformed += 1;
-                        continue;
-                    }
-                },
-                ProbeFormat::Luna => {
-                    let parsed = LunaProbe::parse(data).ok();
-                    match (parsed, batch.source(i).and_then(|a| luna_flows.flow_of(a))) {
-                        (Some(l), Some(flow)) => ProbeRepr {
-                            flags: if l.is_echo_request() {
-                                ProbeFlags(ProbeFlags::ECHO_REQUEST)
-                            } else {
-                                ProbeFlags::empty()
-                            },
-                            flow,
-                            seq: u64::from(l.seq),
-                            tx_ns: l.tx_ns,
-                            echo: None,
-                        },
-                        _ => {
-                            c.malformed += 1;
-                            continue;
-                        }
-                    }
-                }
             };
-            let len = data.len();
-            let (rx_ns, rec_flags) = match meta.ts {
-                RxTimestamp::Software(t) => (t, Record::RX_KERNEL_TS),
-                RxTimestamp::Hardware(t) => {
-                    c.hw_timestamps += 1;
-                    (t, Record::RX_HW_TS)
-                }
-                RxTimestamp::None => {
-                    c.user_timestamps += 1;
-                    (user_now, 0)
-                }
-            };
-            c.packets += 1;
-            c.bytes += len as u64;
-            let mut rec = Record {
-                flow: p.flow,
-                size: len as u32,
-                seq: p.seq,
-                tx_ns: p.tx_ns,
-                rx_ns,
-                probe_flags: p.flags.bits(),
-                kind: RecordKind::Rx,
-                rec_flags,
-                ..Default::default()
-            };
-            if cfg.echo && p.flags.is_echo_request() {
-                let src = batch.source(i);
-                let tx = clock.wall_ns();
-                let times = EchoTimes { rx_ns, tx_ns: tx };
-                rec.refl_rx_ns = rx_ns;
-                rec.refl_tx_ns = tx;
-                let slot = batch.slot_mut(i);
-                let reply_len = match cfg.format {
-                    ProbeFormat::Wirelab => make_echo_reply(slot, len, times),
-                    // A LUNA server mirrors the packet as received.
-                    ProbeFormat::Luna => Some(len),
-                };
-                match (reply_len, src) {
-                    (Some(rlen), Some(src)) => match rx.reply(&slot[..rlen], src) {
-                        Ok(_) => c.echo_replies += 1,
-                        Err(_) => c.echo_send_errors += 1,
-                    },
-                    _ => c.echo_send_errors += 1,
-                }
+            if cfg.echo && ProbeFlags(rec.probe_flags).is_echo_request() {
+                reflect(cfg, clock, rx, &mut batch, i, &mut rec, &mut st.c);
             }
             sink.packet(&rec);
             if let Some(l) = log.as_deref_mut() {
                 l.write(&rec)?;
             }
-            // Bound the flow table against hostile senders.
-            if flows.len() < 1 << 16 || flows.contains_key(&p.flow) {
-                let f = flows.entry(p.flow).or_default();
-                if p.flags.is_last() && !f.ended {
-                    f.ended = true;
-                    c.flows_ended += 1;
-                }
-            }
+            st.track_end(&rec);
         }
-        c.flows = flows.len();
-        if c.flows > 0 && c.flows_ended == c.flows {
-            all_ended_at.get_or_insert(clock.now_ns());
+        st.c.flows = st.flows.len();
+        if st.c.flows > 0 && st.c.flows_ended == st.c.flows {
+            ends.all_ended_at.get_or_insert(clock.now_ns());
         } else {
-            all_ended_at = None;
+            ends.all_ended_at = None;
         }
-    }
-    progress(&c);
+    };
+    progress(&st.c);
     let dur = clock.now_ns() - t0;
     let cpu = match (cpu0, cpu_time(CpuScope::Thread).ok()) {
         (Some(a), Some(b)) => a.delta(&b),
         _ => Default::default(),
     };
+    let c = st.c;
     Ok(RecvOutcome {
         wait: cfg.wait.as_str(),
-        poll_period_ns: period_ns,
+        poll_period_ns: waiter.period_ns,
         wakeups_per_s: c.wakeups as f64 / (dur as f64 / 1e9).max(1e-9),
         packets_per_wakeup: if c.wakeups > 0 {
             c.wakeup_packets as f64 / c.wakeups as f64
@@ -492,8 +348,270 @@ pub fn receive<C: Clock, R: Receive>(
         duration_ns: dur,
         end_reason,
         format: cfg.format,
-        flow_sources: luna_flows.list(),
+        flow_sources: st.luna_flows.list(),
     })
+}
+
+/// The times the loop's end conditions are judged from (monotonic ns).
+struct Ends {
+    t0: u64,
+    /// The last wake-up that brought packets.
+    last_rx: Option<u64>,
+    /// When every flow seen had ended (cleared when a new one appears).
+    all_ended_at: Option<u64>,
+}
+
+impl Ends {
+    fn new(t0: u64) -> Self {
+        Ends {
+            t0,
+            last_rx: None,
+            all_ended_at: None,
+        }
+    }
+
+    /// Why the loop ends at `now`, if it does: the run's length, the idle
+    /// timeout, or every flow ended and the linger over (never `forever`).
+    fn reason(&self, cfg: &RecvConfig, now: u64) -> Option<&'static str> {
+        if let Some(d) = cfg.max_duration {
+            if now - self.t0 >= d.as_nanos() as u64 {
+                return Some("max-duration");
+            }
+        }
+        if let (Some(t), Some(idle)) = (self.last_rx, cfg.idle_timeout) {
+            if now - t >= idle.as_nanos() as u64 {
+                return Some("idle-timeout");
+            }
+        }
+        match self.all_ended_at {
+            Some(t) if !cfg.forever && now - t >= cfg.linger.as_nanos() as u64 => {
+                Some("flows-ended")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// How the loop waits: the mode now, its poll period, and the forecaster
+/// that switches between block and poll (adaptive wait only).
+struct Waiter {
+    mode: WaitMode,
+    period_ns: Option<u64>,
+    forecaster: Option<Forecaster>,
+    next_poll: u64,
+    /// The last call filled the batch: more is queued, take it at once.
+    draining: bool,
+}
+
+impl Waiter {
+    fn new(wait: RecvWait, t0: u64) -> Self {
+        let (period_ns, adaptive) = match wait {
+            RecvWait::Block => (None, false),
+            RecvWait::Poll { period_ns } => (Some(period_ns.max(1_000)), false),
+            RecvWait::Adaptive { period_ns } => (Some(period_ns.max(1_000)), true),
+        };
+        Waiter {
+            mode: match wait {
+                RecvWait::Poll { .. } => WaitMode::Poll,
+                _ => WaitMode::Block,
+            },
+            period_ns,
+            forecaster: period_ns
+                .filter(|_| adaptive)
+                .map(|p| Forecaster::new(ForecastParams::for_poll_period(p), t0)),
+            next_poll: t0,
+            draining: false,
+        }
+    }
+
+    /// Waits as the mode says and receives into `batch`: the packets taken
+    /// (0 when nothing came). The forecaster then picks the next mode.
+    #[inline]
+    fn receive<C: Clock, R: Receive>(
+        &mut self,
+        clock: &mut C,
+        rx: &mut R,
+        batch: &mut RecvBatch,
+        now: u64,
+        c: &mut RecvCounters,
+    ) -> io::Result<usize> {
+        let res = match self.mode {
+            WaitMode::Block => rx.receive(batch, true),
+            WaitMode::Poll => {
+                // Timer-paced: wake on the period grid and take what is
+                // queued; a full batch means more is waiting, so go on
+                // draining without sleeping.
+                if !self.draining {
+                    let p = self.period_ns.unwrap_or(1_000_000);
+                    self.next_poll = self.next_poll.max(now) + p;
+                    clock.sleep_until(self.next_poll);
+                }
+                rx.receive(batch, false)
+            }
+        };
+        c.recv_calls += 1;
+        let n = match res {
+            Ok(n) => n,
+            Err(e) if nothing_received(&e) => 0,
+            Err(e) => return Err(e),
+        };
+        if let Some(f) = self.forecaster.as_mut() {
+            let m = f.on_cycle(clock.now_ns(), n as u64);
+            if m != self.mode {
+                c.mode_switches += 1;
+                self.mode = m;
+            }
+        }
+        c.wait_mode = self.mode.as_str();
+        self.draining = n == batch.capacity();
+        Ok(n)
+    }
+}
+
+/// What the loop knows of the traffic: counters, the flows seen and
+/// whether each has ended, LUNA flow ids by source.
+#[derive(Default)]
+struct RxState {
+    c: RecvCounters,
+    flows: HashMap<u32, FlowEnd>,
+    luna_flows: SourceFlows,
+}
+
+impl RxState {
+    /// Counts datagram `i` of `batch` and, when it is a probe, returns its
+    /// Rx record (receive time from the kernel, the NIC or `user_now`).
+    #[inline]
+    fn classify(
+        &mut self,
+        cfg: &RecvConfig,
+        batch: &RecvBatch,
+        i: usize,
+        user_now: u64,
+    ) -> Option<Record> {
+        let c = &mut self.c;
+        let (data, meta) = batch.get(i);
+        if meta.truncated {
+            c.truncated += 1;
+        }
+        if data.is_empty() {
+            // A sender's priming datagram: not traffic.
+            c.empty += 1;
+            return None;
+        }
+        let Some(p) = parse_probe(cfg.format, data, || {
+            batch.source(i).and_then(|a| self.luna_flows.flow_of(a))
+        }) else {
+            c.malformed += 1;
+            return None;
+        };
+        let (rx_ns, rec_flags) = match meta.ts {
+            RxTimestamp::Software(t) => (t, Record::RX_KERNEL_TS),
+            RxTimestamp::Hardware(t) => {
+                c.hw_timestamps += 1;
+                (t, Record::RX_HW_TS)
+            }
+            RxTimestamp::None => {
+                c.user_timestamps += 1;
+                (user_now, 0)
+            }
+        };
+        c.packets += 1;
+        c.bytes += data.len() as u64;
+        Some(Record {
+            flow: p.flow,
+            size: data.len() as u32,
+            seq: p.seq,
+            tx_ns: p.tx_ns,
+            rx_ns,
+            probe_flags: p.flags.bits(),
+            kind: RecordKind::Rx,
+            rec_flags,
+            ..Default::default()
+        })
+    }
+
+    /// Notes the record's flow, and its end on a LAST probe. The table is
+    /// bounded against hostile senders: new flows past the bound are not
+    /// tracked.
+    #[inline]
+    fn track_end(&mut self, rec: &Record) {
+        if self.flows.len() < 1 << 16 || self.flows.contains_key(&rec.flow) {
+            let f = self.flows.entry(rec.flow).or_default();
+            if ProbeFlags(rec.probe_flags).is_last() && !f.ended {
+                f.ended = true;
+                self.c.flows_ended += 1;
+            }
+        }
+    }
+}
+
+/// The probe in `data`, or None when it is none (or an echo reply). A LUNA
+/// probe carries no flow id: `luna_flow` gives its source's.
+#[inline]
+fn parse_probe(
+    format: ProbeFormat,
+    data: &[u8],
+    luna_flow: impl FnOnce() -> Option<u32>,
+) -> Option<ProbeRepr> {
+    match format {
+        ProbeFormat::Wirelab => ProbeRepr::parse(data)
+            .ok()
+            .filter(|p| !p.flags.is_echo_reply()),
+        ProbeFormat::Luna => {
+            let l = LunaProbe::parse(data).ok();
+            match (l, luna_flow()) {
+                (Some(l), Some(flow)) => Some(ProbeRepr {
+                    flags: if l.is_echo_request() {
+                        ProbeFlags(ProbeFlags::ECHO_REQUEST)
+                    } else {
+                        ProbeFlags::empty()
+                    },
+                    flow,
+                    seq: u64::from(l.seq),
+                    tx_ns: l.tx_ns,
+                    echo: None,
+                }),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// Turns echo request `i` into its reply in place, with the reflector's
+/// receive and transmit times (also put in `rec`), and sends it back to its
+/// source.
+#[inline]
+fn reflect<C: Clock, R: Receive>(
+    cfg: &RecvConfig,
+    clock: &mut C,
+    rx: &mut R,
+    batch: &mut RecvBatch,
+    i: usize,
+    rec: &mut Record,
+    c: &mut RecvCounters,
+) {
+    let src = batch.source(i);
+    let tx = clock.wall_ns();
+    let times = EchoTimes {
+        rx_ns: rec.rx_ns,
+        tx_ns: tx,
+    };
+    rec.refl_rx_ns = rec.rx_ns;
+    rec.refl_tx_ns = tx;
+    let len = rec.size as usize;
+    let slot = batch.slot_mut(i);
+    let reply_len = match cfg.format {
+        ProbeFormat::Wirelab => make_echo_reply(slot, len, times),
+        // A LUNA server mirrors the packet as received.
+        ProbeFormat::Luna => Some(len),
+    };
+    match (reply_len, src) {
+        (Some(rlen), Some(src)) => match rx.reply(&slot[..rlen], src) {
+            Ok(_) => c.echo_replies += 1,
+            Err(_) => c.echo_send_errors += 1,
+        },
+        _ => c.echo_send_errors += 1,
+    }
 }
 
 #[cfg(test)]

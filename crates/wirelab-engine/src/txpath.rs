@@ -70,17 +70,17 @@ pub enum PathError {
     #[error("--socket {} builds IPv4 headers: give an IPv4 target (IPv6 needs --socket udp)", .0.as_str())]
     NotIpv4(SocketKind),
     #[error("opening the flow's UDP socket: {0}")]
-    Udp(#[source] io::Error),
+    Udp(io::Error),
     #[error(transparent)]
     Route(RouteError),
     #[error("--socket packet: {0}")]
-    Interface(#[source] PacketError),
+    Interface(PacketError),
     #[error("--socket packet sends frames out of an interface, but {0} is this host's own address (its route goes through lo): use --socket raw or udp")]
     LocalTarget(Ipv4Addr),
     #[error("--socket packet needs an Ethernet interface; {dev} is not (hardware type {arp_type}): use --socket raw")]
     NotEthernet { dev: String, arp_type: u16 },
     #[error("--socket packet: {0}")]
-    Neigh(#[source] NeighError),
+    Neigh(NeighError),
     #[error(transparent)]
     Socket(PacketError),
 }

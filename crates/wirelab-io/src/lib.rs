@@ -24,6 +24,8 @@
 //! - [`direct`]: `O_DIRECT` files for capture output without the page-cache copy.
 //! - [`tx`]: the [`tx::Transmit`] trait over every batch sender, and which send
 //!   errors are transient.
+//! - [`stop`]: the stop request drivers poll, set by signal handlers or the
+//!   caller.
 //! - [`sim`]: a simulated clock, transmit link, UDP socket, capture ring and
 //!   forwarding ring for driver tests (no `unsafe`, no OS).
 //!
@@ -48,6 +50,7 @@ pub mod route;
 pub mod rt;
 pub mod sim;
 mod sockopt;
+pub mod stop;
 pub mod supervise;
 pub mod tx;
 pub mod udp;

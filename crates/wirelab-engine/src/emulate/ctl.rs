@@ -146,8 +146,8 @@ pub enum CtlError {
     InUse { path: PathBuf },
     #[error("{path} exists and is not a socket: give --ctl another path", path = path.display())]
     NotASocket { path: PathBuf },
-    #[error("cannot listen on {path}: {source}", path = path.display())]
-    Bind { path: PathBuf, source: io::Error },
+    #[error("cannot listen on {path}: {cause}", path = path.display())]
+    Bind { path: PathBuf, cause: io::Error },
 }
 
 /// The control thread; [`CtlServer::finish`] stops it and removes the
@@ -176,7 +176,7 @@ impl CtlServer {
         }
         let bind = |source| CtlError::Bind {
             path: path.clone(),
-            source,
+            cause: source,
         };
         let l = UnixListener::bind(&path).map_err(bind)?;
         l.set_nonblocking(true).map_err(bind)?;
@@ -359,134 +359,135 @@ fn apply(
 }
 
 fn handle(req: Request, setup: &mut CtlSetup, next: &mut u32) -> Response {
-    match req {
-        Request::Add { filter, stages } => {
-            let (dirs, f) = split_direction(&filter);
-            if f.is_empty() {
-                return Response::fail("the filter is empty");
-            }
-            let taken = setup
-                .rules
-                .iter()
-                .any(|r| r.filter == f && dirs_of(&r.directions).iter().any(|d| dirs.contains(d)));
-            if taken {
-                return Response::fail(format!("exists: a rule with filter {f:?}"));
-            }
-            let rule = *next;
-            // Build both directions' links first: a bad filter or trace
-            // changes nothing.
-            let mut links = Vec::new();
-            for &d in &dirs {
-                match (setup.build)(rule, f, &stages, d, true) {
-                    Ok(l) => links.push(Some(l)),
-                    Err(e) => return Response::fail(e),
-                }
-            }
-            let mut it = links.into_iter();
-            let r = apply(setup, &dirs, |_, ack| {
-                let l = it.next().flatten().ok_or("internal: no link")?;
-                Ok(Cmd::Add(l, ack))
-            });
-            if let Err(e) = r {
-                return Response::fail(e);
-            }
-            *next += 1;
-            let entry = CtlRule {
-                rule,
-                directions: dirs.iter().map(|&d| dir_name(d)).collect(),
-                filter: f.to_string(),
-                stages,
-            };
-            setup.rules.push(entry.clone());
-            Response {
-                ok: true,
-                rule: Some(entry),
-                ..Response::default()
-            }
-        }
-        Request::Update { rule, stages } => {
-            let i = match find(&setup.rules, &rule) {
-                Ok(i) => i,
-                Err(e) => return Response::fail(e),
-            };
-            let r = setup.rules[i].clone();
-            let dirs = dirs_of(&r.directions);
-            let mut links = Vec::new();
-            for &d in &dirs {
-                match (setup.build)(r.rule, &r.filter, &stages, d, false) {
-                    Ok(l) => links.push(Some(l)),
-                    Err(e) => return Response::fail(e),
-                }
-            }
-            let mut it = links.into_iter();
-            if let Err(e) = apply(setup, &dirs, |_, ack| {
-                let l = it.next().flatten().ok_or("internal: no link")?;
-                Ok(Cmd::Replace(r.rule, l, ack))
-            }) {
-                return Response::fail(e);
-            }
-            setup.rules[i].stages = stages;
-            Response {
-                ok: true,
-                rule: Some(setup.rules[i].clone()),
-                ..Response::default()
-            }
-        }
-        Request::Del { rule } => {
-            let i = match find(&setup.rules, &rule) {
-                Ok(i) => i,
-                Err(e) => return Response::fail(e),
-            };
-            let r = setup.rules[i].clone();
-            if let Err(e) = apply(setup, &dirs_of(&r.directions), |_, ack| {
-                Ok(Cmd::Remove(r.rule, ack))
-            }) {
-                return Response::fail(e);
-            }
-            setup.rules.remove(i);
-            Response {
-                ok: true,
-                rule: Some(r),
-                ..Response::default()
-            }
-        }
-        Request::List => Response {
+    let r = match req {
+        Request::Add { filter, stages } => add(setup, next, &filter, stages),
+        Request::Update { rule, stages } => update(setup, &rule, stages),
+        Request::Del { rule } => del(setup, &rule),
+        Request::List => Ok(Response {
             ok: true,
             rules: Some(setup.rules.clone()),
             ..Response::default()
-        },
-        Request::Stats => {
-            let mut out = Response {
-                ok: true,
-                rules: Some(setup.rules.clone()),
-                ..Response::default()
-            };
-            for d in [Direction::AToB, Direction::BToA] {
-                let (tx, rx) = mpsc::channel();
-                if setup.to[dir_index(d)].send(Cmd::State(tx)).is_err() {
-                    return Response::fail(format!(
-                        "the {} forwarding thread has ended",
-                        dir_name(d)
-                    ));
-                }
-                let Ok(rules) = rx.recv_timeout(APPLY_TIMEOUT) else {
-                    return Response::fail(format!(
-                        "the {} forwarding thread did not answer",
-                        dir_name(d)
-                    ));
-                };
-                let st = DirState {
-                    rules,
-                    live: setup.live[dir_index(d)].snapshot(),
-                };
-                match d {
-                    Direction::AToB => out.a2b = Some(st),
-                    Direction::BToA => out.b2a = Some(st),
-                }
-            }
-            out
+        }),
+        Request::Stats => stats(setup),
+    };
+    r.unwrap_or_else(Response::fail)
+}
+
+/// A rule answered back.
+fn with_rule(rule: CtlRule) -> Response {
+    Response {
+        ok: true,
+        rule: Some(rule),
+        ..Response::default()
+    }
+}
+
+/// Builds the rule's link for every direction in `dirs` before anything
+/// changes: a bad filter or trace changes nothing.
+fn build_links(
+    setup: &CtlSetup,
+    rule: u32,
+    filter: &str,
+    stages: &str,
+    dirs: &[Direction],
+    new: bool,
+) -> Result<std::vec::IntoIter<RuleLink>, String> {
+    let links = dirs
+        .iter()
+        .map(|&d| (setup.build)(rule, filter, stages, d, new))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(links.into_iter())
+}
+
+/// `add FILTER STAGES`: a new rule in the directions the filter names
+/// (both by default); refused when a rule with that filter exists there.
+fn add(
+    setup: &mut CtlSetup,
+    next: &mut u32,
+    filter: &str,
+    stages: String,
+) -> Result<Response, String> {
+    let (dirs, f) = split_direction(filter);
+    if f.is_empty() {
+        return Err("the filter is empty".into());
+    }
+    let taken = setup
+        .rules
+        .iter()
+        .any(|r| r.filter == f && dirs_of(&r.directions).iter().any(|d| dirs.contains(d)));
+    if taken {
+        return Err(format!("exists: a rule with filter {f:?}"));
+    }
+    let rule = *next;
+    let mut links = build_links(setup, rule, f, &stages, &dirs, true)?;
+    apply(setup, &dirs, |_, ack| {
+        let l = links.next().ok_or("internal: no link")?;
+        Ok(Cmd::Add(l, ack))
+    })?;
+    *next += 1;
+    let entry = CtlRule {
+        rule,
+        directions: dirs.iter().map(|&d| dir_name(d)).collect(),
+        filter: f.to_string(),
+        stages,
+    };
+    setup.rules.push(entry.clone());
+    Ok(with_rule(entry))
+}
+
+/// `update RULE STAGES`: the rule's link replaced in its directions.
+fn update(setup: &mut CtlSetup, rule: &str, stages: String) -> Result<Response, String> {
+    let i = find(&setup.rules, rule)?;
+    let r = setup.rules[i].clone();
+    let dirs = dirs_of(&r.directions);
+    let mut links = build_links(setup, r.rule, &r.filter, &stages, &dirs, false)?;
+    apply(setup, &dirs, |_, ack| {
+        let l = links.next().ok_or("internal: no link")?;
+        Ok(Cmd::Replace(r.rule, l, ack))
+    })?;
+    setup.rules[i].stages = stages;
+    Ok(with_rule(setup.rules[i].clone()))
+}
+
+/// `del RULE`: the rule removed from its directions.
+fn del(setup: &mut CtlSetup, rule: &str) -> Result<Response, String> {
+    let i = find(&setup.rules, rule)?;
+    let r = setup.rules[i].clone();
+    apply(setup, &dirs_of(&r.directions), |_, ack| {
+        Ok(Cmd::Remove(r.rule, ack))
+    })?;
+    setup.rules.remove(i);
+    Ok(with_rule(r))
+}
+
+/// `stats`: the rules, and each direction's rule counters and live ones.
+fn stats(setup: &CtlSetup) -> Result<Response, String> {
+    let mut out = Response {
+        ok: true,
+        rules: Some(setup.rules.clone()),
+        ..Response::default()
+    };
+    for d in [Direction::AToB, Direction::BToA] {
+        let (tx, rx) = mpsc::channel();
+        if setup.to[dir_index(d)].send(Cmd::State(tx)).is_err() {
+            return Err(format!("the {} forwarding thread has ended", dir_name(d)));
+        }
+        let Ok(rules) = rx.recv_timeout(APPLY_TIMEOUT) else {
+            return Err(format!(
+                "the {} forwarding thread did not answer",
+                dir_name(d)
+            ));
+        };
+        let st = DirState {
+            rules,
+            live: setup.live[dir_index(d)].snapshot(),
+        };
+        match d {
+            Direction::AToB => out.a2b = Some(st),
+            Direction::BToA => out.b2a = Some(st),
         }
     }
+    Ok(out)
 }
 
 /// Why a client request failed.

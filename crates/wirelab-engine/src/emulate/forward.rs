@@ -334,58 +334,14 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
         direction: cfg.direction,
         error: None,
     };
-    let mut held: HashMap<u64, Held> = HashMap::new();
-    let mut pool: Vec<Vec<u8>> = Vec::new();
+    let mut frames = Holding::default();
     let mut due: Vec<Release> = Vec::new();
-    let mut adm = Admission::default();
     let mut scratch: Vec<Vec<u8>> = Vec::new();
     let mut late = histogram();
-    let mut index = 0u64;
     while !stop.is_stopped() {
         model.control();
         // Arrivals: what the ring holds, a bounded burst at a time.
-        let mut n = 0;
-        while n < cfg.burst {
-            let Some(f) = rx.peek() else { break };
-            let t = (i128::from(f.ts_ns) + cfg.real_to_mono).max(0) as u64;
-            let mut buf = pool.pop().unwrap_or_default();
-            with_vlan(f.data, f.vlan, &mut buf);
-            if f.csum_partial {
-                // What the sender's NIC would have done on a wire.
-                let l = parse_ethernet(&buf);
-                fix_checksums(&mut buf, &l, false);
-            }
-            rx.release();
-            let len = buf.len() as u32;
-            adm.dropped.clear();
-            adm.queued = 0;
-            model.arrive(t, &buf, index, &mut adm);
-            st.received += 1;
-            st.received_bytes += u64::from(len);
-            if let Some(m) = &log.mm {
-                mmlog::with(m, |w| w.arrival(t, len));
-            }
-            st.duplicates += (u64::from(adm.queued) + adm.dropped.len() as u64).saturating_sub(1);
-            for &(copy, why) in &adm.dropped {
-                st.dropped.add(why);
-                log.fate(adm.rule, adm.seq, copy, len, t, 0, 0, why, false);
-            }
-            if adm.queued > 0 {
-                held.insert(
-                    index,
-                    Held {
-                        buf,
-                        copies: adm.queued,
-                        len,
-                        arrival: t,
-                    },
-                );
-            } else {
-                pool.push(buf);
-            }
-            index += 1;
-            n += 1;
-        }
+        let n = frames.admit_burst(cfg, rx, model, &mut st, &mut log);
         // Releases: everything due, in one send call.
         let now = clock.now_ns();
         due.clear();
@@ -395,62 +351,26 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
                 &due,
                 clock,
                 tx,
-                &held,
+                &frames.held,
                 &mut scratch,
                 &mut st,
                 &mut late,
                 &mut log,
             )?;
-            for r in &due {
-                if let Some(h) = held.get_mut(&r.index) {
-                    h.copies -= 1;
-                    if h.copies == 0 {
-                        if let Some(h) = held.remove(&r.index) {
-                            pool.push(h.buf);
-                        }
-                    }
-                }
-            }
+            frames.retire(&due);
             if let Some(l) = live {
-                l.publish(&st, held.len());
+                l.publish(&st, frames.held.len());
             }
             continue;
         }
         if let Some(l) = live {
-            l.publish(&st, held.len());
+            l.publish(&st, frames.held.len());
         }
         if n == cfg.burst {
             continue;
         }
         // Wait for the next deadline or arrival.
-        let Some(deadline) = model.next_deadline() else {
-            if let Some(t) = log.tap.as_mut() {
-                t.idle();
-            }
-            rx.wait(cfg.idle)?;
-            continue;
-        };
-        match pacer.step(deadline, now) {
-            Step::Go => {}
-            Step::Sleep(t) => {
-                // At most the idle wait: the stop flag and runtime changes
-                // are seen that often however far the next deadline is.
-                let arrived = rx.wait(Duration::from_nanos(t - now).min(cfg.idle))?;
-                let woke = clock.now_ns();
-                // Only a sleep that ran its course says how late wake-ups are.
-                if !arrived && woke >= t {
-                    pacer.slept(now, t, woke, deadline);
-                }
-            }
-            Step::Spin(t) => {
-                while rx.peek().is_none() && clock.now_ns() < t {
-                    std::hint::spin_loop();
-                }
-            }
-        }
-        if pacer.cpu_due(now) {
-            pacer.cpu_sample(now, clock.thread_cpu_ns());
-        }
+        wait_next(cfg, clock, rx, model, &mut pacer, &mut log, now)?;
     }
     // What still waits for its deadline is not sent: each copy's fate.
     if log.mm.is_some() {
@@ -460,7 +380,7 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
     model.drain(&mut due);
     for r in &due {
         st.dropped.add(EmuFate::Unsent);
-        let len = held.get(&r.index).map_or(0, |h| h.len);
+        let len = frames.held.get(&r.index).map_or(0, |h| h.len);
         log.fate(
             r.rule,
             r.seq,
@@ -480,6 +400,149 @@ pub fn forward<C: Clock, R: FrameSource, T: Transmit, M: LinkModel>(
         l.publish(&st, 0);
     }
     Ok(st)
+}
+
+/// The frames a direction holds until their copies leave, by index, and
+/// the buffers of those gone, reused for the next arrivals.
+#[derive(Default)]
+struct Holding {
+    held: HashMap<u64, Held>,
+    pool: Vec<Vec<u8>>,
+    /// The model's answer for the frame being admitted (reused).
+    adm: Admission,
+    /// The next frame's index in this direction.
+    index: u64,
+}
+
+impl Holding {
+    /// Reads up to `cfg.burst` frames from the ring and hands each to the
+    /// model; returns how many were read.
+    #[inline]
+    fn admit_burst<R: FrameSource, M: LinkModel>(
+        &mut self,
+        cfg: &ForwardConfig,
+        rx: &mut R,
+        model: &mut M,
+        st: &mut ForwardStats,
+        log: &mut Log<'_, '_>,
+    ) -> usize {
+        let mut n = 0;
+        while n < cfg.burst {
+            let Some(f) = rx.peek() else { break };
+            let t = (i128::from(f.ts_ns) + cfg.real_to_mono).max(0) as u64;
+            let mut buf = self.pool.pop().unwrap_or_default();
+            with_vlan(f.data, f.vlan, &mut buf);
+            if f.csum_partial {
+                // What the sender's NIC would have done on a wire.
+                let l = parse_ethernet(&buf);
+                fix_checksums(&mut buf, &l, false);
+            }
+            rx.release();
+            self.admit(t, buf, model, st, log);
+            n += 1;
+        }
+        n
+    }
+
+    /// Frame `buf`, stamped `t`, through the model: copies dropped at once
+    /// get their fate; a frame with copies queued is held, else its buffer
+    /// goes back to the pool.
+    #[inline]
+    fn admit<M: LinkModel>(
+        &mut self,
+        t: u64,
+        buf: Vec<u8>,
+        model: &mut M,
+        st: &mut ForwardStats,
+        log: &mut Log<'_, '_>,
+    ) {
+        let adm = &mut self.adm;
+        let len = buf.len() as u32;
+        adm.dropped.clear();
+        adm.queued = 0;
+        model.arrive(t, &buf, self.index, adm);
+        st.received += 1;
+        st.received_bytes += u64::from(len);
+        if let Some(m) = &log.mm {
+            mmlog::with(m, |w| w.arrival(t, len));
+        }
+        st.duplicates += (u64::from(adm.queued) + adm.dropped.len() as u64).saturating_sub(1);
+        for &(copy, why) in &adm.dropped {
+            st.dropped.add(why);
+            log.fate(adm.rule, adm.seq, copy, len, t, 0, 0, why, false);
+        }
+        if adm.queued > 0 {
+            let h = Held {
+                buf,
+                copies: adm.queued,
+                len,
+                arrival: t,
+            };
+            self.held.insert(self.index, h);
+        } else {
+            self.pool.push(buf);
+        }
+        self.index += 1;
+    }
+
+    /// Counts the released copies off their frames; a frame whose last
+    /// copy left gives its buffer back to the pool.
+    #[inline]
+    fn retire(&mut self, due: &[Release]) {
+        for r in due {
+            if let Some(h) = self.held.get_mut(&r.index) {
+                h.copies -= 1;
+                if h.copies == 0 {
+                    if let Some(h) = self.held.remove(&r.index) {
+                        self.pool.push(h.buf);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Waits for the next deadline (the pacer's hybrid wait, the sleep a wait
+/// on the ring so an arrival ends it) or, with nothing queued, for an
+/// arrival; never longer than `cfg.idle`.
+fn wait_next<C: Clock, R: FrameSource, M: LinkModel>(
+    cfg: &ForwardConfig,
+    clock: &mut C,
+    rx: &mut R,
+    model: &M,
+    pacer: &mut Pacer,
+    log: &mut Log<'_, '_>,
+    now: u64,
+) -> io::Result<()> {
+    let Some(deadline) = model.next_deadline() else {
+        if let Some(t) = log.tap.as_mut() {
+            t.idle();
+        }
+        rx.wait(cfg.idle)?;
+        return Ok(());
+    };
+    match pacer.step(deadline, now) {
+        Step::Go => {}
+        Step::Sleep(t) => {
+            // At most the idle wait: the stop flag and runtime changes
+            // are seen that often however far the next deadline is.
+            let arrived = rx.wait(Duration::from_nanos(t - now).min(cfg.idle))?;
+            let woke = clock.now_ns();
+            // Only a sleep that ran its course says how late wake-ups are.
+            if !arrived && woke >= t {
+                pacer.slept(now, t, woke, deadline);
+            }
+        }
+        Step::Spin(t) => {
+            while rx.peek().is_none() && clock.now_ns() < t {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    if pacer.cpu_due(now) {
+        pacer.cpu_sample(now, clock.thread_cpu_ns());
+    }
+    Ok(())
 }
 
 fn buckets(h: &hdrhistogram::Histogram<u64>) -> Vec<Bucket> {

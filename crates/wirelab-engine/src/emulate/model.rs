@@ -6,12 +6,9 @@ use wirelab_link::{self as link, Link};
 /// Why a direction's link could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum LinkSetupError {
-    #[error("cannot read trace {path}: {source}")]
-    Open {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{0}")]
+    #[error("cannot read trace {path}: {cause}")]
+    Open { path: String, cause: std::io::Error },
+    #[error(transparent)]
     Format(#[from] wirelab_trace::FormatError),
     #[error("{path}: a {format} trace gives {what}; {hint}")]
     WrongStage {
@@ -20,9 +17,9 @@ pub enum LinkSetupError {
         what: &'static str,
         hint: String,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     Trace(#[from] wirelab_trace::FileError),
-    #[error("{0}")]
+    #[error(transparent)]
     Link(#[from] link::LinkError),
     /// A bad Dummynet profile: `FILE:LINE: what`.
     #[error("{path}:{error}")]
@@ -40,7 +37,7 @@ fn read_profile(path: &str) -> Result<link::profile::Profile, LinkSetupError> {
     use std::io::Read;
     let open_err = |source| LinkSetupError::Open {
         path: path.to_string(),
-        source,
+        cause: source,
     };
     let mut text = String::new();
     std::fs::File::open(path)
@@ -75,7 +72,7 @@ pub fn open_link(config: &link::LinkConfig, key: link::LinkKey) -> Result<Link, 
     let open = |p: &str| {
         std::fs::File::open(p).map_err(|source| LinkSetupError::Open {
             path: p.to_string(),
-            source,
+            cause: source,
         })
     };
     let check = |path: &str, format: Format, opts: &TraceOptions| {
@@ -155,7 +152,7 @@ fn detect(
         .read_to_end(&mut head)
         .map_err(|source| LinkSetupError::Open {
             path: path.to_string(),
-            source,
+            cause: source,
         })?;
     Ok(wirelab_trace::Format::detect(path, &head)?)
 }

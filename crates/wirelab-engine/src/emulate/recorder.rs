@@ -17,11 +17,8 @@ use wirelab_trace::{Action, Format, PacketWriter, TraceOptions};
 pub enum RecorderError {
     #[error("{path}: a decision trace is written as pkt-csv (.pkt.csv, exact ns), nist-bin (.bin, .nist.bin: µs) or nist-txt (.nist.txt: µs); the name says which")]
     Format { path: String },
-    #[error("cannot create {path}: {source}")]
-    Create {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot create {path}: {cause}")]
+    Create { path: String, cause: std::io::Error },
 }
 
 /// Writes one rule's decisions.
@@ -62,7 +59,7 @@ impl Recorder {
         let format = decision_format(path)?;
         let create = |source| RecorderError::Create {
             path: path.display().to_string(),
-            source,
+            cause: source,
         };
         let file = ChunkFile::create(path, b"").map_err(create)?;
         let w = PacketWriter::new(format, &TraceOptions::default(), file.writer())

@@ -46,10 +46,10 @@ pub enum Analysis {
 pub enum AnalyzeError {
     #[error(transparent)]
     Read(#[from] ReadError),
-    #[error("cannot open {path}: {source}", path = path.display())]
+    #[error("cannot open {path}: {cause}", path = path.display())]
     Open {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error(transparent)]
     Capture(#[from] Unreadable),
@@ -103,7 +103,7 @@ impl AnalyzeJob {
         for path in &capture_files {
             let f = std::fs::File::open(path).map_err(|source| AnalyzeError::Open {
                 path: path.clone(),
-                source,
+                cause: source,
             })?;
             let f = std::io::BufReader::with_capacity(1 << 20, f);
             let name = path.display().to_string();

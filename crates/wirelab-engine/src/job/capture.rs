@@ -1,13 +1,13 @@
-//! The capture job: [`crate::capture::Capture`] opened and run until its
+//! The capture job: [`wirelab_capture::Capture`] opened and run until its
 //! count or duration or SIGINT/SIGTERM, with its start line and live
 //! statistics lines as text.
 
-use crate::capture::{
-    Capture, CaptureConfig, CaptureError, CaptureReport, LiveSnapshot, WaitPolicy,
-};
 use crate::StopFlag;
 use std::time::Duration;
 use thiserror::Error;
+use wirelab_capture::{
+    Capture, CaptureConfig, CaptureError, CaptureReport, LiveSnapshot, WaitPolicy,
+};
 use wirelab_io::rt::{pin_to_cpu, RtError};
 
 #[derive(Debug, Error)]
@@ -139,7 +139,7 @@ mod tests {
 #[cfg(test)]
 mod open_tests {
     use super::*;
-    use crate::capture::{FileFormat, Rotation};
+    use wirelab_capture::{FileFormat, Rotation};
     use wirelab_io::ring_rx::{FanoutMode, RingConfig};
 
     #[test]

@@ -7,7 +7,7 @@
 //! - [`recv`]: the receiver/reflector on the calling thread.
 //! - [`replay`]: [`crate::replay`] on the calling thread.
 //! - [`emulate`]: the link emulator, a forwarding thread per direction.
-//! - [`capture`]: [`crate::capture`] until its end or a signal.
+//! - [`capture`]: [`wirelab_capture`] until its end or a signal.
 //! - [`analyze`]: record files and captures analyzed (`wirelab analyze`).
 //! - [`records`]: record files read back for `analyze` and `export`.
 //! - [`spec`]: generators built from specs, with the run's seeds.
@@ -37,14 +37,14 @@ use thiserror::Error;
 /// by the jobs' error types).
 #[derive(Debug, Error)]
 pub enum JobFileError {
-    #[error("cannot create record file {path}: {source}", path = path.display())]
-    RecordCreate { path: PathBuf, source: io::Error },
+    #[error("cannot create record file {path}: {cause}", path = path.display())]
+    RecordCreate { path: PathBuf, cause: io::Error },
     #[error("cannot finish the record file: {0}")]
     RecordFinish(io::Error),
     #[error("cannot install the signal handlers: {0}")]
     Signals(io::Error),
-    #[error("cannot write the status file {path}: {source}", path = path.display())]
-    Status { path: PathBuf, source: io::Error },
+    #[error("cannot write the status file {path}: {cause}", path = path.display())]
+    Status { path: PathBuf, cause: io::Error },
 }
 
 /// A stop flag raised by SIGINT and SIGTERM: the job stops sending, drains

@@ -26,8 +26,8 @@ impl Family {
 
 #[derive(Debug, Error)]
 pub enum ResolveError {
-    #[error("cannot resolve host {host:?}: {source}")]
-    Lookup { host: String, source: io::Error },
+    #[error("cannot resolve host {host:?}: {cause}")]
+    Lookup { host: String, cause: io::Error },
     #[error("{host} has no {} address", if *.family == Family::V4 { "IPv4" } else { "IPv6" })]
     NoAddress { host: String, family: Family },
 }
@@ -39,7 +39,7 @@ pub fn resolve(host: &str, port: u16, family: Family) -> Result<SocketAddr, Reso
         .to_socket_addrs()
         .map_err(|source| ResolveError::Lookup {
             host: host.into(),
-            source,
+            cause: source,
         })?;
     addrs
         .find(|a| family.admits(a))

@@ -13,8 +13,8 @@ use wirelab_wire::record::{open_file, Record, RecordFileError, RecordKind, Role}
 
 #[derive(Debug, Error)]
 pub enum ReadError {
-    #[error("cannot create {path}: {source}", path = path.display())]
-    Create { path: PathBuf, source: io::Error },
+    #[error("cannot create {path}: {cause}", path = path.display())]
+    Create { path: PathBuf, cause: io::Error },
     #[error(transparent)]
     Write(#[from] wirelab_analysis::AnalysisError),
     #[error(transparent)]
@@ -156,7 +156,7 @@ pub fn export(
         Some(o) => Box::new(
             std::fs::File::create(o).map_err(|source| ReadError::Create {
                 path: o.to_path_buf(),
-                source,
+                cause: source,
             })?,
         ),
         None => Box::new(io::stdout().lock()),

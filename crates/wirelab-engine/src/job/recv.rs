@@ -31,14 +31,21 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 pub enum RecvError {
     #[error(transparent)]
     Rt(#[from] RtError),
-    #[error("cannot bind {addr}: {source}")]
-    Bind { addr: SocketAddr, source: io::Error },
+    #[error("cannot bind {addr}: {cause}")]
+    Bind { addr: SocketAddr, cause: io::Error },
     #[error(transparent)]
     HwStamping(#[from] HwTsError),
     #[error(transparent)]
     Files(#[from] super::JobFileError),
     #[error("receiving: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
+}
+
+// Not `#[from]`: that would also make it the source, and the message already prints it.
+impl From<io::Error> for RecvError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
 }
 
 /// The receiver's settings as given, kept in its record file's metadata.
@@ -85,8 +92,10 @@ impl RecvJob {
         self.rt.lock_memory()?;
         self.rt.apply_to_thread(0)?;
         let addr = self.recv.bind;
-        let rx =
-            Receiver::bind(self.recv.clone()).map_err(|source| RecvError::Bind { addr, source })?;
+        let rx = Receiver::bind(self.recv.clone()).map_err(|source| RecvError::Bind {
+            addr,
+            cause: source,
+        })?;
         let local = rx.local_addr()?;
         // Held until the end: dropping it restores the NIC's stamping setting.
         let hw = match &self.hw_timestamps {
@@ -132,7 +141,7 @@ impl RecvJob {
                     RecordLog::create(p, Role::Receiver, &meta).map_err(|source| {
                         super::JobFileError::RecordCreate {
                             path: p.clone(),
-                            source,
+                            cause: source,
                         }
                     })?,
                 )
@@ -150,7 +159,7 @@ impl RecvJob {
                 s.write(false)
                     .map_err(|source| super::JobFileError::Status {
                         path: s.path.clone(),
-                        source,
+                        cause: source,
                     })?;
                 Some(s)
             }

@@ -6,7 +6,7 @@
 use super::rt::RtSetup;
 use super::spec::{self, Fit, FlowSeeds};
 use super::Progress;
-use crate::recordlog::{hostname, LogStats, RecordLog, RecordMeta};
+use crate::recordlog::{hostname, LogStats, RecordLog, RecordMeta, RecordWriter};
 use crate::sender::{run_flow_on, FlowConfig, FlowSendStats, Padding, RecordSink, MAX_PAYLOAD};
 use crate::txpath::{self, PathConfig, PathError, SocketKind, TxPath};
 use crate::{ProbeFormat, StopFlag};
@@ -53,11 +53,11 @@ pub enum Values {
 
 #[derive(Debug, Error)]
 pub enum SendError {
-    #[error("{spec}: {source}")]
+    #[error("{spec}: {cause}")]
     Spec {
         values: Values,
         spec: String,
-        source: GenError,
+        cause: GenError,
     },
     /// A spec names a value its generator would clamp.
     #[error("{spec}: {}", out_of_bounds(.values, .value, .bounds))]
@@ -71,17 +71,17 @@ pub enum SendError {
     Rt(#[from] RtError),
     #[error(transparent)]
     Files(#[from] super::JobFileError),
-    #[error("flow {flow} to {target}: {source}")]
+    #[error("flow {flow} to {target}: {cause}")]
     Flow {
         flow: u32,
         target: std::net::SocketAddr,
-        source: io::Error,
+        cause: io::Error,
     },
-    #[error("flow {flow} to {target}: {source}")]
+    #[error("flow {flow} to {target}: {cause}")]
     Path {
         flow: u32,
         target: std::net::SocketAddr,
-        source: PathError,
+        cause: PathError,
     },
     /// A size the socket type cannot carry unfragmented.
     #[error("{spec}: --socket {} cannot carry a payload of {value} bytes: the MTU of {dev} is {mtu}, so the largest is {max} bytes (raw and packet sockets do not fragment)", .socket.as_str())]
@@ -292,7 +292,7 @@ impl SendJob {
             move |source| SendError::Spec {
                 values,
                 spec,
-                source,
+                cause: source,
             }
         };
         let ival_bounds =
@@ -361,66 +361,20 @@ impl SendJob {
         if let Some(at) = self.start_at_unix_ns {
             check_start_at(at, real_ns(), false)?;
         }
-        let path_err = |flow, source| SendError::Path {
-            flow,
-            target: self.flow.target,
-            source,
-        };
         let egress = match self.socket {
             SocketKind::Udp => None,
             k => Some(
                 txpath::egress_of(k, self.flow.target, self.flow.bind)
-                    .map_err(|e| path_err(self.flow.flow, e))?,
+                    .map_err(|e| self.path_error(self.flow.flow, e))?,
             ),
         };
         let (gens, notes) = self.generators(egress.as_ref())?;
-        let mut paths = Vec::with_capacity(gens.len());
-        for i in 0..self.flows {
-            let c = PathConfig {
-                kind: self.socket,
-                target: self.flow.target,
-                bind: self.flow.bind,
-                tos: self.flow.tos,
-                neigh_timeout: txpath::NEIGH_TIMEOUT,
-            };
-            let flow = self.flow.flow.wrapping_add(i);
-            paths.push(TxPath::open(&c).map_err(|e| path_err(flow, e))?);
-        }
+        let paths = self.open_paths()?;
         self.rt.lock_memory()?;
         let mono_to_real = mono_to_real_offset();
-        // sched_ns counts from the epoch, START_LEAD_NS before the first
-        // deadline; with --start-at that deadline is the time given.
-        let (epoch, start) = match self.start_at_unix_ns {
-            Some(at) => {
-                check_start_at(at, real_ns(), true)?;
-                let start = (at as i128 - mono_to_real).max(START_LEAD_NS as i128) as u64;
-                (start - START_LEAD_NS, start)
-            }
-            None => {
-                let epoch = mono_ns();
-                (epoch, epoch + START_LEAD_NS)
-            }
-        };
+        let (epoch, start) = self.epoch_and_start(mono_to_real)?;
         let start_unix_ns = (epoch as i128 + mono_to_real) as u64;
-        let log = match &self.record {
-            Some(p) => {
-                let meta = RecordMeta {
-                    wirelab_version: env!("CARGO_PKG_VERSION").into(),
-                    role: "sender".into(),
-                    host: hostname(),
-                    clock: "CLOCK_MONOTONIC schedule; tx times CLOCK_REALTIME".into(),
-                    start_unix_ns,
-                    config: serde_json::to_value(self.settings()).unwrap_or_default(),
-                };
-                Some(RecordLog::create(p, Role::Sender, &meta).map_err(|source| {
-                    super::JobFileError::RecordCreate {
-                        path: p.clone(),
-                        source,
-                    }
-                })?)
-            }
-            None => None,
-        };
+        let log = self.open_record(start_unix_ns)?;
         let stop = super::stop_on_signals().map_err(super::JobFileError::Signals)?;
         let sent = Arc::new(AtomicU64::new(0));
         let info = SenderInfo {
@@ -429,7 +383,7 @@ impl SendJob {
             late_threshold_ns: None,
         };
         let mut threads = Vec::new();
-        for (i, ((mut ivals, mut sizes), path)) in gens.into_iter().zip(paths).enumerate() {
+        for (i, (gens, path)) in gens.into_iter().zip(paths).enumerate() {
             let cfg = FlowConfig {
                 flow: self.flow.flow.wrapping_add(i as u32),
                 seed: FlowSeeds::of(self.seed, i as u32).flow,
@@ -438,44 +392,15 @@ impl SendJob {
                 mono_to_real,
                 ..self.flow.clone()
             };
-            let stop = stop.clone();
-            let tx_log = log.as_ref().map(|l| l.writer());
-            let reply_log = log.as_ref().filter(|_| cfg.echo).map(|l| l.writer());
-            let rt = self.rt;
-            let mut sink = TxSink {
+            let sink = TxSink {
                 acc: SendAccum::new(info, cfg.limits.count),
                 sent: sent.clone(),
             };
-            threads.push(std::thread::spawn(
-                move || -> Result<FlowOutcome, SendError> {
-                    rt.apply_to_thread(i)?;
-                    let mut next_ival = || ivals.next();
-                    let mut next_size = || sizes.next();
-                    let (stats, rtt) = run_flow_on(
-                        path,
-                        &cfg,
-                        &mut next_ival,
-                        &mut next_size,
-                        tx_log,
-                        reply_log,
-                        &mut sink,
-                        RttSink(RttStats::default()),
-                        &stop,
-                    )
-                    .map_err(|source| SendError::Flow {
-                        flow: cfg.flow,
-                        target: cfg.target,
-                        source,
-                    })?;
-                    Ok(FlowOutcome {
-                        stats,
-                        tx: sink.acc,
-                        rtt: rtt.0,
-                        clamped_intervals: ivals.clamped(),
-                        clamped_sizes: sizes.clamped(),
-                    })
-                },
-            ));
+            let logs = (
+                log.as_ref().map(|l| l.writer()),
+                log.as_ref().filter(|_| cfg.echo).map(|l| l.writer()),
+            );
+            threads.push(spawn_flow(i, cfg, gens, path, sink, logs, self.rt, &stop));
         }
         Ok(SendRun {
             job: self,
@@ -486,6 +411,115 @@ impl SendJob {
             notes,
         })
     }
+
+    fn path_error(&self, flow: u32, source: PathError) -> SendError {
+        SendError::Path {
+            flow,
+            target: self.flow.target,
+            cause: source,
+        }
+    }
+
+    /// One socket per flow, each opened (and its next hop resolved) now.
+    fn open_paths(&self) -> Result<Vec<TxPath>, SendError> {
+        let c = PathConfig {
+            kind: self.socket,
+            target: self.flow.target,
+            bind: self.flow.bind,
+            tos: self.flow.tos,
+            neigh_timeout: txpath::NEIGH_TIMEOUT,
+        };
+        (0..self.flows)
+            .map(|i| {
+                let flow = self.flow.flow.wrapping_add(i);
+                TxPath::open(&c).map_err(|e| self.path_error(flow, e))
+            })
+            .collect()
+    }
+
+    /// The run's epoch and first deadline on CLOCK_MONOTONIC: sched_ns
+    /// counts from the epoch, START_LEAD_NS before the first deadline; with
+    /// --start-at that deadline is the time given.
+    fn epoch_and_start(&self, mono_to_real: i128) -> Result<(u64, u64), SendError> {
+        Ok(match self.start_at_unix_ns {
+            Some(at) => {
+                check_start_at(at, real_ns(), true)?;
+                let start = (at as i128 - mono_to_real).max(START_LEAD_NS as i128) as u64;
+                (start - START_LEAD_NS, start)
+            }
+            None => {
+                let epoch = mono_ns();
+                (epoch, epoch + START_LEAD_NS)
+            }
+        })
+    }
+
+    /// `--record`: the sender's record file, its header holding the settings.
+    fn open_record(&self, start_unix_ns: u64) -> Result<Option<RecordLog>, SendError> {
+        let Some(p) = &self.record else {
+            return Ok(None);
+        };
+        let meta = RecordMeta {
+            wirelab_version: env!("CARGO_PKG_VERSION").into(),
+            role: "sender".into(),
+            host: hostname(),
+            clock: "CLOCK_MONOTONIC schedule; tx times CLOCK_REALTIME".into(),
+            start_unix_ns,
+            config: serde_json::to_value(self.settings()).unwrap_or_default(),
+        };
+        let log = RecordLog::create(p, Role::Sender, &meta).map_err(|source| {
+            super::JobFileError::RecordCreate {
+                path: p.clone(),
+                cause: source,
+            }
+        })?;
+        Ok(Some(log))
+    }
+}
+
+/// Starts flow `i`'s thread (pinned and prioritised as `rt` says): its
+/// probes through `path`, Tx records to `sink` and `logs.0`, echo replies
+/// to `logs.1`.
+#[allow(clippy::too_many_arguments)]
+fn spawn_flow(
+    i: usize,
+    cfg: FlowConfig,
+    (mut ivals, mut sizes): FlowGenerators,
+    path: TxPath,
+    mut sink: TxSink,
+    (tx_log, reply_log): (Option<RecordWriter>, Option<RecordWriter>),
+    rt: RtSetup,
+    stop: &StopFlag,
+) -> JoinHandle<Result<FlowOutcome, SendError>> {
+    let stop = stop.clone();
+    std::thread::spawn(move || -> Result<FlowOutcome, SendError> {
+        rt.apply_to_thread(i)?;
+        let mut next_ival = || ivals.next();
+        let mut next_size = || sizes.next();
+        let (stats, rtt) = run_flow_on(
+            path,
+            &cfg,
+            &mut next_ival,
+            &mut next_size,
+            tx_log,
+            reply_log,
+            &mut sink,
+            RttSink(RttStats::default()),
+            &stop,
+        )
+        .map_err(|source| SendError::Flow {
+            flow: cfg.flow,
+            target: cfg.target,
+            cause: source,
+        })?;
+        Ok(FlowOutcome {
+            stats,
+            tx: sink.acc,
+            rtt: rtt.0,
+            clamped_intervals: ivals.clamped(),
+            clamped_sizes: sizes.clamped(),
+        })
+    })
 }
 
 /// A running send job.

@@ -2,11 +2,11 @@
 
 use super::recv::RecvJobReport;
 use super::send::SendJobReport;
-use crate::capture::CaptureReport;
 use crate::replay::ReplayReport;
 use std::io::{self, Write};
 use wirelab_analysis::schema::ReplayCacheReport;
 use wirelab_analysis::{render_text, DelayStats};
+use wirelab_capture::CaptureReport;
 use wirelab_core::gen::{GenSpec, SpecUnit};
 use wirelab_core::units::format_ns;
 

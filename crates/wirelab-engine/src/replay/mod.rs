@@ -14,6 +14,7 @@
 //! Frames sent in one batch share the departure time of their kick.
 
 mod outcome;
+mod run;
 pub mod trace;
 
 use std::io::{self, BufWriter};
@@ -37,6 +38,9 @@ use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};
 use crate::recordlog::{hostname, RecordLog, RecordMeta, RecordWriter};
 use crate::StopFlag;
 pub use outcome::NothingSent;
+pub use run::run;
+#[cfg(test)]
+use run::run_on;
 pub use trace::{count_packets, side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
 use wirelab_wire::record::{Record, RecordKind, Role};
 
@@ -56,12 +60,12 @@ pub enum ReplayError {
     #[error(transparent)]
     Packet(#[from] PacketError),
     /// Other I/O (output file, log).
-    #[error("{what}: {source}")]
+    #[error("{what}: {cause}")]
     Io {
         /// What was being done.
         what: String,
         /// OS error.
-        source: io::Error,
+        cause: io::Error,
     },
 }
 
@@ -453,7 +457,7 @@ impl DepartureLog {
         };
         let log = RecordLog::create(path, Role::Sender, &meta).map_err(|e| ReplayError::Io {
             what: format!("cannot create {}", path.display()),
-            source: e,
+            cause: e,
         })?;
         let w = log.writer();
         Ok(DepartureLog {
@@ -500,7 +504,7 @@ impl DepartureLog {
             Ok(()) => Ok(()),
             Err(e) => Err(ReplayError::Io {
                 what: format!("writing the departure log {}", path.display()),
-                source: e,
+                cause: e,
             }),
         }
     }
@@ -687,348 +691,6 @@ impl<C: Clock> Sender<'_, C> {
                 }
             }
         }
-    }
-}
-
-fn file_bytes(files: &[PathBuf]) -> u64 {
-    files
-        .iter()
-        .filter_map(|f| std::fs::metadata(f).ok())
-        .map(|m| m.len())
-        .sum()
-}
-
-/// An open output: the link, its name, the kind, qdisc bypass, the MTU.
-type Opened = (Tx, String, &'static str, bool, Option<u32>);
-
-fn open_output(out: &Output, batch: usize) -> Result<Opened, ReplayError> {
-    Ok(match out {
-        Output::Ring {
-            ifname,
-            qdisc_bypass,
-            slots,
-        } => {
-            let sock = PacketSocket::open(ifname, *qdisc_bypass)?;
-            let mtu = sock.info().mtu;
-            let max = mtu as usize + HEADER_BYTES + VLAN_TAG_BYTES;
-            let ring = TxRing::new(sock, max, *slots)?;
-            let b = ring.qdisc_bypass();
-            (Tx::Ring(ring), ifname.clone(), "ring", b, Some(mtu))
-        }
-        Output::Sendmmsg {
-            ifname,
-            qdisc_bypass,
-        } => {
-            let sock = PacketSocket::open(ifname, *qdisc_bypass)?;
-            sock.set_send_buffer(4 << 20);
-            let mtu = sock.info().mtu;
-            let max = mtu as usize + HEADER_BYTES + VLAN_TAG_BYTES;
-            let b = sock.qdisc_bypass();
-            let bufs = (0..batch.max(1)).map(|_| Vec::with_capacity(max)).collect();
-            (
-                Tx::Frames {
-                    link: Box::new(sock),
-                    bufs,
-                    n: 0,
-                },
-                ifname.clone(),
-                "sendmmsg",
-                b,
-                Some(mtu),
-            )
-        }
-        Output::File(p) => {
-            let f = std::fs::File::create(p).map_err(|e| ReplayError::Io {
-                what: format!("cannot create {}", p.display()),
-                source: e,
-            })?;
-            let w = wirelab_pcap::PcapWriter::new(
-                BufWriter::new(f),
-                1,
-                262_144,
-                wirelab_pcap::PcapPrecision::Nano,
-            )
-            .map_err(|e| ReplayError::Io {
-                what: format!("writing {}", p.display()),
-                source: e,
-            })?;
-            (
-                Tx::File {
-                    w,
-                    base_ns: 0,
-                    keep_ts: false,
-                    pending: Vec::new(),
-                },
-                p.display().to_string(),
-                "file",
-                false,
-                None,
-            )
-        }
-    })
-}
-
-/// Runs a replay to the end (or until `stop`), printing nothing.
-pub fn run(cfg: &ReplayConfig, stop: &StopFlag) -> Result<ReplayReport, ReplayError> {
-    let mut outputs = vec![open_output(&cfg.output, cfg.batch)?];
-    if let Some(sp) = &cfg.split {
-        outputs.push(open_output(&sp.secondary, cfg.batch)?);
-    }
-    run_on(cfg, stop, MonoClock, outputs)
-}
-
-/// [`run`] on any clock, with the outputs already open (the primary, then
-/// the split's secondary).
-fn run_on<C: Clock>(
-    cfg: &ReplayConfig,
-    stop: &StopFlag,
-    mut clock: C,
-    outputs: Vec<Opened>,
-) -> Result<ReplayReport, ReplayError> {
-    let mut outputs = outputs.into_iter();
-    let (tx, out_desc, kind, bypass, mut egress_mtu) = outputs
-        .next()
-        .ok_or_else(|| ReplayError::Input("no output".into()))?;
-    let mut txs = vec![tx];
-    let mut split_desc = None;
-    if let Some((tx2, desc2, kind2, bypass2, mtu2)) = outputs.next() {
-        if kind2 != kind || bypass2 != bypass {
-            tracing::warn!(
-                "the two outputs differ: {kind}/{kind2}, qdisc bypass {bypass}/{bypass2}"
-            );
-        }
-        egress_mtu = match (egress_mtu, mtu2) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        txs.push(tx2);
-        split_desc = Some(desc2);
-    }
-    let mut read = cfg.read.clone();
-    read.egress_mtu = egress_mtu;
-    read.max_frame = egress_mtu.map(|m| m as usize + HEADER_BYTES + VLAN_TAG_BYTES);
-    let mut stats = ReadStats::default();
-    let in_bytes = file_bytes(&read.files);
-    let t0 = clock.now_ns();
-    // Preload within the budget (rewrites can grow frames past the file's
-    // size: checked as it loads), else stream.
-    let trace = match in_bytes <= cfg.max_preload {
-        true => trace::preload(&read, &mut stats, cfg.max_preload)?,
-        false => None,
-    };
-    let streaming = trace.is_none();
-    let count = match &trace {
-        Some(t) => t.pkts.len() as u64,
-        None => {
-            // One full pass for the loop clock and the counts (the same a
-            // preload makes: a pass of the replay may stop early).
-            stats = ReadStats::default();
-            let mut n = 0u64;
-            trace::scan(&read, &mut stats, |_, _| {
-                n += 1;
-                true
-            })?;
-            n
-        }
-    };
-    let span = stats.schedule_ns;
-    let load = LoadInfo {
-        mode: if streaming { "stream" } else { "memory" },
-        bytes: trace.as_ref().map(Trace::bytes).unwrap_or(in_bytes),
-        packets: count,
-        load_ns: clock.now_ns() - t0,
-        max_preload_bytes: cfg.max_preload,
-    };
-    let keep_ts = matches!(cfg.timing, Timing::Original { multiplier } if multiplier == 1.0);
-    for tx in &mut txs {
-        if let Tx::File {
-            base_ns,
-            keep_ts: k,
-            ..
-        } = tx
-        {
-            *base_ns = stats.first_ts_ns.unwrap_or(0);
-            *k = keep_ts;
-        }
-    }
-    let log = match &cfg.log {
-        Some(p) => {
-            let origin = (clock.now_ns() as i128 + mono_to_real_offset()) as u64;
-            Some(DepartureLog::create(p, cfg, origin)?)
-        }
-        None => None,
-    };
-    let paced = !matches!(cfg.output, Output::File(_));
-    if let Some(note) = trace::schedule_notice(&stats, cfg.timing).filter(|_| paced) {
-        tracing::warn!("{note}");
-    }
-    // Departures on a schedule: sent (not written to a file), not at top speed.
-    let timed = paced && !matches!(cfg.timing, Timing::Topspeed);
-    let (wait, learn) = match cfg.spin {
-        Spin::Fixed(ns) => (WaitStrategy::Hybrid { spin_ns: ns }, None),
-        Spin::Auto => (
-            WaitStrategy::Hybrid {
-                spin_ns: MarginBounds::REPLAY.initial_ns,
-            },
-            Some(MarginBounds::REPLAY),
-        ),
-    };
-    let origin = clock.now_ns() + 20_000_000;
-    let mut s = Sender {
-        cfg,
-        clock,
-        tx: txs,
-        per_side: [0; 2],
-        skipped: 0,
-        sched: Schedule::new(cfg.timing),
-        pacer: Pacer::new(
-            origin,
-            PaceConfig {
-                wait,
-                learn,
-                late: cfg.late,
-                anchor_first: timed,
-            },
-        ),
-        loops: LoopClock::new(span, count, cfg.loop_delay_ns),
-        fid: Fidelity::new(cfg.late_threshold_ns),
-        send: SendStats::default(),
-        queue: Vec::with_capacity(cfg.batch.max(1)),
-        sent: 0,
-        stop,
-        stopped_by: "done",
-        log,
-        paced,
-        waited: false,
-        kick_waits: matches!(cfg.timing, Timing::Topspeed),
-    };
-    let mut phase = None;
-    if let (Some(pc), Some(t), true) = (cfg.phase, &trace, timed) {
-        // Where the first pass's deadlines fall (packets a split skips
-        // included: close enough for a phase choice).
-        let mut sched = Schedule::new(cfg.timing);
-        let offsets = t
-            .pkts
-            .iter()
-            .take(PHASE_MAX_PACKETS)
-            .map(|p| sched.next(s.loops.trace_ns(0, p.t_ns), p.len));
-        let deadlines = DeadlinePhases::new(offsets);
-        let (origin, report) = calibrate_origin(
-            &mut s.clock,
-            pc,
-            s.pacer.origin_ns(),
-            &deadlines,
-            FOLD_PERIOD_NS,
-        );
-        // The first departure still moves the origin by how late its kick
-        // returned (the first kick on a cold path takes tens of µs and
-        // there is no harmless frame to warm it with): the phase moves by
-        // that much, well inside the choice's margin except for dense CBR.
-        s.pacer.set_origin(origin);
-        phase = Some(report);
-    }
-    let mut pass = 0u64;
-    let mut go = count > 0;
-    while go && (cfg.loops == 0 || pass < cfg.loops) {
-        match &trace {
-            Some(t) => {
-                for p in &t.pkts {
-                    if !s.packet(p, t.data(p), pass) {
-                        go = false;
-                        break;
-                    }
-                }
-            }
-            None => {
-                let (txc, rxc) = mpsc::sync_channel::<Trace>(4);
-                let rd = read.clone();
-                let reader = std::thread::spawn(move || trace::stream(&rd, &txc));
-                'chunks: for chunk in rxc.iter() {
-                    for p in &chunk.pkts {
-                        if !s.packet(p, chunk.data(p), pass) {
-                            go = false;
-                            break 'chunks;
-                        }
-                    }
-                }
-                drop(rxc);
-                reader
-                    .join()
-                    .map_err(|_| ReplayError::Input("the reader thread panicked".into()))??;
-            }
-        }
-        pass += 1;
-    }
-    s.flush();
-    for tx in &mut s.tx {
-        if let Tx::Ring(r) = tx {
-            // Every frame released before the ring is unmapped and the report made.
-            if let Err(e) = r.wait_done() {
-                tracing::warn!("waiting for the TX ring to drain: {e}");
-            }
-            s.send.wrong_format += r.wrong_format();
-        }
-        if let Tx::File { w, .. } = tx {
-            w.flush().map_err(|e| ReplayError::Io {
-                what: "flushing the output file".into(),
-                source: e,
-            })?;
-        }
-    }
-    if let Some(l) = s.log.take() {
-        l.finish()?;
-    }
-    let rewrite = stats.rewrite.into();
-    let mut report = ReplayReport {
-        schema: SCHEMA,
-        output: out_desc.clone(),
-        tx: kind,
-        qdisc_bypass: bypass,
-        departure: match kind {
-            "file" if keep_ts => "none (written to a file: each packet's own timestamp in the first pass, the first packet's time plus the ideal offset in later passes)",
-            "file" => "none (written to a file: the first packet's time plus each packet's ideal offset)",
-            _ => "CLOCK_MONOTONIC just before the send() that hands the frame to the kernel (TX ring kick / sendmmsg)",
-        },
-        files: cfg.read.files.iter().map(|f| f.display().to_string()).collect(),
-        load,
-        read: stats,
-        rewrite,
-        timing: format!("{:?}", cfg.timing),
-        late_policy: format!("{:?}", cfg.late),
-        loops: pass,
-        stopped_by: s.stopped_by,
-        fidelity: s.fid.report(),
-        send: s.send,
-        split: cfg.split.as_ref().map(|sp| SplitReport {
-            mode: sp.sides.mode.clone(),
-            primary: out_desc.clone(),
-            secondary: split_desc.clone().unwrap_or_default(),
-            client_packets: s.per_side[0],
-            server_packets: s.per_side[1],
-            skipped_packets: s.skipped,
-        }),
-        wait: wait_report(cfg.spin, &s.pacer, s.waited),
-        phase,
-        nothing_sent: None,
-    };
-    report.nothing_sent = outcome::why_nothing_sent(&report);
-    Ok(report)
-}
-
-/// How the sender waited; all zero when no packet waited (top speed, a file).
-fn wait_report(spin: Spin, pacer: &Pacer, waited: bool) -> WaitReport {
-    let st = pacer.stats();
-    let margin = |m: u64| if waited { m } else { 0 };
-    WaitReport {
-        spin: match spin {
-            Spin::Auto => "auto".into(),
-            Spin::Fixed(ns) => format!("{ns}ns"),
-        },
-        spin_margin_final_ns: margin(pacer.margin_ns().unwrap_or(0)),
-        spin_margin_max_ns: margin(st.margin_max_ns),
-        sleeps: st.sleeps,
-        sleeps_past_deadline: st.sleeps_past_deadline,
-        oversleep_max_ns: st.oversleep_max_ns,
     }
 }
 

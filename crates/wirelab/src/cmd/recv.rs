@@ -45,7 +45,7 @@ fn recv_error(e: RecvError, bind: std::net::SocketAddr) -> anyhow::Error {
             e @ (HwTsError::NoDevice(_) | HwTsError::NotSupported(..) | HwTsError::BadName(_)),
         ) => usage(format!("--hw-timestamps: {e}")),
         RecvError::HwStamping(e) => anyhow::Error::new(e).context("--hw-timestamps"),
-        RecvError::Bind { source, .. } => match source.kind() {
+        RecvError::Bind { cause: source, .. } => match source.kind() {
             ErrorKind::AddrInUse => usage(format!(
                 "port {} is already in use on {}: pick another with --port (receivers that all \
                  pass --reuse-port share a port)",

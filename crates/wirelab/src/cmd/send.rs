@@ -42,11 +42,11 @@ pub fn run(a: SendArgs) -> Result<()> {
         )),
         SendError::TooBig { .. } => usage(format!("--size {e}")),
         SendError::StartPast { .. } | SendError::StartTooFar { .. } => usage(e.to_string()),
-        SendError::Path { ref source, .. } if source.is_permission() => {
+        SendError::Path { ref cause, .. } if cause.is_permission() => {
             anyhow::Error::new(Privilege(e.to_string()))
         }
         SendError::Path {
-            source: PathError::NotIpv4(_) | PathError::LocalTarget(_),
+            cause: PathError::NotIpv4(_) | PathError::LocalTarget(_),
             ..
         } => usage(e.to_string()),
         SendError::Rt(e) => rt_error(e),

@@ -24,18 +24,18 @@ pub enum ReplayJobError {
     Signals(std::io::Error),
     #[error(transparent)]
     Replay(#[from] ReplayError),
-    #[error("reading the cache file {}: {source}", path.display())]
+    #[error("reading the cache file {}: {cause}", path.display())]
     CacheRead {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A cache file that is not one, or made for another trace.
-    #[error("{}: {source}", path.display())]
-    Cache { path: PathBuf, source: SpecError },
-    #[error("writing the cache file {}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
+    Cache { path: PathBuf, cause: SpecError },
+    #[error("writing the cache file {}: {cause}", path.display())]
     CacheWrite {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 

@@ -28,11 +28,11 @@ pub fn sides(
         SplitFrom::Cache(path) => {
             let bytes = std::fs::read(path).map_err(|source| ReplayJobError::CacheRead {
                 path: path.clone(),
-                source,
+                cause: source,
             })?;
             let bad = |source| ReplayJobError::Cache {
                 path: path.clone(),
-                source,
+                cause: source,
             };
             let m = SideMap::load(&bytes).map_err(bad)?;
             // Per packet number: a cache made for another trace would send
@@ -44,7 +44,7 @@ pub fn sides(
     if let Some(out) = save {
         std::fs::write(out, map.to_text()).map_err(|source| ReplayJobError::CacheWrite {
             path: out.to_path_buf(),
-            source,
+            cause: source,
         })?;
     }
     Ok(map)

@@ -22,15 +22,15 @@
 //! The writer reads wall-clock time (file statistics, rotation, `max_delay_ns`) from the
 //! [`Clock`] it is given, the capture's own.
 
-use super::output::{FileSummary, Output};
-use super::CaptureError;
-use crate::StopFlag;
+use crate::output::{FileSummary, Output};
+use crate::CaptureError;
 use serde::Serialize;
 use std::io;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 use wirelab_core::capture;
 use wirelab_core::merge::Merge;
+use wirelab_io::stop::StopFlag;
 use wirelab_io::Clock;
 use wirelab_pcap::StatsCounters;
 

@@ -11,14 +11,15 @@
 //! without guessing (the final sequence + 1) and a single lost copy does not
 //! leave it waiting for its idle timeout.
 
-use crate::pace::{send_batch, wait_for, SEND_RETRIES};
+mod slots;
+
+use crate::pace::{wait_for, Delivery};
 use crate::phase::{calibrate_origin, PhaseConfig, PhaseReport};
 use crate::recordlog::RecordWriter;
-use crate::stop::StopFlag;
 use crate::txpath::{PathConfig, SocketKind, TxPath, NEIGH_TIMEOUT};
 use crate::ProbeFormat;
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use crate::StopFlag;
+use slots::{ProbeMaker, Slots};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,8 +32,8 @@ use wirelab_io::clock::{mono_ns, set_timer_slack};
 use wirelab_io::tx::is_transient;
 use wirelab_io::udp::{nothing_received, RecvBatch, RxTimestamp, UdpSock};
 use wirelab_io::{Clock, MonoClock, Transmit};
-use wirelab_wire::luna::{self, LunaProbe, LUNA_ECHO, LUNA_LEN};
-use wirelab_wire::probe::{self, EchoTimes, ProbeFlags, ProbeRepr, ECHO_LEN, HEADER_LEN};
+use wirelab_wire::luna::LunaProbe;
+use wirelab_wire::probe::{EchoTimes, ProbeFlags, ProbeRepr};
 use wirelab_wire::record::{Record, RecordKind};
 use wirelab_wire::udp4::Udp4Frame;
 
@@ -300,36 +301,106 @@ pub fn pace_probes<C: Clock, T: Transmit>(
     tx_sink: &mut dyn RecordSink,
     stop: &StopFlag,
 ) -> io::Result<FlowSendStats> {
-    let luna = cfg.format == ProbeFormat::Luna;
-    let min_size = match (luna, cfg.echo) {
-        (true, _) => LUNA_LEN,
-        (false, true) => ECHO_LEN,
-        (false, false) => HEADER_LEN,
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ PADDING_SEED);
     let max_batch = cfg.max_batch.clamp(1, MAX_BATCH);
-    // One buffer per batch slot, sized before the start for probes up to
-    // PROBE_BUF_START bytes; a larger probe grows its slot to the next power
-    // of two (a few times at most), so a flow's buffers follow its sizes
-    // instead of taking --batch × 64 KiB each.
-    let fill = match cfg.padding {
-        Padding::Const(b) => b,
-        Padding::Random => 0,
-    };
-    // Each buffer: the headers of `frame` (if any), then the probe.
-    let hl = frame.map_or(0, Udp4Frame::prefix_len);
-    let hdr = if luna { LUNA_LEN } else { HEADER_LEN };
-    let mut bufs: Vec<Vec<u8>> = (0..max_batch)
-        .map(|_| vec![fill; hl + PROBE_BUF_START])
-        .collect();
-    let mut lens = vec![0usize; max_batch];
-    // IP identification of the packets built here, one per packet.
-    let mut ident: u16 = 0;
-    let mut prime_buf = vec![0u8; hl];
-
-    let calibrate = cfg.phase.filter(|&(_, i)| i >= BIN_NS as f64);
-    let prime = cfg.prime && !luna;
+    let mut maker = ProbeMaker::new(cfg);
+    let mut slots = Slots::new(cfg, frame, max_batch);
     let epoch = cfg.epoch_mono_ns.unwrap_or_else(|| clock.now_ns());
+    let (mut pacer, phase) = prepare(cfg, clock, tx, &mut slots, epoch, stop);
+    let mut schedule = Intervals::new(cfg.limits, max_batch);
+    let mut due: Vec<u64> = Vec::with_capacity(max_batch);
+    let mut st = FlowSendStats {
+        flow: cfg.flow,
+        start_unix_ns: (epoch as i128 + cfg.mono_to_real) as u64,
+        first_deadline_unix_ns: (pacer.origin_ns() as i128 + cfg.mono_to_real) as u64,
+        ..Default::default()
+    };
+    let mut seq: u64 = 0;
+
+    while !stop.is_stopped() {
+        if maker.luna && seq > u64::from(u32::MAX) {
+            // The LUNA sequence number would wrap.
+            break;
+        }
+        // When the next probe is due, and wait for it.
+        pull_intervals(&mut schedule, intervals);
+        let now = clock.now_ns();
+        schedule.clock(now.saturating_sub(pacer.origin_ns()));
+        let Some(first) = schedule.next() else { break };
+        let deadline = pacer.deadline(first, now);
+        let Some(now) = wait_for(clock, &mut pacer, deadline, now) else {
+            continue;
+        };
+        // Every probe due by now leaves in this batch.
+        let mut count = pacer.batch(schedule.pending().take(max_batch), now);
+        if maker.luna {
+            count = count.min((u64::from(u32::MAX) + 1 - seq) as usize);
+        }
+        schedule.take(count, &mut due);
+        let origin = pacer.origin_ns();
+        for &d in &due {
+            pacer.departed(d, now);
+        }
+        // Build, stamp, send.
+        let (n, sizes_done) = slots.build(&mut maker, sizes, seq, due.len());
+        if n == 0 {
+            break;
+        }
+        let now = clock.now_ns();
+        let tx_real = (now as i128 + cfg.mono_to_real) as u64;
+        slots.stamp(n, maker.luna, tx_real)?;
+        let d = slots.send(tx, n);
+        let returned = clock.now_ns();
+        let sent = count_call(&mut st, d)?;
+        pacer.sent(n, returned.saturating_sub(now));
+        if st.sent == 0 && sent > 0 {
+            // The schedule runs from the first departure (`Pacer::first_departure`).
+            if let Some(lag) = pacer.first_departure(due[0], returned) {
+                st.anchor_lag_ns = Some(lag);
+            }
+        }
+        // Record what left.
+        let batch = SentBatch {
+            seq,
+            lens: &slots.lens[..sent],
+            due: &due[..sent],
+            sched_base: origin - epoch,
+            now_offset: now - epoch,
+            tx_real,
+        };
+        account(cfg, &maker, &mut st, &batch, tx_sink, log.as_deref_mut())?;
+        seq += sent as u64;
+        if sizes_done {
+            break;
+        }
+    }
+    st.stopped_early = stop.is_stopped();
+    st.phase = phase;
+    st.spin_margin_ns = pacer.margin_ns();
+    let ps = pacer.stats();
+    st.sleeps = ps.sleeps;
+    st.contended_windows = ps.contended_windows;
+
+    // End-of-flow marker: the final probe again with LAST, fresh tx time
+    // (LUNA has no such flag).
+    if st.sent > 0 && !maker.luna {
+        st.last_repeats = send_last(cfg, clock, tx, &mut slots, &maker, seq - 1)?;
+    }
+    Ok(st)
+}
+
+/// Before the loop: waits for a distant start, primes the path and
+/// calibrates the start phase. Returns the pacer the loop runs on, its
+/// origin final, and the calibration's report.
+fn prepare<C: Clock, T: Transmit>(
+    cfg: &FlowConfig,
+    clock: &mut C,
+    tx: &mut T,
+    slots: &mut Slots,
+    epoch: u64,
+    stop: &StopFlag,
+) -> (Pacer, Option<PhaseReport>) {
+    let calibrate = cfg.phase.filter(|&(_, i)| i >= BIN_NS as f64);
+    let prime = cfg.prime && cfg.format != ProbeFormat::Luna;
     let lead = (cfg.lead.as_nanos() as u64).max(1_000);
     let mut pacer = Pacer::new(
         cfg.start_mono_ns.unwrap_or(epoch + lead).max(epoch + 1),
@@ -340,7 +411,6 @@ pub fn pace_probes<C: Clock, T: Transmit>(
             anchor_first: cfg.anchor_first,
         },
     );
-    let start_real = (epoch as i128 + cfg.mono_to_real) as u64;
     // A start farther off than an ordinary run's lead (`--start-at`): wait
     // for it in bounded absolute sleeps, so a stop request ends the wait.
     let wake = pacer.origin_ns().saturating_sub(PRESTART_PRIME_NS);
@@ -356,250 +426,163 @@ pub fn pace_probes<C: Clock, T: Transmit>(
     // call costs tens of µs. Receivers ignore empty datagrams. With a phase
     // calibration it goes out shortly before the first deadline instead.
     if prime && calibrate.is_none() && !stop.is_stopped() {
-        send_prime(tx, frame, &mut prime_buf, &mut ident);
+        slots.prime(tx);
     }
-    let mut phase = None;
-    if let Some((pc, interval_ns)) = calibrate {
-        let deadlines = DeadlinePhases::constant(interval_ns);
-        let search = (interval_ns.round() as u64).min(FOLD_PERIOD_NS);
-        let (origin, report) = calibrate_origin(clock, pc, pacer.origin_ns(), &deadlines, search);
-        pacer.set_origin(origin);
-        // Anchoring may not move the deadlines out of the run of good phases
-        // the choice sits in the middle of.
-        pacer.limit_anchor(report.margin_ns / 2);
-        if prime {
-            // Just before the first deadline: after the sleep that follows
-            // the calibration, the path is cold again.
-            let at = origin.saturating_sub(PRIME_LEAD_NS);
-            clock.sleep_until(at.saturating_sub(SpinMargin::DEFAULT_INITIAL_NS));
-            clock.spin_until(at);
-            // Through the probes' own send path, so its code is paged in.
-            send_prime(tx, frame, &mut prime_buf, &mut ident);
-        }
-        phase = Some(report);
-    }
-    let mut schedule = Intervals::new(cfg.limits, max_batch);
-    let mut due: Vec<u64> = Vec::with_capacity(max_batch);
-    let mut st = FlowSendStats {
-        flow: cfg.flow,
-        start_unix_ns: start_real,
-        first_deadline_unix_ns: (pacer.origin_ns() as i128 + cfg.mono_to_real) as u64,
-        ..Default::default()
+    let Some((pc, interval_ns)) = calibrate else {
+        return (pacer, None);
     };
-    let mut seq: u64 = 0;
-    let mut sizes_done = false;
-    let mut base_flags = ProbeFlags::empty();
-    if cfg.echo {
-        base_flags = base_flags.with(ProbeFlags::ECHO_REQUEST);
+    let deadlines = DeadlinePhases::constant(interval_ns);
+    let search = (interval_ns.round() as u64).min(FOLD_PERIOD_NS);
+    let (origin, report) = calibrate_origin(clock, pc, pacer.origin_ns(), &deadlines, search);
+    pacer.set_origin(origin);
+    // Anchoring may not move the deadlines out of the run of good phases
+    // the choice sits in the middle of.
+    pacer.limit_anchor(report.margin_ns / 2);
+    if prime {
+        // Just before the first deadline: after the sleep that follows
+        // the calibration, the path is cold again.
+        let at = origin.saturating_sub(PRIME_LEAD_NS);
+        clock.sleep_until(at.saturating_sub(SpinMargin::DEFAULT_INITIAL_NS));
+        clock.spin_until(at);
+        // Through the probes' own send path, so its code is paged in.
+        slots.prime(tx);
     }
-
-    while !stop.is_stopped() {
-        if luna && seq > u64::from(u32::MAX) {
-            // The LUNA sequence number would wrap.
-            break;
-        }
-        while schedule.wants_interval() {
-            match intervals.next_value() {
-                Some(v) => schedule.push_interval(v),
-                None => {
-                    schedule.exhaust();
-                    break;
-                }
-            }
-        }
-        let now = clock.now_ns();
-        schedule.clock(now.saturating_sub(pacer.origin_ns()));
-        let Some(first) = schedule.next() else { break };
-        let deadline = pacer.deadline(first, now);
-        let Some(now) = wait_for(clock, &mut pacer, deadline, now) else {
-            continue;
-        };
-        let mut count = pacer.batch(schedule.pending().take(max_batch), now);
-        if luna {
-            count = count.min((u64::from(u32::MAX) + 1 - seq) as usize);
-        }
-        schedule.take(count, &mut due);
-        let origin = pacer.origin_ns();
-        for &d in &due {
-            pacer.departed(d, now);
-        }
-        let mut n = 0;
-        for i in 0..due.len() {
-            let Some(size) = sizes.next_value() else {
-                sizes_done = true;
-                break;
-            };
-            let len = (size.max(0.0).round() as usize).clamp(min_size, MAX_PAYLOAD);
-            let mut flags = base_flags;
-            if seq + (i as u64) < cfg.warmup {
-                flags = flags.with(ProbeFlags::WARMUP);
-            }
-            let b = &mut bufs[i];
-            if b.len() < hl + len {
-                b.resize(hl + len.next_power_of_two().min(MAX_PAYLOAD), fill);
-            }
-            let b = &mut b[hl..];
-            if luna {
-                let l = LunaProbe {
-                    seq: (seq + i as u64) as u32,
-                    tx_ns: 0,
-                    flags: if cfg.echo { LUNA_ECHO } else { 0 },
-                };
-                l.emit(b);
-            } else {
-                let p = ProbeRepr {
-                    flags,
-                    flow: cfg.flow,
-                    seq: seq + i as u64,
-                    tx_ns: 0,
-                    echo: None,
-                };
-                p.emit(b);
-            }
-            if cfg.padding == Padding::Random && len > hdr {
-                rng.fill_bytes(&mut b[hdr..len]);
-            }
-            lens[i] = len;
-            n += 1;
-        }
-        if n == 0 {
-            break;
-        }
-        let now = clock.now_ns();
-        let tx_real = (now as i128 + cfg.mono_to_real) as u64;
-        for (b, &l) in bufs.iter_mut().zip(&lens[..n]) {
-            if luna {
-                luna::stamp_tx_ns(&mut b[hl..], tx_real);
-            } else {
-                probe::stamp_tx_ns(&mut b[hl..], tx_real);
-            }
-            if let Some(f) = frame {
-                write_headers(f, &mut b[..hl + l], &mut ident)?;
-            }
-        }
-        let mut refs: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
-        for (r, (b, &l)) in refs.iter_mut().zip(bufs.iter().zip(&lens[..n])) {
-            *r = &b[..hl + l];
-        }
-        let d = send_batch(tx, &refs[..n], SEND_RETRIES);
-        let returned = clock.now_ns();
-        st.send_retries += d.retries;
-        if let Some(e) = d.error {
-            st.send_errors += 1;
-            if d.sent == 0 && !is_transient(&e) {
-                return Err(e);
-            }
-        }
-        let sent = d.sent;
-        pacer.sent(n, returned.saturating_sub(now));
-        if st.sent == 0 && sent > 0 {
-            // The schedule runs from the first departure (`Pacer::first_departure`).
-            if let Some(lag) = pacer.first_departure(due[0], returned) {
-                st.anchor_lag_ns = Some(lag);
-            }
-        }
-        st.send_calls += 1;
-        if sent > 1 {
-            st.batched_calls += 1;
-        }
-        st.max_batch = st.max_batch.max(sent);
-        for i in 0..sent {
-            let s = seq + i as u64;
-            let warm = s < cfg.warmup;
-            let rec = Record {
-                flow: cfg.flow,
-                size: lens[i] as u32,
-                seq: s,
-                sched_ns: origin + due[i] - epoch,
-                tx_ns: tx_real,
-                probe_flags: if warm {
-                    base_flags.with(ProbeFlags::WARMUP).bits()
-                } else {
-                    base_flags.bits()
-                },
-                kind: RecordKind::Tx,
-                rec_flags: if sent > 1 { Record::TX_BATCHED } else { 0 },
-                tos: cfg.tos.unwrap_or(0),
-                ..Default::default()
-            };
-            if st.sent == 0 && i == 0 {
-                st.first_tx_offset_ns = now - epoch;
-            }
-            st.bytes += lens[i] as u64;
-            if warm {
-                st.warmup += 1;
-            }
-            tx_sink.record(&rec);
-            if let Some(l) = log.as_mut() {
-                l.write(&rec)?;
-            }
-        }
-        st.sent += sent as u64;
-        st.last_tx_offset_ns = now - epoch;
-        if sent > 0 {
-            st.last_sched_offset_ns = origin + due[sent - 1] - epoch;
-        }
-        seq += sent as u64;
-        if sizes_done {
-            break;
-        }
-    }
-    st.stopped_early = stop.is_stopped();
-    st.phase = phase;
-    st.spin_margin_ns = pacer.margin_ns();
-    let ps = pacer.stats();
-    st.sleeps = ps.sleeps;
-    st.contended_windows = ps.contended_windows;
-
-    // End-of-flow marker: the final probe again with LAST, fresh tx time
-    // (LUNA has no such flag).
-    if st.sent > 0 && !luna {
-        let last_seq = seq - 1;
-        let len = lens.first().copied().unwrap_or(min_size).max(min_size);
-        for r in 0..cfg.last_repeats {
-            if r > 0 {
-                let t = clock.now_ns() + cfg.last_gap.as_nanos() as u64;
-                clock.sleep_until(t);
-            }
-            let p = ProbeRepr {
-                flags: base_flags
-                    .without(ProbeFlags::ECHO_REQUEST)
-                    .with(ProbeFlags::LAST),
-                flow: cfg.flow,
-                seq: last_seq,
-                tx_ns: (clock.now_ns() as i128 + cfg.mono_to_real) as u64,
-                echo: None,
-            };
-            p.emit(&mut bufs[0][hl..]);
-            if let Some(f) = frame {
-                write_headers(f, &mut bufs[0][..hl + len], &mut ident)?;
-            }
-            if send_batch(tx, &[&bufs[0][..hl + len]], SEND_RETRIES).sent == 1 {
-                st.last_repeats += 1;
-            }
-        }
-    }
-    Ok(st)
+    (pacer, Some(report))
 }
 
-/// Fills `frame`'s headers for the probe in `buf` with the next IP id.
-fn write_headers(frame: &Udp4Frame, buf: &mut [u8], ident: &mut u16) -> io::Result<()> {
-    frame
-        .write(buf, *ident)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    *ident = ident.wrapping_add(1);
+/// Feeds the schedule the intervals it wants next; marks it exhausted when
+/// `intervals` ends.
+#[inline]
+fn pull_intervals(schedule: &mut Intervals, intervals: &mut dyn Values) {
+    while schedule.wants_interval() {
+        match intervals.next_value() {
+            Some(v) => schedule.push_interval(v),
+            None => {
+                schedule.exhaust();
+                break;
+            }
+        }
+    }
+}
+
+/// Counts one send call; returns how many probes left. A hard error with
+/// nothing sent ends the flow; a transient one, or any after a partial
+/// send, is counted and the flow goes on.
+#[inline]
+fn count_call(st: &mut FlowSendStats, d: Delivery) -> io::Result<usize> {
+    st.send_retries += d.retries;
+    if let Some(e) = d.error {
+        st.send_errors += 1;
+        if d.sent == 0 && !is_transient(&e) {
+            return Err(e);
+        }
+    }
+    st.send_calls += 1;
+    if d.sent > 1 {
+        st.batched_calls += 1;
+    }
+    st.max_batch = st.max_batch.max(d.sent);
+    Ok(d.sent)
+}
+
+/// The probes one send call put out, for their records.
+struct SentBatch<'a> {
+    /// The first probe's sequence number.
+    seq: u64,
+    /// Each probe's payload length and schedule offset (from the origin).
+    lens: &'a [usize],
+    due: &'a [u64],
+    /// The pacer's origin and the call's time, in ns from the epoch.
+    sched_base: u64,
+    now_offset: u64,
+    /// The tx time the probes carry.
+    tx_real: u64,
+}
+
+/// Writes a Tx record per probe that left (to the sink and the log) and
+/// counts them.
+#[inline]
+fn account(
+    cfg: &FlowConfig,
+    maker: &ProbeMaker,
+    st: &mut FlowSendStats,
+    b: &SentBatch,
+    tx_sink: &mut dyn RecordSink,
+    mut log: Option<&mut RecordWriter>,
+) -> io::Result<()> {
+    let sent = b.lens.len();
+    for (i, (&len, &due)) in b.lens.iter().zip(b.due).enumerate() {
+        let s = b.seq + i as u64;
+        let warm = s < cfg.warmup;
+        let rec = Record {
+            flow: cfg.flow,
+            size: len as u32,
+            seq: s,
+            sched_ns: b.sched_base + due,
+            tx_ns: b.tx_real,
+            probe_flags: maker.flags(s).bits(),
+            kind: RecordKind::Tx,
+            rec_flags: if sent > 1 { Record::TX_BATCHED } else { 0 },
+            tos: cfg.tos.unwrap_or(0),
+            ..Default::default()
+        };
+        if st.sent == 0 && i == 0 {
+            st.first_tx_offset_ns = b.now_offset;
+        }
+        st.bytes += len as u64;
+        if warm {
+            st.warmup += 1;
+        }
+        tx_sink.record(&rec);
+        if let Some(l) = log.as_mut() {
+            l.write(&rec)?;
+        }
+    }
+    st.sent += sent as u64;
+    st.last_tx_offset_ns = b.now_offset;
+    if let Some(&last) = b.due.last() {
+        st.last_sched_offset_ns = b.sched_base + last;
+    }
     Ok(())
 }
 
-/// Sends the empty priming datagram (behind `frame`'s headers, if any);
-/// its failure is not the run's.
-fn send_prime<T: Transmit>(tx: &mut T, frame: Option<&Udp4Frame>, buf: &mut [u8], ident: &mut u16) {
-    if let Some(f) = frame {
-        if write_headers(f, buf, ident).is_err() {
-            return;
+/// Sends the end-of-flow marker: probe `last_seq` again with LAST, each copy
+/// with a fresh tx time, `cfg.last_gap` apart. Returns the copies sent.
+fn send_last<C: Clock, T: Transmit>(
+    cfg: &FlowConfig,
+    clock: &mut C,
+    tx: &mut T,
+    slots: &mut Slots,
+    maker: &ProbeMaker,
+    last_seq: u64,
+) -> io::Result<u32> {
+    let len = slots
+        .lens
+        .first()
+        .copied()
+        .unwrap_or(maker.min_size)
+        .max(maker.min_size);
+    let mut sent = 0;
+    for r in 0..cfg.last_repeats {
+        if r > 0 {
+            let t = clock.now_ns() + cfg.last_gap.as_nanos() as u64;
+            clock.sleep_until(t);
+        }
+        let p = ProbeRepr {
+            flags: maker
+                .base_flags
+                .without(ProbeFlags::ECHO_REQUEST)
+                .with(ProbeFlags::LAST),
+            flow: cfg.flow,
+            seq: last_seq,
+            tx_ns: (clock.now_ns() as i128 + cfg.mono_to_real) as u64,
+            echo: None,
+        };
+        if slots.send_last(tx, p, len)? {
+            sent += 1;
         }
     }
-    let _ = tx.transmit(&[buf]);
+    Ok(sent)
 }
 
 /// Reads echo replies until stopped; returns the reply count and the sink.
@@ -694,7 +677,7 @@ mod tests {
 
     const EPOCH: u64 = 1_000_000_000;
 
-    fn cfg(count: u64) -> FlowConfig {
+    pub(super) fn cfg(count: u64) -> FlowConfig {
         FlowConfig {
             target: "127.0.0.1:9".parse().unwrap(),
             bind: None,
