@@ -28,6 +28,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use thiserror::Error;
+use wirelab_analysis::{Arrival, FlowConfig, FlowStats};
 use wirelab_host::counters::{Delta, Snapshot};
 use wirelab_wire::probe::ProbeFlags;
 use wirelab_wire::{RecordKind, RecordReader};
@@ -515,8 +516,9 @@ fn label_name(k: &str) -> String {
 
 /// Each received probe's one-way delay of `flow` in a receiver's record
 /// file, in seconds, into `h` (receive stamps corrected by `clock`, as the
-/// summary's); end markers and warm-up probes are left out. Streamed:
-/// memory does not grow with the file.
+/// summary's); duplicates, warm-up probes and repeated end markers are
+/// left out, as the analysis leaves them out. Streamed: records are not
+/// held.
 fn observe_owd(
     path: &Path,
     flow: u32,
@@ -526,20 +528,28 @@ fn observe_owd(
     let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut r =
         RecordReader::new(io::BufReader::new(f)).map_err(|e| format!("{}: {e}", path.display()))?;
+    // The analysis's own classification of each arrival decides what is a
+    // result: a duplicate, a warm-up probe or a repeated end marker is not,
+    // while the first copy of a probe counts even when it came as an end
+    // marker (the original lost on the way). The histogram's count then
+    // equals the summary's `received`.
+    let mut stats = FlowStats::new(flow, FlowConfig::default());
     while let Some(rec) = r
         .next_record()
         .map_err(|e| format!("{}: {e}", path.display()))?
     {
-        // End markers (repeats of the final probe) and warm-up probes are
-        // not results, as in the analysis.
-        let skip = ProbeFlags::LAST | ProbeFlags::WARMUP;
-        if rec.kind == RecordKind::Rx
-            && rec.flow == flow
-            && rec.probe_flags & skip == 0
-            && rec.tx_ns > 0
-            && rec.rx_ns > 0
-        {
-            let rx = clock.map_or(rec.rx_ns, |c| c.to_sender_clock(rec.rx_ns));
+        if rec.kind != RecordKind::Rx || rec.flow != flow {
+            continue;
+        }
+        let rx = clock.map_or(rec.rx_ns, |c| c.to_sender_clock(rec.rx_ns));
+        let arrival = stats.observe(
+            rec.seq,
+            rec.tx_ns,
+            rx,
+            rec.size,
+            ProbeFlags(rec.probe_flags),
+        );
+        if arrival == Arrival::Measured && rec.tx_ns > 0 && rx > 0 {
             h.observe((rx as i128 - rec.tx_ns as i128) as f64 / 1e9);
         }
     }
@@ -628,6 +638,60 @@ fn serve(http: &tiny_http::Server, metrics: &Metrics) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A receiver's file at the end of an aborted, lossy point: the final
+    /// probe (seq 3) lost and only its end-marker copies arrived, plus a
+    /// duplicate and a warm-up probe. The histogram holds exactly the
+    /// probes the analysis counts as received.
+    #[test]
+    fn owd_histogram_counts_what_the_analysis_receives() {
+        use wirelab_wire::record::{RecordFileHeader, Role};
+        use wirelab_wire::Record;
+        let rx = |seq: u64, flags: u8| Record {
+            flow: 1,
+            size: 64,
+            seq,
+            tx_ns: 1_000_000 + seq * 1_000,
+            rx_ns: 1_500_000 + seq * 1_000,
+            probe_flags: flags,
+            kind: RecordKind::Rx,
+            ..Record::default()
+        };
+        let (last, warm) = (ProbeFlags::LAST, ProbeFlags::WARMUP);
+        let records = [
+            rx(0, warm),
+            rx(1, 0),
+            rx(2, 0),
+            rx(2, 0),
+            rx(3, last),
+            rx(3, last),
+            rx(3, last),
+        ];
+        let header = RecordFileHeader {
+            role: Role::Receiver,
+            metadata: "{}".into(),
+        };
+        let dir = std::env::temp_dir().join(format!("wl-metrics-owd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rx.wlr");
+        std::fs::write(&path, header.file_with(&records)).unwrap();
+        let mut stats = FlowStats::new(1, FlowConfig::default());
+        for r in &records {
+            stats.observe(r.seq, r.tx_ns, r.rx_ns, r.size, ProbeFlags(r.probe_flags));
+        }
+        let received = stats.finish(None).received;
+        let m = Metrics::new();
+        observe_owd(&path, 1, None, &m.owd.get_or_create(&flow("f"))).unwrap();
+        let text = m.render();
+        let _ = std::fs::remove_dir_all(&dir);
+        // Seqs 1, 2 and 3 (its first end-marker copy): not the warm-up
+        // probe, the duplicate or the marker's repeats.
+        assert_eq!(received, Some(3));
+        assert!(
+            text.contains("wirelab_flow_owd_seconds_count{flow=\"f\"} 3\n"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn label_names_are_prometheus_names() {
