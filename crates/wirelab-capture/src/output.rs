@@ -13,8 +13,8 @@
 //! - by size: a file is closed once it holds at least `max_bytes` bytes (the packet that
 //!   crosses the limit is still written to it, so no file is ever empty);
 //! - by time: every `every_ns` of wall-clock time from the start or, with `align`, at
-//!   multiples of `every_ns` since the Unix epoch (so `--rotate-every 1h --align` cuts at
-//!   the top of each hour). Time rotation is checked once per processing cycle.
+//!   multiples of `every_ns` since the Unix epoch (so `--rotate-every 1h --rotate-align`
+//!   cuts at the top of each hour). Time rotation is checked once per processing cycle.
 //!
 //! Every pcapng file ends with an interface statistics block holding the counters of the
 //! last [`Output::tick`]. pcap files cannot carry statistics.

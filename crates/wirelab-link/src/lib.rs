@@ -104,7 +104,7 @@ pub use sched::{DEFAULT_QUANTUM, FQ_CODEL_FLOWS};
 pub use spec::{
     Chance, DelayDist, DelaySpec, DrdSpec, Limit, LinkConfig, LossModel, MmLinkSpec, OnOffKind,
     OnOffSpec, Order, PerFlowSpec, ProfileSpec, QueueKind, QueueSpec, RateSpec, Reorder, SchedSpec,
-    SlotSpec, SpecError, SpecErrorKind, TimelineSpec, TraceEnd, TraceSpec, CODEL_INTERVAL_NS,
+    SlotSpec, SpecError, SpecErrorKind, TimelineSpec, TraceSpec, CODEL_INTERVAL_NS,
     CODEL_TARGET_NS, DEFAULT_MAX_FLOWS, DRD_TOP, MAX_FLOWS, MIN_ONOFF_NS, MIN_QUANTUM, MIN_SLOT_NS,
     PIE_INTERVAL_NS, PIE_TARGET_NS,
 };

@@ -9,7 +9,7 @@ use rand::RngCore;
 use serde::Serialize;
 use thiserror::Error;
 
-use wirelab_trace::{Action, ActionSource};
+use wirelab_trace::{Action, ActionSource, AtEnd};
 
 use super::bottleneck::{Bottleneck, Item, Out};
 use super::decisions::{push_actions, Recording};
@@ -20,7 +20,7 @@ use super::process::{Correlated, DelaySampler, LossProcess};
 use super::rate::RateLink;
 use super::rng::{link_key, Domain, Stream};
 use super::slot::Slots;
-use super::spec::{DelayDist, DelaySpec, LinkConfig, Order, QueueKind, RateSpec, TraceEnd};
+use super::spec::{DelayDist, DelaySpec, LinkConfig, Order, QueueKind, RateSpec};
 use super::timecsv::{Params, RowAt, RowSource};
 use super::trace_stage::{Step, TraceCursor};
 
@@ -466,7 +466,7 @@ struct ReorderState {
 /// The `timeline` stage's state.
 struct TimelineState {
     source: Box<dyn RowSource + Send>,
-    at_end: TraceEnd,
+    at_end: AtEnd,
 }
 
 /// One direction of an emulated link. See the module documentation.
@@ -908,10 +908,10 @@ impl Link {
             RowAt::Before => Ok(Params::default()),
             RowAt::Row(r) => Ok(Params::from(&r)),
             RowAt::End => match tl.at_end {
-                TraceEnd::Pass => Ok(Params::default()),
-                TraceEnd::Drop => Err(false),
+                AtEnd::Pass => Ok(Params::default()),
+                AtEnd::Drop => Err(false),
                 // Hold never ends; a loop that cannot start over stops.
-                TraceEnd::Stop | TraceEnd::Loop | TraceEnd::Hold => Err(true),
+                AtEnd::Stop | AtEnd::Loop | AtEnd::Hold => Err(true),
             },
         }
     }

@@ -27,6 +27,7 @@ use super::flow::FlowMask;
 use super::stages::{stage_named, Draft, STAGES};
 
 use wirelab_core::units::{parse_bytes, parse_duration_ns, parse_number, UnitError};
+use wirelab_trace::AtEnd;
 
 /// A probability with the lag-1 correlation of its events.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -277,7 +278,7 @@ pub struct TimelineSpec {
     /// Length of a `t_us`/`t_ms` trace (its last row lasts until then).
     pub period_ns: Option<u64>,
     /// After the trace's end.
-    pub at_end: TraceEnd,
+    pub at_end: AtEnd,
 }
 
 /// `slot MIN [MAX] [packets N] [bytes B]`.
@@ -312,34 +313,6 @@ pub enum Order {
     Fifo,
 }
 
-/// What the trace stage does after the trace's last record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TraceEnd {
-    /// Start over (the source starts over; see [`super::Looping`]).
-    #[default]
-    Loop,
-    /// Repeat the last record (a repeated duplicate acts as a delay).
-    Hold,
-    /// Drop the packet and report the end ([`super::Arrival::trace_ended`]).
-    Stop,
-    /// Forward without delay.
-    Pass,
-    /// Drop every packet.
-    Drop,
-}
-
-impl TraceEnd {
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            TraceEnd::Loop => "loop",
-            TraceEnd::Hold => "hold",
-            TraceEnd::Stop => "stop",
-            TraceEnd::Pass => "pass",
-            TraceEnd::Drop => "drop",
-        }
-    }
-}
-
 /// `trace FILE [scale X] [offset T] [at-end POLICY]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceSpec {
@@ -349,8 +322,10 @@ pub struct TraceSpec {
     pub scale: f64,
     /// Then this is added (may be negative; results below 0 become 0).
     pub offset_ns: i64,
-    /// After the last record.
-    pub at_end: TraceEnd,
+    /// After the last record (`loop`: the source starts over, see
+    /// [`super::Looping`]; `stop`: the link reports the end,
+    /// [`super::Arrival::trace_ended`]).
+    pub at_end: AtEnd,
 }
 
 /// Everything one direction of a link does, as parsed from a stage list.
@@ -1004,7 +979,7 @@ pub(super) fn parse_trace(p: &mut Parser) -> Result<TraceSpec, SpecError> {
         file,
         scale: 1.0,
         offset_ns: 0,
-        at_end: TraceEnd::default(),
+        at_end: AtEnd::default(),
     };
     let (mut scale, mut offset, mut end) = (false, false, false);
     loop {
@@ -1304,7 +1279,7 @@ pub(super) fn parse_timeline(p: &mut Parser) -> Result<TimelineSpec, SpecError> 
     let mut t = TimelineSpec {
         file,
         period_ns: None,
-        at_end: TraceEnd::default(),
+        at_end: AtEnd::default(),
     };
     let (mut period, mut end) = (false, false);
     loop {
@@ -1325,19 +1300,12 @@ pub(super) fn parse_timeline(p: &mut Parser) -> Result<TimelineSpec, SpecError> 
     }
 }
 
-fn parse_at_end(p: &mut Parser, option: &'static str) -> Result<TraceEnd, SpecError> {
-    Ok(match p.need(option, "loop, hold, stop, pass or drop")? {
-        "loop" => TraceEnd::Loop,
-        "hold" => TraceEnd::Hold,
-        "stop" => TraceEnd::Stop,
-        "pass" => TraceEnd::Pass,
-        "drop" => TraceEnd::Drop,
-        _ => {
-            return Err(p.err_prev(SpecErrorKind::Value {
-                what: option,
-                reason: "expected loop, hold, stop, pass or drop".to_string(),
-            }))
-        }
+fn parse_at_end(p: &mut Parser, option: &'static str) -> Result<AtEnd, SpecError> {
+    p.need(option, AtEnd::CHOICES)?.parse().map_err(|_| {
+        p.err_prev(SpecErrorKind::Value {
+            what: option,
+            reason: format!("expected {}", AtEnd::CHOICES),
+        })
     })
 }
 
@@ -1689,11 +1657,11 @@ mod tests {
                 file: "f.bin".to_string(),
                 scale: 10.0,
                 offset_ns: -1_000_000,
-                at_end: TraceEnd::Hold
+                at_end: AtEnd::Hold
             })
         );
         assert!(c.rate.is_some());
-        assert_eq!(parse("trace x").trace.unwrap().at_end, TraceEnd::Loop);
+        assert_eq!(parse("trace x").trace.unwrap().at_end, AtEnd::Loop);
     }
 
     #[test]
@@ -1754,7 +1722,7 @@ mod tests {
             Some(TimelineSpec {
                 file: "net.csv".to_string(),
                 period_ns: Some(10_000_000_000),
-                at_end: TraceEnd::Hold
+                at_end: AtEnd::Hold
             })
         );
         // A timeline composes with a packet trace.
@@ -1816,6 +1784,42 @@ mod tests {
             .to_string()
             .contains("more than 0"));
         assert!(err("link").to_string().contains("Mahimahi"));
+    }
+
+    /// The stages' at-end keywords are the end policy's own names: each
+    /// parses to its policy and prints back, the syntax lists them all,
+    /// and an unknown word is refused with the list.
+    #[test]
+    fn at_end_keywords_are_the_policy_names() {
+        let names: Vec<&str> = AtEnd::ALL.iter().map(|a| a.name()).collect();
+        for stage in ["trace", "timeline"] {
+            let syntax = stage_named(stage).unwrap().syntax;
+            assert!(
+                syntax.ends_with(&format!("[at-end {}]", names.join("|"))),
+                "{syntax}"
+            );
+        }
+        for a in AtEnd::ALL {
+            let spec = format!("trace f.bin at-end {a}");
+            let c = parse(&spec);
+            assert_eq!(c.trace.as_ref().unwrap().at_end, a);
+            assert_eq!(c.to_string(), spec);
+            let spec = format!("timeline n.csv at-end {a}");
+            let c = parse(&spec);
+            assert_eq!(c.timeline.as_ref().unwrap().at_end, a);
+            assert_eq!(c.to_string(), spec);
+        }
+        assert_eq!(
+            parse("trace f.bin").to_string(),
+            format!("trace f.bin at-end {}", AtEnd::default())
+        );
+        assert_eq!(
+            err("timeline n.csv at-end never").to_string(),
+            "token 4 \"never\" (column 23): timeline at-end: expected loop, hold, stop, pass or drop"
+        );
+        assert!(err("trace f.bin at-end")
+            .to_string()
+            .contains("trace at-end needs loop, hold, stop, pass or drop"));
     }
 
     #[test]

@@ -522,7 +522,7 @@ fn timeline_link(spec: &str, csv: &str, period: Option<u64>) -> Link {
         ..TraceOptions::default()
     };
     let reader = CsvReader::new(std::io::Cursor::new(csv.as_bytes().to_vec()), &opts);
-    let source = Timeline::new(reader, tl.at_end.reader_policy());
+    let source = Timeline::new(reader, tl.at_end);
     Link::with_sources(
         &c,
         key(1),

@@ -6,9 +6,7 @@
 use std::io::BufRead;
 
 use wirelab_trace::csv::{CsvRow, Lookup, Timeline};
-use wirelab_trace::{AtEnd, Restart};
-
-use super::spec::TraceEnd;
+use wirelab_trace::Restart;
 
 /// What a time-indexed trace says at a time.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,19 +36,6 @@ impl<R: BufRead + Restart> RowSource for Timeline<R> {
             // Checked whole before the run: an error now means the file
             // changed under it, and the trace ends there.
             Err(_) => RowAt::End,
-        }
-    }
-}
-
-impl TraceEnd {
-    /// The reader's end policy for a timeline with this `at-end`.
-    pub fn reader_policy(self) -> AtEnd {
-        match self {
-            TraceEnd::Loop => AtEnd::Loop,
-            TraceEnd::Hold => AtEnd::Hold,
-            TraceEnd::Stop => AtEnd::Stop,
-            TraceEnd::Pass => AtEnd::Pass,
-            TraceEnd::Drop => AtEnd::Drop,
         }
     }
 }

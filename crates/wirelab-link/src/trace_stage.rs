@@ -1,9 +1,9 @@
 //! The trace stage's cursor: one record per packet copy, scaled and
 //! offset, with the end-of-trace policy.
 
-use wirelab_trace::{Action, ActionSource};
+use wirelab_trace::{Action, ActionSource, AtEnd};
 
-use super::spec::{TraceEnd, TraceSpec};
+use super::spec::TraceSpec;
 
 /// What the trace says about one copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +20,7 @@ pub(crate) struct TraceCursor {
     source: Box<dyn ActionSource + Send>,
     scale: f64,
     offset_ns: i64,
-    at_end: TraceEnd,
+    at_end: AtEnd,
     last: Option<Action>,
     ended: bool,
 }
@@ -73,7 +73,7 @@ impl TraceCursor {
     pub(crate) fn next(&mut self) -> Step {
         if !self.ended {
             let mut a = self.source.next_action();
-            if a.is_none() && self.at_end == TraceEnd::Loop {
+            if a.is_none() && self.at_end == AtEnd::Loop {
                 // A looping source starts over after its end; a second
                 // `None` means it cannot (or the trace is empty).
                 a = self.source.next_action();
@@ -87,19 +87,19 @@ impl TraceCursor {
             }
         }
         match self.at_end {
-            TraceEnd::Hold => match self.last {
+            AtEnd::Hold => match self.last {
                 Some(a) => self.step_of(a, true),
                 None => Step::Forward {
                     delay_ns: 0,
                     dup: false,
                 },
             },
-            TraceEnd::Pass => Step::Forward {
+            AtEnd::Pass => Step::Forward {
                 delay_ns: 0,
                 dup: false,
             },
-            TraceEnd::Drop => Step::End { stop: false },
-            TraceEnd::Stop | TraceEnd::Loop => Step::End { stop: true },
+            AtEnd::Drop => Step::End { stop: false },
+            AtEnd::Stop | AtEnd::Loop => Step::End { stop: true },
         }
     }
 }

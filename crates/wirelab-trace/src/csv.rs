@@ -19,8 +19,8 @@
 
 use std::io::BufRead;
 
-use super::cursor::{AtEnd, Restart};
 use super::delays::parse_delay;
+use super::end::{AtEnd, Restart};
 use super::error::{io_kind, ErrorKind, Pos, TraceError};
 use super::format::{NegPolicy, TraceOptions};
 use super::lines::{format_us, parse_int, Decimal, Line, Lines, MAX_LINE};

@@ -87,10 +87,6 @@ impl<R: BufRead> DelaysReader<R> {
         self.lines.get_mut()
     }
 
-    pub(crate) fn reset(&mut self) {
-        self.lines.reset();
-    }
-
     /// Capacity of the line buffer (bounded by the line limit).
     pub fn buffer_capacity(&self) -> usize {
         self.lines.buffer_capacity()

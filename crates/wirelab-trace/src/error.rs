@@ -126,10 +126,6 @@ pub enum ErrorKind {
     /// A `.dist` table with more entries than netem takes.
     #[error("more than {0} .dist entries (netem's maximum)")]
     DistTooLong(usize),
-    /// A looping packet trace whose every record duplicates: a packet would
-    /// be copied forever.
-    #[error("every record duplicates: looping this trace would copy a packet forever")]
-    AllDuplicates,
     /// An option that does not apply to this trace.
     #[error("{0}")]
     Option(String),
@@ -162,7 +158,6 @@ impl TraceError {
                 | ErrorKind::PeriodTooShort { .. }
                 | ErrorKind::Header(_)
                 | ErrorKind::DistTooLong(_)
-                | ErrorKind::AllDuplicates
                 | ErrorKind::Option(_)
         )
     }

@@ -224,8 +224,8 @@ impl FromStr for NegPolicy {
     }
 }
 
-/// Options for reading and writing traces (`key=value` on the command
-/// line, see [`TraceOptions::set`]).
+/// Options for reading and writing traces (the `wirelab trace` tools'
+/// `--order`, `--neg` and `--period`; as text, see [`TraceOptions::set`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TraceOptions {
     /// nist-bin byte order (`order=le|be`).

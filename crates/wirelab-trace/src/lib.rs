@@ -19,8 +19,8 @@
 //! - time-indexed: [`mahimahi`] (delivery opportunities), [`csv`] (link
 //!   parameters per time step);
 //! - [`dist`]: iproute2 `.dist` tables;
-//! - [`cursor`]: end-of-trace and bad-record policies over a rewindable
-//!   source; [`validate()`]: a full pre-scan.
+//! - [`end`]: the end-of-trace policy and the inputs that can start over;
+//!   [`validate()`]: a full pre-scan.
 //!
 //! The `wirelab trace` tools: [`conv`] (any-to-any conversion, with
 //! [`rate`] for kbit-ms, CSV rates and Mahimahi), [`dump`] (one entry per
@@ -31,10 +31,10 @@
 
 pub mod conv;
 pub mod csv;
-pub mod cursor;
 pub mod delays;
 pub mod dist;
 pub mod dump;
+pub mod end;
 pub mod error;
 pub mod fgn;
 pub mod format;
@@ -52,10 +52,10 @@ pub mod stats;
 mod stream_tests;
 pub mod validate;
 
-pub use cursor::{AtEnd, OnError, Restart, TraceCursor};
+pub use end::{AtEnd, Restart, UnknownAtEnd};
 pub use error::{ErrorKind, FileError, Pos, TraceError, WriteError};
 pub use format::{ByteOrder, Format, FormatError, Indexing, NegPolicy, TraceOptions};
-pub use packet::{convert, ConvertError, PacketReader, PacketSource, PacketWriter};
+pub use packet::{convert, ConvertError, PacketReader, PacketWriter};
 pub use validate::{validate, Summary};
 
 /// One record of a packet-indexed trace: what happens to the next packet.

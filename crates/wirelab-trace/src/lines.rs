@@ -88,13 +88,6 @@ impl<R: BufRead> RecordLines<R> {
         self.lines.get_mut()
     }
 
-    /// Back to a fresh reader (after the caller rewound the input).
-    pub fn reset(&mut self) {
-        self.lines.reset();
-        self.records = 0;
-        self.done = false;
-    }
-
     /// Capacity of the line buffer: bounded by the line limit.
     pub fn buffer_capacity(&self) -> usize {
         self.lines.buffer_capacity()

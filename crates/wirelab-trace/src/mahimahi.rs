@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, Write};
 
-use super::cursor::Restart;
+use super::end::Restart;
 use super::error::{io_kind, ErrorKind, Pos, TraceError, WriteError};
 use super::lines::{parse_int, Lines, MAX_LINE};
 use super::nist::split_token;

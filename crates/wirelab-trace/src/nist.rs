@@ -131,12 +131,6 @@ impl<R: BufRead> NistBinReader<R> {
         self.inner
     }
 
-    /// Starts over after the caller rewound the input.
-    pub(crate) fn reset(&mut self) {
-        self.records = 0;
-        self.done = false;
-    }
-
     fn pos(&self) -> Pos {
         Pos::Record {
             record: self.records + 1,
@@ -262,10 +256,6 @@ impl<R: BufRead> NistTxtReader<R> {
 
     pub fn get_mut(&mut self) -> &mut R {
         self.lines.get_mut()
-    }
-
-    pub(crate) fn reset(&mut self) {
-        self.lines.reset();
     }
 
     /// Capacity of the line buffer (bounded by the line limit).

@@ -5,9 +5,8 @@ use std::io::{BufRead, Write};
 
 use thiserror::Error;
 
-use super::cursor::Restart;
 use super::delays::{DelaysReader, DelaysWriter};
-use super::error::{io_kind, Pos, TraceError, WriteError};
+use super::error::{TraceError, WriteError};
 use super::format::{Format, FormatError, TraceOptions};
 use super::nist::{NistBinReader, NistBinWriter, NistTxtReader, NistTxtWriter};
 use super::pktcsv::{PktCsvReader, PktCsvWriter};
@@ -63,15 +62,6 @@ impl<R: BufRead> PacketReader<R> {
             PacketReader::PktCsv(r) => r.buffer_capacity(),
         }
     }
-
-    fn reset(&mut self) {
-        match self {
-            PacketReader::NistBin(r) => r.reset(),
-            PacketReader::NistTxt(r) => r.reset(),
-            PacketReader::Delays(r) => r.reset(),
-            PacketReader::PktCsv(r) => r.reset(),
-        }
-    }
 }
 
 impl<R: BufRead> Iterator for PacketReader<R> {
@@ -84,36 +74,6 @@ impl<R: BufRead> Iterator for PacketReader<R> {
             PacketReader::Delays(r) => r.next().map(|x| x.map(Record::from)),
             PacketReader::PktCsv(r) => r.next(),
         }
-    }
-}
-
-/// A packet trace a [`super::TraceCursor`] can read and start over.
-pub trait PacketSource {
-    /// The next record; `None` at the end of the trace.
-    fn next_record(&mut self) -> Option<Result<Record, TraceError>>;
-    /// Starts over at the first record.
-    fn restart(&mut self) -> Result<(), TraceError>;
-}
-
-impl<R: BufRead + Restart> PacketSource for PacketReader<R> {
-    fn next_record(&mut self) -> Option<Result<Record, TraceError>> {
-        self.next()
-    }
-
-    fn restart(&mut self) -> Result<(), TraceError> {
-        let start = match self.format() {
-            Format::NistBin => Pos::Record { record: 1, byte: 0 },
-            _ => Pos::Text {
-                line: 1,
-                col: 1,
-                byte: 0,
-            },
-        };
-        self.get_mut()
-            .restart()
-            .map_err(|e| TraceError::new(start, io_kind(&e)))?;
-        self.reset();
-        Ok(())
     }
 }
 

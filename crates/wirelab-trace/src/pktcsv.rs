@@ -58,11 +58,6 @@ impl<R: BufRead> PktCsvReader<R> {
         self.lines.get_mut()
     }
 
-    pub(crate) fn reset(&mut self) {
-        self.lines.reset();
-        self.rows = 0;
-    }
-
     /// Capacity of the line buffer (bounded by the line limit).
     pub fn buffer_capacity(&self) -> usize {
         self.lines.buffer_capacity()

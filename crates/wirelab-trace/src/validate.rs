@@ -1,6 +1,7 @@
-//! A full pre-scan of a trace (`--validate full`): the first error, or a
-//! summary of what the trace holds. Streams like the readers: memory does
-//! not grow with the trace.
+//! A full pre-scan of a trace (the emulator's check of every file a stage
+//! reads, before it starts): the first error, or a summary of what the
+//! trace holds. Streams like the readers: memory does not grow with the
+//! trace.
 
 use std::io::BufRead;
 

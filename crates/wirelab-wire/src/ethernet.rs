@@ -1,10 +1,10 @@
 //! Ethernet framing facts: how many bytes a frame occupies on the wire.
 //!
-//! The one wire-rate model of wirelab: replay's `--mbps --wire` schedule,
-//! replay fidelity and the analysis rate model all count with it. An L2
-//! frame (destination MAC to payload, without FCS) is padded to
-//! [`MIN_FRAME_BYTES`]; on the wire it also carries the FCS, the preamble
-//! with SFD and the inter-frame gap ([`WIRE_EXTRA_BYTES`] in all).
+//! The one wire-rate model of wirelab: replay's `--mbps` schedule with
+//! `--rate-layer wire`, replay fidelity and the analysis rate model all
+//! count with it. An L2 frame (destination MAC to payload, without FCS) is
+//! padded to [`MIN_FRAME_BYTES`]; on the wire it also carries the FCS, the
+//! preamble with SFD and the inter-frame gap ([`WIRE_EXTRA_BYTES`] in all).
 
 /// Smallest L2 frame without FCS (64 with it); shorter frames are padded.
 pub const MIN_FRAME_BYTES: u32 = 60;

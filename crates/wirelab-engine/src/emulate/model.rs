@@ -68,7 +68,7 @@ pub fn open_link(config: &link::LinkConfig, key: link::LinkKey) -> Result<Link, 
     use std::io::BufReader;
     use wirelab_trace::csv::{CsvReader, Timeline};
     use wirelab_trace::mahimahi::Opportunities;
-    use wirelab_trace::{validate, Format, Indexing, PacketReader, TraceOptions};
+    use wirelab_trace::{validate, AtEnd, Format, Indexing, PacketReader, TraceOptions};
     let open = |p: &str| {
         std::fs::File::open(p).map_err(|source| LinkSetupError::Open {
             path: p.to_string(),
@@ -109,7 +109,7 @@ pub fn open_link(config: &link::LinkConfig, key: link::LinkKey) -> Result<Link, 
                 .map_while(Result::ok)
                 .map(|r| r.action)
         };
-        sources.trace = Some(if spec.at_end == link::TraceEnd::Loop {
+        sources.trace = Some(if spec.at_end == AtEnd::Loop {
             Box::new(link::Looping::new(reader))
         } else {
             Box::new(reader())
@@ -131,7 +131,7 @@ pub fn open_link(config: &link::LinkConfig, key: link::LinkKey) -> Result<Link, 
         };
         check(&spec.file, Format::Csv, &opts)?;
         let reader = CsvReader::new(BufReader::new(open(&spec.file)?), &opts);
-        let timeline = Timeline::new(reader, spec.at_end.reader_policy());
+        let timeline = Timeline::new(reader, spec.at_end);
         sources.timeline = Some(Box::new(timeline));
     }
     if let Some(spec) = &config.profile {

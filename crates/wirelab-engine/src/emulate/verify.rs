@@ -12,9 +12,9 @@ use wirelab_analysis::emuverify::{
     verify_captures, Configuration, Side, VerifyConfig, VerifyError, VerifyReport,
 };
 use wirelab_link::{
-    DelaySpec, Direction, FlowTuple, Link, LinkConfig, LinkKey, Release, SpecError, TraceEnd,
-    TraceSpec,
+    DelaySpec, Direction, FlowTuple, Link, LinkConfig, LinkKey, Release, SpecError, TraceSpec,
 };
+use wirelab_trace::AtEnd;
 
 /// What the emulator was configured with.
 #[derive(Debug, Clone)]
@@ -59,7 +59,7 @@ impl Configured {
                     file: file.clone(),
                     scale: 1.0,
                     offset_ns: 0,
-                    at_end: TraceEnd::default(),
+                    at_end: AtEnd::default(),
                 };
                 let c = LinkConfig {
                     trace: Some(trace),
