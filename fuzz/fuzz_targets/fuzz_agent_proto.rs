@@ -1,5 +1,5 @@
 //! The body is `wirelab_fuzz::fuzz_agent_proto::run` (fuzz/src/fuzz_agent_proto.rs), which the
-//! workspace's corpus test (crates/wirelab/tests/fuzz_corpus.rs) also runs
+//! workspace's corpus test (crates/wirelab/tests/integration/fuzz_corpus.rs) also runs
 //! over every file of fuzz/corpus/fuzz_agent_proto.
 #![no_main]
 

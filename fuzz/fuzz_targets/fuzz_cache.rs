@@ -1,5 +1,5 @@
 //! The body is `wirelab_fuzz::fuzz_cache::run` (fuzz/src/fuzz_cache.rs), which the
-//! workspace's corpus test (crates/wirelab/tests/fuzz_corpus.rs) also runs
+//! workspace's corpus test (crates/wirelab/tests/integration/fuzz_corpus.rs) also runs
 //! over every file of fuzz/corpus/fuzz_cache.
 #![no_main]
 

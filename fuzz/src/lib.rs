@@ -1,6 +1,6 @@
 //! The fuzz targets' bodies, one module per target (`fuzz_targets/NAME.rs` calls
 //! `NAME::run`), so that a stable `cargo test` can replay the corpora through the same
-//! code: crates/wirelab/tests/fuzz_corpus.rs includes this file and runs every file of
+//! code: crates/wirelab/tests/integration/fuzz_corpus.rs includes this file and runs every file of
 //! `fuzz/corpus/NAME` through [`TARGETS`]' `NAME` entry. A module's doc states the
 //! promises its `run` checks; `run` panics when one is broken.
 //!

@@ -52,7 +52,7 @@ pub fn rt_error(e: wirelab_io::rt::RtError) -> anyhow::Error {
 
 /// The message of `e` and its causes, joined by ": ", leaving out a cause
 /// whose text the message already holds. wirelab's own errors print a cause
-/// or return it, never both (tests/error_sources.rs); other crates' errors
+/// or return it, never both (tests/integration/error_sources.rs); other crates' errors
 /// and hand-written contexts may repeat their cause's text.
 pub fn message(e: &anyhow::Error) -> String {
     let mut msg = String::new();

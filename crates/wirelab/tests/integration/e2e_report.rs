@@ -3,9 +3,8 @@
 //! in headless Chromium: no console errors, every figure in the DOM, a
 //! screenshot.
 
-mod common;
-use common::bundle::{on_tx_rx, run_campaign};
-use common::*;
+use crate::common::bundle::{on_tx_rx, run_campaign};
+use crate::common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use wirelab_lab::lab::exec_in;

@@ -4,9 +4,7 @@
 //! are queued and counted by reason, for the TX ring (where the kernel
 //! would otherwise take and silently drop them) and for sendmmsg.
 
-mod common;
-
-use common::{exe, netns_available, run};
+use crate::common::{exe, netns_available, run};
 use std::path::Path;
 use wirelab_lab::lab::{exec_in, Lab, LinkSpec};
 
@@ -86,7 +84,7 @@ fn frames_the_interface_cannot_carry_are_refused_and_counted_by_reason() {
             .args(["replay", "-i", &dev, "--topspeed", "--json"])
             .args(["--tx", tx, "--max-preload", preload])
             .arg(&pcap));
-        let v = common::json(&o);
+        let v = crate::common::json(&o);
         let got = rx_packets(&lab) - before;
         let what = format!("--tx {tx} --max-preload {preload}: {v}");
         assert_eq!(v["read"]["read"], 10, "{what}");

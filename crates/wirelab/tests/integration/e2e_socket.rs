@@ -2,9 +2,7 @@
 //! namespaces: every probe arrives and is echoed, and tcpdump finds the
 //! DSCP, valid IP and UDP checksums and (packet) the peer's MAC on each.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -6,11 +6,9 @@
 //! the ssh client and by dropping a connection, and the errors by an
 //! unknown binary, a wrong key, a closed port and a fake agent.
 
-mod common;
-
-use common::files::scratch;
-use common::sshd::{have_sshd, Sshd};
-use common::{exe, free_udp_port, netns_available, wait_udp_here, Lab};
+use crate::common::files::scratch;
+use crate::common::sshd::{have_sshd, Sshd};
+use crate::common::{exe, free_udp_port, netns_available, wait_udp_here, Lab};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -114,7 +112,7 @@ fn round_trip(
     assert!(n > 0);
     tx.fetch("tx.wlr", &tx_file)
         .unwrap_or_else(|e| panic!("{e}"));
-    let out = common::run(
+    let out = crate::common::run(
         Command::new(exe())
             .arg("analyze")
             .args([&tx_file, &rx_file])

@@ -5,12 +5,10 @@
 //! decrease from one scrape to the next, and their final values must add
 //! up the bundle's results.
 
-mod common;
-
-use common::bundle::{on_tx_emu_rx, run_command, summary_rows, the_bundle};
-use common::files::scratch;
-use common::prom::{parse, scrape};
-use common::{netns_available, tools_available};
+use crate::common::bundle::{on_tx_emu_rx, run_command, summary_rows, the_bundle};
+use crate::common::files::scratch;
+use crate::common::prom::{parse, scrape};
+use crate::common::{netns_available, tools_available};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};

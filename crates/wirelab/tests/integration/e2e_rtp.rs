@@ -7,9 +7,7 @@
 //! stream, packets, lost, max delta, mean and max jitter must equal
 //! tshark's to its printed precision (3 decimals of a ms).
 
-mod common;
-
-use common::files::{scratch, text};
+use crate::common::files::{scratch, text};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -209,7 +207,7 @@ fn tshark_streams(path: &Path) -> BTreeMap<u32, [String; 5]> {
 }
 
 fn wirelab_streams(path: &Path, extra: &[&str]) -> BTreeMap<u32, serde_json::Value> {
-    let out = Command::new(common::exe())
+    let out = Command::new(crate::common::exe())
         .args(["analyze", "--json"])
         .args(extra)
         .arg(path)
@@ -285,7 +283,7 @@ fn compare(path: &Path) {
 
 #[test]
 fn jitter_loss_and_counts_equal_tshark_pcap_ethernet() {
-    if !common::tools_available(&["tshark"]) {
+    if !crate::common::tools_available(&["tshark"]) {
         return;
     }
     let d = scratch("rtp", "pcap");
@@ -298,7 +296,7 @@ fn jitter_loss_and_counts_equal_tshark_pcap_ethernet() {
 
 #[test]
 fn jitter_loss_and_counts_equal_tshark_pcapng_sll2() {
-    if !common::tools_available(&["tshark"]) {
+    if !crate::common::tools_available(&["tshark"]) {
         return;
     }
     let d = scratch("rtp", "pcapng");
@@ -341,7 +339,7 @@ fn known_gaps_duplicates_and_a_wrap() {
         (Some(2), Some(2))
     );
     // --rtp-port on another port: no RTP at all.
-    let out = Command::new(common::exe())
+    let out = Command::new(crate::common::exe())
         .args(["analyze", "--json", "--rtp-port", "9"])
         .arg(&p)
         .output()

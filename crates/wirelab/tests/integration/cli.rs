@@ -1,7 +1,6 @@
 //! The binary's behaviour on bad input and its file tools, over loopback.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::process::{Command, Stdio};
 
 fn wirelab(args: &[&str]) -> std::process::Output {

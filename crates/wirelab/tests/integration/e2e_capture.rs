@@ -2,8 +2,7 @@
 //! namespaces, fed by `wirelab send`. Counts and sequence numbers in the files are checked
 //! exactly, and every file is read back by tshark and capinfos.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -6,9 +6,7 @@
 //! classic pcap as well as pcapng; LUNA probes on `--luna-port`; a
 //! damaged capture is reported up to the damage.
 
-mod common;
-
-use common::{json, run, stop_json, wait_ok, Lab};
+use crate::common::{json, run, stop_json, wait_ok, Lab};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -32,12 +30,12 @@ fn start_capture(lab: &Lab, file: &Path, format: &str) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    common::wait_for_file(file, "capture did not start", Duration::from_secs(10));
+    crate::common::wait_for_file(file, "capture did not start", Duration::from_secs(10));
     child
 }
 
 fn analyze(files: &[&Path]) -> serde_json::Value {
-    let out = run(Command::new(common::exe())
+    let out = run(Command::new(crate::common::exe())
         .args(["analyze", "--json"])
         .args(files));
     json(&out)
@@ -148,7 +146,7 @@ fn header_len(p: &Path) -> u64 {
 
 #[test]
 fn capture_of_a_real_run_gives_the_receivers_counts() {
-    if !common::netns_available(&[]) {
+    if !crate::common::netns_available(&[]) {
         return;
     }
     let lab = Lab::new();
@@ -180,7 +178,7 @@ fn capture_of_a_real_run_gives_the_receivers_counts() {
 /// gives `recv --format luna`'s own counts, flows numbered by source.
 #[test]
 fn luna_probes_on_their_port() {
-    if !common::netns_available(&[]) {
+    if !crate::common::netns_available(&[]) {
         return;
     }
     let lab = Lab::new();
@@ -205,7 +203,7 @@ fn luna_probes_on_their_port() {
     wait_ok(recv);
     stop_json(capture);
     let want = counts(&analyze(&[&rx]));
-    let out = run(Command::new(common::exe())
+    let out = run(Command::new(crate::common::exe())
         .args(["analyze", "--json", "--luna-port", "6203"])
         .arg(&cap));
     let got = json(&out);

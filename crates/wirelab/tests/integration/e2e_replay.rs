@@ -2,8 +2,6 @@
 //! via `-w`), over a veth pair in namespaces (captured by tcpdump), and
 //! checksum validity after rewrites (judged by tshark).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -45,8 +43,8 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn rewrite(args: &[&str], out: &Path) -> Vec<Vec<u8>> {
-    let o = common::run(
-        Command::new(common::exe())
+    let o = crate::common::run(
+        Command::new(crate::common::exe())
             .arg("replay")
             .arg("-q")
             .arg("-w")
@@ -169,7 +167,7 @@ fn unique_ip_with_loop_matches_tcpreplay_with_documented_differences() {
 
 #[test]
 fn checksums_after_rewrites_are_valid_per_tshark() {
-    if !common::tools_available(&["tshark"]) {
+    if !crate::common::tools_available(&["tshark"]) {
         return;
     }
     let out = tmp("csum.pcap");
@@ -188,7 +186,7 @@ fn checksums_after_rewrites_are_valid_per_tshark() {
         ],
         &out,
     );
-    let o = common::run(Command::new("tshark").args(["-n", "-r"]).arg(&out).args([
+    let o = crate::common::run(Command::new("tshark").args(["-n", "-r"]).arg(&out).args([
         "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE",
         "-Y", "ip.checksum.status == 0 || udp.checksum.status == 0 || tcp.checksum.status == 0 || icmp.checksum.status == 0 || icmpv6.checksum.status == 0",
     ]));
@@ -219,7 +217,7 @@ fn pair() -> Lab {
 /// tcpdump on `dev` in namespace `role` of `lab` writing to `cap`, once it
 /// captures.
 fn tcpdump(lab: &Lab, role: &str, dev: &str, cap: &Path) -> std::process::Child {
-    common::tcpdump::start(
+    crate::common::tcpdump::start(
         lab.exec(role, "timeout")
             .args(["60", "tcpdump", "-i", dev, "-U", "-nn", "-s", "0"])
             // A 64 MiB buffer so a tcpdump starved on a loaded machine
@@ -233,10 +231,10 @@ fn tcpdump(lab: &Lab, role: &str, dev: &str, cap: &Path) -> std::process::Child 
 /// Stops `td` once `cap` holds `expect` frames (bounded: a missing frame
 /// shows as a count that differs, not as a hang), then reads it.
 fn stop_tcpdump(td: std::process::Child, cap: &Path, expect: usize) -> Vec<Vec<u8>> {
-    common::tcpdump::wait_frames(cap, expect, Duration::from_secs(30));
+    crate::common::tcpdump::wait_frames(cap, expect, Duration::from_secs(30));
     // A little longer, so a frame sent twice would show too.
     std::thread::sleep(Duration::from_millis(200));
-    common::tcpdump::stop(td);
+    crate::common::tcpdump::stop(td);
     packets(cap)
 }
 
@@ -250,13 +248,13 @@ fn replay_captured(
     expect: usize,
 ) -> (Vec<Vec<u8>>, serde_json::Value) {
     let td = tcpdump(p, "b", &p.end("b", "a").dev, cap);
-    let out = common::run(
-        p.exec("a", common::exe())
+    let out = crate::common::run(
+        p.exec("a", crate::common::exe())
             .args(["replay", "--json", "-i", &p.end("a", "b").dev])
             .args(args)
             .arg(file),
     );
-    (stop_tcpdump(td, cap, expect), common::json(&out))
+    (stop_tcpdump(td, cap, expect), crate::common::json(&out))
 }
 
 /// A pcap of `n` UDP frames with exponential gaps (mean 200 µs, seeded).
@@ -293,7 +291,7 @@ fn exp_trace(path: &Path, n: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn replay_into_namespace_is_exact() {
-    if !common::netns_available(&["tcpdump"]) {
+    if !crate::common::netns_available(&["tcpdump"]) {
         return;
     }
     let p = pair();
@@ -374,8 +372,8 @@ impl Tri {
         let lab = &self.0;
         let t1 = tcpdump(lab, "c", &lab.end("c", "s").dev, &cc);
         let t2 = tcpdump(lab, "d", &lab.end("d", "s").dev, &cd);
-        let out = common::run(
-            lab.exec("s", common::exe())
+        let out = crate::common::run(
+            lab.exec("s", crate::common::exe())
                 .args(["replay", "--json"])
                 .args(["-i", &lab.end("s", "c").dev])
                 .args(["-I", &lab.end("s", "d").dev])
@@ -384,7 +382,7 @@ impl Tri {
         );
         let c = stop_tcpdump(t1, &cc, expect.0);
         let d = stop_tcpdump(t2, &cd, expect.1);
-        (c, d, common::json(&out))
+        (c, d, crate::common::json(&out))
     }
 }
 
@@ -429,7 +427,7 @@ fn write_pcap(path: &Path, frames: &[Vec<u8>], gap_us: u32) {
 
 #[test]
 fn two_interface_split_sends_each_packet_to_its_side() {
-    if !common::netns_available(&["tcpdump"]) {
+    if !crate::common::netns_available(&["tcpdump"]) {
         return;
     }
     const A: [u8; 4] = [10, 1, 0, 1];
@@ -485,13 +483,13 @@ fn two_interface_split_sends_each_packet_to_its_side() {
     };
     // Classify only (tcpprep): the cache file.
     let cache = tmp("split.cache");
-    let o = common::run(
-        Command::new(common::exe())
+    let o = crate::common::run(
+        Command::new(crate::common::exe())
             .args(["replay", "--json", "--auto", "--save-cache"])
             .arg(&cache)
             .arg(&trace),
     );
-    let j = common::json(&o);
+    let j = crate::common::json(&o);
     assert_eq!(j["client_packets"], 7);
     assert_eq!(j["server_packets"], 5);
     let tri = Tri::new();
@@ -519,12 +517,12 @@ fn two_interface_split_sends_each_packet_to_its_side() {
             0,
         ),
     ];
-    if common::tools_available(&["tcpprep"]) {
+    if crate::common::tools_available(&["tcpprep"]) {
         // tcpprep's binary cache: `-c NETS --reverse -N` is wirelab's
         // --cidr NETS split; packets 1 and 2 are left out by its include
         // list ("don't send").
         let tp = tmp("split-tcpprep.cache");
-        common::run(
+        crate::common::run(
             Command::new("tcpprep")
                 .args(["-c", "10.2.0.0/16", "--reverse", "-N", "-x", "P:3-12"])
                 .arg("-i")
@@ -566,7 +564,7 @@ fn two_interface_split_sends_each_packet_to_its_side() {
         assert_eq!(rep["send"]["frames_lost"], 0, "{tag}");
     }
     // A split without a second interface names the fix.
-    let o = Command::new(common::exe())
+    let o = Command::new(crate::common::exe())
         .args(["replay", "-i", "lo", "--auto"])
         .arg(&trace)
         .output()
@@ -577,7 +575,7 @@ fn two_interface_split_sends_each_packet_to_its_side() {
 
 /// Writes a tcpprep cache for `pcap` with the real tcpprep.
 fn tcpprep(pcap: &Path, args: &[&str], cache: &Path) {
-    common::run(
+    crate::common::run(
         Command::new("tcpprep")
             .args(args)
             .arg("-i")
@@ -590,7 +588,7 @@ fn tcpprep(pcap: &Path, args: &[&str], cache: &Path) {
 /// tcpprep's own reading of a cache file (`tcpprep -I`, "print info"): one
 /// character per packet, `c` primary, `s` secondary, `-` don't send.
 fn tcpprep_info(cache: &Path) -> String {
-    let o = common::run(Command::new("tcpprep").arg("-I").arg(cache));
+    let o = crate::common::run(Command::new("tcpprep").arg("-I").arg(cache));
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .enumerate()
@@ -624,15 +622,15 @@ fn cache_chars(p: &Path) -> String {
 /// text cache (classify only): the JSON summary and the per-packet sides.
 fn wirelab_reads(cache: &Path, pcap: &Path, tag: &str) -> (serde_json::Value, String) {
     let text = tmp(&format!("{tag}.txt"));
-    let o = common::run(
-        Command::new(common::exe())
+    let o = crate::common::run(
+        Command::new(crate::common::exe())
             .args(["replay", "--json", "--cachefile"])
             .arg(cache)
             .arg("--save-cache")
             .arg(&text)
             .arg(pcap),
     );
-    (common::json(&o), cache_chars(&text))
+    (crate::common::json(&o), cache_chars(&text))
 }
 
 fn example2() -> PathBuf {
@@ -641,7 +639,7 @@ fn example2() -> PathBuf {
 
 #[test]
 fn tcpprep_cache_files_classify_every_packet_as_tcpprep_does() {
-    if !common::tools_available(&["tcpprep"]) {
+    if !crate::common::tools_available(&["tcpprep"]) {
         return;
     }
     let cases: Vec<(PathBuf, Vec<&str>)> = vec![
@@ -707,7 +705,7 @@ fn tcpprep_reverse_cidr_split_equals_wirelab_cidr() {
     // (its manual calls them servers); with --reverse they go to the
     // secondary one, and -N sends non-IP frames on the primary: wirelab's
     // --cidr split exactly, packet for packet.
-    if !common::tools_available(&["tcpprep"]) {
+    if !crate::common::tools_available(&["tcpprep"]) {
         return;
     }
     for (i, (pcap, nets)) in [
@@ -724,8 +722,8 @@ fn tcpprep_reverse_cidr_split_equals_wirelab_cidr() {
         tcpprep(&pcap, &["-c", nets, "--reverse", "-N"], &cache);
         let (_, from_tcpprep) = wirelab_reads(&cache, &pcap, &tag);
         let own = tmp(&format!("{tag}-own.txt"));
-        common::run(
-            Command::new(common::exe())
+        crate::common::run(
+            Command::new(crate::common::exe())
                 .args(["replay", "--cidr", nets, "--save-cache"])
                 .arg(&own)
                 .arg(&pcap),
@@ -741,11 +739,11 @@ fn tcpprep_reverse_cidr_split_equals_wirelab_cidr() {
 
 #[test]
 fn unusable_tcpprep_cache_files_are_refused_with_the_reason() {
-    if !common::tools_available(&["tcpprep"]) {
+    if !crate::common::tools_available(&["tcpprep"]) {
         return;
     }
     let refuse = |cache: &Path, pcap: &Path| -> String {
-        let o = Command::new(common::exe())
+        let o = Command::new(crate::common::exe())
             .args(["replay", "--cachefile"])
             .arg(cache)
             .args(["--save-cache", tmp("refused.txt").to_str().unwrap()])
@@ -767,7 +765,7 @@ fn unusable_tcpprep_cache_files_are_refused_with_the_reason() {
         "{e}"
     );
     // The same cache with two copies of its trace (tcpprep reads one file).
-    let o = Command::new(common::exe())
+    let o = Command::new(crate::common::exe())
         .args(["replay", "--cachefile"])
         .arg(&good)
         .args(["--save-cache", tmp("two.txt").to_str().unwrap()])

@@ -8,13 +8,11 @@
 //! final values equal to the results. Counts and bounds from the run's
 //! own uncertainty; no durations.
 
-mod common;
-
-use common::bundle::{check_common_start, run_command, the_bundle};
-use common::files::{json_file, scratch, text};
-use common::prom::{parse, scrape};
-use common::sshd::{have_sshd, Sshd};
-use common::{exe, netns_available, tools_available, EmuLab};
+use crate::common::bundle::{check_common_start, run_command, the_bundle};
+use crate::common::files::{json_file, scratch, text};
+use crate::common::prom::{parse, scrape};
+use crate::common::sshd::{have_sshd, Sshd};
+use crate::common::{exe, netns_available, tools_available, EmuLab};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 

@@ -4,11 +4,9 @@
 //! DuckDB. The independent readers' counts and sums must equal wirelab's
 //! own analysis and the record files.
 
-mod common;
-
-use common::bundle::{on_tx_rx, run_campaign, summary_rows};
-use common::files::{scratch, text};
-use common::{exe, flow, json, netns_available, run, wait_ok, Lab};
+use crate::common::bundle::{on_tx_rx, run_campaign, summary_rows};
+use crate::common::files::{scratch, text};
+use crate::common::{exe, flow, json, netns_available, run, wait_ok, Lab};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::io::BufReader;

@@ -6,11 +6,9 @@
 //! once the offsets are taken out, and relative delays only when the
 //! uncertainty is over the campaign's limit.
 
-mod common;
-
-use common::bundle::{check_common_start, derives_again, run_campaign, summary_rows};
-use common::files::{json_file, scratch, text};
-use common::{exe, netns_available};
+use crate::common::bundle::{check_common_start, derives_again, run_campaign, summary_rows};
+use crate::common::files::{json_file, scratch, text};
+use crate::common::{exe, netns_available};
 use serde_json::Value;
 use std::io::BufReader;
 use std::path::Path;

@@ -3,9 +3,7 @@
 //! `WIRELAB_LOG=debug` makes every run log one line (the version and the
 //! command line) before it fails here on a missing file.
 
-mod common;
-
-use common::{exe, tools_available};
+use crate::common::{exe, tools_available};
 use std::process::Command;
 
 const ESC: u8 = 0x1b;

@@ -4,9 +4,7 @@
 //! emulator sent, which is what it received less its drops by reason. No
 //! timing is asserted.
 
-mod common;
-
-use common::{count as n, exe, netns_available, run, stop_json, tcpdump, EmuLab};
+use crate::common::{count as n, exe, netns_available, run, stop_json, tcpdump, EmuLab};
 use std::process::{Child, Command};
 use std::time::Duration;
 use wirelab_lab::lab::exec_in;
@@ -21,12 +19,12 @@ impl EmuLab {
     /// at 1 kpps with no receiver (B's interface counts them; B's ICMP
     /// replies go b2a, which has no stages); returns
     /// (frames A sent, frames B received) during the call.
-    fn probes(&self, n: u64, settle: Duration) -> (u64, u64) {
-        self.probes_with(n, settle, &[])
+    fn frames(&self, n: u64, settle: Duration) -> (u64, u64) {
+        self.frames_with(n, settle, &[])
     }
 
-    /// [`EmuLab::probes`] with more `wirelab send` flags.
-    fn probes_with(&self, n: u64, settle: Duration, extra: &[&str]) -> (u64, u64) {
+    /// [`EmuLab::frames`] with more `wirelab send` flags.
+    fn frames_with(&self, n: u64, settle: Duration, extra: &[&str]) -> (u64, u64) {
         let (a_dev, b_dev) = (
             self.lab.end("a", "e").dev.clone(),
             self.lab.end("b", "e").dev.clone(),
@@ -78,7 +76,7 @@ fn mahimahi_link_once_delivers_its_opportunities_and_then_nothing() {
     let stages = format!("link {} once queue droptail packets=10", trace.display());
     let em = emu.emulate(&["--a2b", &stages]);
     std::thread::sleep(Duration::from_millis(300));
-    let (a_tx, b_rx) = emu.probes(400, Duration::from_millis(300));
+    let (a_tx, b_rx) = emu.frames(400, Duration::from_millis(300));
     let r = stop_json(em);
     let dropped = books(&r, a_tx, b_rx);
     assert_eq!(b_rx, 20, "{r}");
@@ -105,7 +103,7 @@ fn codel_queue_drops_are_counted_by_reason() {
     let emu = emu_lab();
     let em = emu.emulate(&["--a2b", "rate 200kbit queue codel packets=50"]);
     std::thread::sleep(Duration::from_millis(300));
-    let (a_tx, b_rx) = emu.probes(1_000, Duration::from_millis(1_000));
+    let (a_tx, b_rx) = emu.frames(1_000, Duration::from_millis(1_000));
     let r = stop_json(em);
     let dropped = books(&r, a_tx, b_rx);
     assert!(n(&dropped["aqm"]) > 0 && n(&dropped["limit"]) > 0, "{r}");
@@ -157,10 +155,10 @@ fn ecn_capable_probes_are_marked_ce_instead_of_lost() {
     let tap = emu.dir.join("tap.pcapng");
     let tap_arg = tap.display().to_string();
     let em = emu.emulate(&["--a2b", "loss random 100% ecn", "--tap", &tap_arg]);
-    let (sent, got) = emu.probes_with(50, Duration::from_millis(200), &["--tos", "2"]);
+    let (sent, got) = emu.frames_with(50, Duration::from_millis(200), &["--tos", "2"]);
     assert!(sent >= 50);
     assert_eq!(sent, got, "every ECT frame crosses");
-    let (sent0, got0) = emu.probes_with(20, Duration::from_millis(200), &["--tos", "0"]);
+    let (sent0, got0) = emu.frames_with(20, Duration::from_millis(200), &["--tos", "0"]);
     assert!(sent0 >= 20);
     assert_eq!(got0, 0, "not-ECT frames are lost");
     let r = stop_json(em);
@@ -201,7 +199,7 @@ fn mm_logs_parse_as_mahimahi_scripts_read_them_and_match_the_counters() {
     let stages = format!("link {} queue droptail packets=10", trace.display());
     let dir = emu.dir.join("mm");
     let em = emu.emulate(&["--a2b", &stages, "--mm-log", dir.to_str().unwrap()]);
-    let (a_tx, b_rx) = emu.probes_with(500, Duration::from_millis(300), &["--size", "1458"]);
+    let (a_tx, b_rx) = emu.frames_with(500, Duration::from_millis(300), &["--size", "1458"]);
     let r = stop_json(em);
     let dropped = books(&r, a_tx, b_rx);
     assert!(n(&dropped["limit"]) > 0, "{r}");
@@ -274,7 +272,7 @@ fn dummynet_profiles_are_checked_and_lose_at_their_loss_level() {
     let em = emu.emulate(&["--a2b", &format!("profile {}", good.display())]);
     std::thread::sleep(Duration::from_millis(300));
     // 400 probes at 1 kpps: 2 ms of airtime each, 0.8 s of work.
-    let (a_tx, b_rx) = emu.probes(400, Duration::from_millis(2_000));
+    let (a_tx, b_rx) = emu.frames(400, Duration::from_millis(2_000));
     let r = stop_json(em);
     let dropped = books(&r, a_tx, b_rx);
     let lost = n(&dropped["loss"]);

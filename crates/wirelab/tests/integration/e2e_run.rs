@@ -6,12 +6,12 @@
 //! the loss abort, Ctrl-C and `--resume`, a killed ssh connection, and a
 //! 16-flow star. Counts and content only; no durations are asserted.
 
-mod common;
-
-use common::bundle::{on_tx_emu_rx, on_tx_rx, run_campaign, run_command, summary_rows, the_bundle};
-use common::files::{json_file, scratch, text};
-use common::sshd::{have_sshd, Sshd};
-use common::{exe, netns_available};
+use crate::common::bundle::{
+    on_tx_emu_rx, on_tx_rx, run_campaign, run_command, summary_rows, the_bundle,
+};
+use crate::common::files::{json_file, scratch, text};
+use crate::common::sshd::{have_sshd, Sshd};
+use crate::common::{exe, netns_available};
 use serde_json::Value;
 use std::io::BufReader;
 use std::path::Path;
@@ -514,7 +514,7 @@ fn ssh_hosts_run_a_campaign_and_a_lost_connection_leaves_nothing_behind() {
     }
     let dir = scratch("run", "ssh");
     let sshd = Sshd::start(&dir);
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let opts = sshd.run_opts("user");
     let control = |count: u64, port: u16| {
         format!(

@@ -3,9 +3,9 @@
 //! did (trace actions, drops by reason), and the emulator's own counters
 //! must agree with them. No timing is asserted (bench/ does that).
 
-mod common;
-
-use common::{count as n, exe, interrupt, json, netns_available, run, stop_json, wait_ok, EmuLab};
+use crate::common::{
+    count as n, exe, interrupt, json, netns_available, run, stop_json, wait_ok, EmuLab,
+};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use wirelab_lab::lab::exec_in;

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 const MARKER: &str =
-    "<!-- crate graph: checked by crates/wirelab/tests/architecture.rs -->\n```text\n";
+    "<!-- crate graph: checked by crates/wirelab/tests/integration/architecture.rs -->\n```text\n";
 
 /// The package name and the `wirelab*` keys of `[dependencies]` of one
 /// Cargo.toml (the workspace's manifests use `name = "…"` and one

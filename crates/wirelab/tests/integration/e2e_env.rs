@@ -7,12 +7,10 @@
 //! SIGKILLed at many points leave whole revert files that restore /sys and
 //! /proc.
 
-mod common;
-
-use common::bundle::{run_campaign, run_command};
-use common::files::{json_file, scratch, text};
-use common::sshd::{have_sshd, Sshd};
-use common::{exe, netns_available};
+use crate::common::bundle::{run_campaign, run_command};
+use crate::common::files::{json_file, scratch, text};
+use crate::common::sshd::{have_sshd, Sshd};
+use crate::common::{exe, netns_available};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -62,7 +60,7 @@ struct Before {
 }
 
 impl Before {
-    fn take(dir: &Path, lab: &common::Lab) -> Before {
+    fn take(dir: &Path, lab: &crate::common::Lab) -> Before {
         let hosts = [&lab.s, &lab.r].map(|ns| {
             let (host, file) = (format!("netns:{ns}"), dir.join(format!("{ns}.json")));
             std::fs::write(&file, env(&[&host, "--json"], &[]).stdout).unwrap();
@@ -178,7 +176,7 @@ fn apply_then_revert_restores_mtu_and_sysctl_exactly() {
         return;
     }
     let dir = scratch("env", "rt");
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let host = format!("netns:{}", lab.s);
     round_trip(&host, &lab.s, lab.tx_if(), &dir, &[]);
 
@@ -221,7 +219,7 @@ fn apply_then_revert_over_ssh() {
     }
     let dir = scratch("env", "ssh");
     let sshd = Sshd::start(&dir);
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let mut extra = sshd.run_opts("user");
     extra.extend(["--wirelab".to_string(), exe().to_string()]);
     let host = sshd.transport(Some(&lab.r)).to_string();
@@ -233,7 +231,7 @@ fn apply_then_revert_over_ssh() {
 /// A campaign between the lab's namespaces whose `[env] apply` sets the
 /// MTU to 9000 on both ends: a raw socket cannot fragment, so its 8000-byte
 /// probes arrive only while the setting is in effect.
-fn control(lab: &common::Lab, count: u64, port: u16) -> String {
+fn control(lab: &crate::common::Lab, count: u64, port: u16) -> String {
     control_via(
         lab,
         &format!("netns:{}", lab.s),
@@ -244,7 +242,7 @@ fn control(lab: &common::Lab, count: u64, port: u16) -> String {
 }
 
 /// [`control`] with the hosts reached through `ts` and `tr`.
-fn control_via(lab: &common::Lab, ts: &str, tr: &str, count: u64, port: u16) -> String {
+fn control_via(lab: &crate::common::Lab, ts: &str, tr: &str, count: u64, port: u16) -> String {
     format!(
         r#"
 [campaign]
@@ -280,7 +278,7 @@ fn a_campaign_applies_env_for_its_points_and_reverts_it() {
         return;
     }
     let dir = scratch("env", "run");
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let before = Before::take(&dir, &lab);
     let (o, b) = run_campaign(&dir, &control(&lab, 50, 6901), &["-q"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -345,7 +343,7 @@ fn a_killed_controller_leaves_the_environment_as_it_was() {
         return;
     }
     let dir = scratch("env", "kill");
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let before = Before::take(&dir, &lab);
     let mut child = run_command(&dir, &control(&lab, 60_000, 6903))
         .arg("-q")
@@ -387,7 +385,7 @@ fn a_lost_ssh_connection_leaves_the_environment_as_it_was() {
     }
     let dir = scratch("env", "sshkill");
     let sshd = Sshd::start(&dir);
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let before = Before::take(&dir, &lab);
     let (ts, tr) = (
         sshd.transport(Some(&lab.s)).to_string(),
@@ -485,7 +483,7 @@ fn a_killed_apply_leaves_its_revert_file_absent_or_whole() {
     if !netns_available(&["ethtool"]) {
         return;
     }
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let (ns, dev) = (lab.s.as_str(), lab.tx_if());
     let before = settings_in(ns, dev);
     assert_eq!(before, ("1500".to_string(), "0".to_string()));
@@ -594,7 +592,7 @@ fn a_killed_run_leaves_whole_revert_files_and_the_environment_restored() {
         return;
     }
     let dir = scratch("env", "runkill");
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let before = Before::take(&dir, &lab);
     let ids = [netns_id(&lab.s), netns_id(&lab.r)];
     let control = control(&lab, 300, 6907);

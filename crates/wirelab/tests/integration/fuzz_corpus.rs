@@ -4,7 +4,7 @@
 //! from fuzz/src/lib.rs). A body panics when a promise it checks is broken,
 //! and so this test fails. `scripts/fuzz.sh` stays the way to fuzz for long.
 
-#[path = "../../../fuzz/src/lib.rs"]
+#[path = "../../../../fuzz/src/lib.rs"]
 #[allow(dead_code)]
 mod fuzz_entries;
 

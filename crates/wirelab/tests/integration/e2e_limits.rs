@@ -6,8 +6,7 @@
 //! Inputs are crafted here, small: record files with the wire crate's
 //! encoder, spoofed probes by a few lines of python3 in a namespace.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -2,8 +2,7 @@
 //! Loss is injected exactly with nftables in the receiver's namespace and
 //! the reported counts are checked exactly.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn exact_loss_from_nftables_is_reported_exactly() {

@@ -5,9 +5,7 @@
 //! Counts and decisions are asserted exactly; timing only as "never
 //! early", a correctness property. Delay figures belong to bench/.
 
-mod common;
-
-use common::{
+use crate::common::{
     count as n, exe, json, netns_available, run, stop_json, tcpdump, tools_available, EmuLab,
 };
 use std::path::{Path, PathBuf};

@@ -9,8 +9,7 @@
 //! wait for the data to appear with deadlines of many seconds, never
 //! asserting how fast.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

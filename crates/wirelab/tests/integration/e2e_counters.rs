@@ -5,14 +5,12 @@
 //! stack's (RcvbufErrors), in a `[lab]` and over `ssh://` hosts. Counts
 //! only; no durations asserted.
 
-mod common;
-
-use common::bundle::{
+use crate::common::bundle::{
     derives_again, on_tx_emu_rx, on_tx_rx, run_campaign, summary_rows, the_point,
 };
-use common::files::{json_file, scratch, text};
-use common::sshd::{have_sshd, Sshd};
-use common::{exe, netns_available};
+use crate::common::files::{json_file, scratch, text};
+use crate::common::sshd::{have_sshd, Sshd};
+use crate::common::{exe, netns_available};
 use serde_json::Value;
 use std::path::Path;
 
@@ -184,7 +182,7 @@ fn a_full_receive_buffer_over_ssh_is_attributed_to_the_receiver_stack() {
     }
     let dir = scratch("counters", "rcvbuf-ssh");
     let sshd = Sshd::start(&dir);
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let opts = sshd.run_opts("user");
     let control = format!(
         r#"

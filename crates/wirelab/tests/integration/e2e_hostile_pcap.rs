@@ -7,8 +7,6 @@
 //! announces removed; headers libpcap refuses refused; error messages that
 //! ask the right question.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,7 +49,7 @@ fn udp(i: u32, len: usize) -> Vec<u8> {
 }
 
 fn wirelab(args: &[&str]) -> Output {
-    Command::new(common::exe())
+    Command::new(crate::common::exe())
         .arg("replay")
         .args(args)
         .output()
@@ -85,7 +83,7 @@ const RSS_BOUND: u64 = 200 << 20;
 /// taking the machine, and returns its output and peak RSS in bytes (GNU
 /// time's `%M`). `None` when /usr/bin/time is missing (a failure on CI).
 fn replay_measured(ns: Option<&str>, args: &[&str]) -> Option<(Output, u64)> {
-    if !common::tools_available(&["/usr/bin/time"]) {
+    if !crate::common::tools_available(&["/usr/bin/time"]) {
         return None;
     }
     static RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -98,7 +96,7 @@ fn replay_measured(ns: Option<&str>, args: &[&str]) -> Option<(Output, u64)> {
     let out = cmd
         .args(["-c", script])
         .arg(&rss)
-        .arg(common::exe())
+        .arg(crate::common::exe())
         .arg("replay")
         .args(args)
         .output()
@@ -138,7 +136,7 @@ fn fixlen_pad_trusts_no_original_length_from_the_file() {
     };
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(rss < RSS_BOUND, "peak RSS {rss} bytes");
-    let j = common::json(&o);
+    let j = crate::common::json(&o);
     assert_eq!(j["read"]["read"], 23);
     assert_eq!(j["read"]["selected"], 3);
     assert_eq!(j["read"]["oversize"], 20);
@@ -185,7 +183,7 @@ fn fixlen_pad_trusts_no_original_length_from_the_file() {
         input.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let j = common::json(&o);
+    let j = crate::common::json(&o);
     assert_eq!(j["load"]["mode"], "stream");
     assert_eq!(j["read"]["selected"], 50);
     assert_eq!(read_back(&out).len(), 50);
@@ -194,10 +192,10 @@ fn fixlen_pad_trusts_no_original_length_from_the_file() {
 
 #[test]
 fn preloaded_and_streamed_replays_count_the_same_and_say_why_nothing_was_sent() {
-    if !common::netns_available(&[]) {
+    if !crate::common::netns_available(&[]) {
         return;
     }
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let big = lab.file("big.pcap");
     pcap(&big, 1, &[(1_000, 0, udp(0, 65_535), 65_535)]);
     let mixed = lab.file("mixed.pcap");
@@ -235,7 +233,7 @@ fn preloaded_and_streamed_replays_count_the_same_and_say_why_nothing_was_sent() 
         };
         let Some((o, _)) = run(&big, &[]) else { return };
         assert_eq!(o.status.code(), Some(1), "{preload}: {}", stderr(&o));
-        let j = common::json(&o);
+        let j = crate::common::json(&o);
         let rd = &j["read"];
         assert_eq!(
             (
@@ -256,7 +254,7 @@ fn preloaded_and_streamed_replays_count_the_same_and_say_why_nothing_was_sent() 
         );
         let (o, _) = run(&mixed, &[]).unwrap();
         assert!(o.status.success(), "{preload}: {}", stderr(&o));
-        let j = common::json(&o);
+        let j = crate::common::json(&o);
         assert_eq!(j["read"]["read"], 2, "{preload}");
         assert_eq!(j["read"]["oversize"], 1, "{preload}");
         assert_eq!(j["fidelity"]["packets"], 1, "{preload}");
@@ -265,7 +263,7 @@ fn preloaded_and_streamed_replays_count_the_same_and_say_why_nothing_was_sent() 
         let (o, rss) = run(&hostile, &["--fixlen", "pad"]).unwrap();
         assert!(o.status.success(), "{preload}: {}", stderr(&o));
         assert!(rss < RSS_BOUND, "{preload}: peak RSS {rss} bytes");
-        let j = common::json(&o);
+        let j = crate::common::json(&o);
         assert_eq!(j["read"]["pad_limit_bytes"], 1518);
         assert_eq!(j["rewrite"]["pad_oversize"], 1);
         assert_eq!(j["fidelity"]["packets"], 1);
@@ -320,10 +318,10 @@ fn ns_in_us_trace(path: &Path) -> (u64, u64, u64, u64) {
 
 #[test]
 fn broken_timestamps_are_counted_and_the_schedule_stated_before_replay() {
-    if !common::netns_available(&[]) {
+    if !crate::common::netns_available(&[]) {
         return;
     }
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let trace = lab.file("ns-in-us.pcap");
     let (bad, back, schedule, span) = ns_in_us_trace(&trace);
     assert!(bad > 300 && back > 0, "{bad} {back}");
@@ -333,11 +331,11 @@ fn broken_timestamps_are_counted_and_the_schedule_stated_before_replay() {
         cmd.args(["replay", "-i", &dev, "--limit", "1"])
             .args(extra)
             .arg(&trace);
-        common::run(&mut cmd)
+        crate::common::run(&mut cmd)
     };
     // keep (the default): counted, and the schedule stated before sending.
     let o = run(&["--json"]);
-    let j = common::json(&o);
+    let j = crate::common::json(&o);
     let rd = &j["read"];
     assert_eq!(rd["ts_bad_fraction"], bad);
     assert_eq!(rd["ts_backwards"], back);
@@ -365,14 +363,14 @@ fn broken_timestamps_are_counted_and_the_schedule_stated_before_replay() {
     );
     // ns: the 3.5 s the capture took, nothing to warn about.
     let o = run(&["--json", "--bad-ts", "ns"]);
-    let j = common::json(&o);
+    let j = crate::common::json(&o);
     assert_eq!(j["read"]["schedule_ns"], 3_500_000_000u64);
     assert_eq!(j["read"]["ts_backwards"], 0);
     assert_eq!(j["read"]["ts_bad_fraction"], bad);
     assert!(!stderr(&o).contains("schedule runs"), "{}", stderr(&o));
     // clamp: those packets at the previous time, never backwards.
     let o = run(&["--json", "--bad-ts", "clamp"]);
-    let j = common::json(&o);
+    let j = crate::common::json(&o);
     assert_eq!(j["read"]["bad_ts"], "clamp");
     assert_eq!(j["read"]["ts_backwards"], 0);
     assert!(!stderr(&o).contains("schedule runs"), "{}", stderr(&o));
@@ -456,7 +454,7 @@ fn writing_keeps_what_it_read_or_says_what_it_normalised() {
         "--json",
         a.to_str().unwrap(),
     ]);
-    let j = common::json(&o);
+    let j = crate::common::json(&o);
     assert!(j["departure"]
         .as_str()
         .unwrap()

@@ -7,12 +7,10 @@
 //! it. Counts and content only; CPU time is asserted only as a generous
 //! fraction of what was asked.
 
-mod common;
-
-use common::bundle::{on_tx_rx, run_command, summary_rows, the_bundle, the_point};
-use common::files::{json_file, scratch, text};
-use common::sshd::{have_sshd, Sshd};
-use common::{exe, netns_available, tools_available};
+use crate::common::bundle::{on_tx_rx, run_command, summary_rows, the_bundle, the_point};
+use crate::common::files::{json_file, scratch, text};
+use crate::common::sshd::{have_sshd, Sshd};
+use crate::common::{exe, netns_available, tools_available};
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -311,7 +309,7 @@ fn over_ssh_a_stressor_runs_and_a_lost_connection_stops_it() {
     }
     let dir = scratch("stress", "ssh");
     let sshd = Sshd::start(&dir);
-    let lab = common::Lab::new();
+    let lab = crate::common::Lab::new();
     let control = |count: u64| {
         format!(
             r#"
