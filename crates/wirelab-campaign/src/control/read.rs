@@ -990,7 +990,9 @@ fn check_stressor(
     let at = |key: &str| t.get(key).map_or(t.span.start, |v| v.span().start);
     if let Some(r) = t.word("rate")? {
         let ok = if spec.kind == Some(StressKind::Timer) {
-            stress::parse_hz(&r.v).map(|_| ())
+            stress::parse_hz(&r.v)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         } else {
             wirelab_core::units::parse_bitrate_bps(&r.v)
                 .map(|_| ())
