@@ -88,7 +88,7 @@ fn build_node(
             dist: *d,
             sampler: d.sampler().map_err(|e| GenError::Spec {
                 spec: spec.to_string(),
-                problem: e.into(),
+                problem: Box::new(e.into()),
             })?,
         },
         SpecKind::File { path, once } => {

@@ -122,7 +122,7 @@ pub enum GenError {
         /// The spec as given.
         spec: String,
         /// What is wrong and what is expected (printed, not a source).
-        problem: SpecError,
+        problem: Box<SpecError>,
     },
     /// The loader could not provide a file's content.
     #[error("cannot read {}: {reason}", path.display())]

@@ -202,7 +202,7 @@ impl GenSpec {
     pub fn parse(s: &str, unit: SpecUnit) -> Result<GenSpec, GenError> {
         parse_at(s, unit, 0).map_err(|problem| GenError::Spec {
             spec: s.to_string(),
-            problem,
+            problem: Box::new(problem),
         })
     }
 
@@ -212,7 +212,7 @@ impl GenSpec {
         if !(value.is_finite() && value >= 0.0) {
             return Err(GenError::Spec {
                 spec: value.to_string(),
-                problem: SpecError::Constant,
+                problem: Box::new(SpecError::Constant),
             });
         }
         Ok(GenSpec {
