@@ -1176,8 +1176,7 @@ fn read_sweep(t: &Tbl, c: &Control) -> Result<Sweep, ControlError> {
             }
             continue;
         }
-        let key_err = |m: String| t.err(span.start, key, m);
-        let target = c.target(key).map_err(key_err)?;
+        let target = c.target(key).map_err(|e| t.err(span.start, key, e))?;
         let toml::de::DeValue::Array(a) = v.get_ref() else {
             return Err(t.err(
                 v.span().start,
