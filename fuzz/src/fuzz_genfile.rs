@@ -4,7 +4,7 @@
 //! naming the line. A generator's draws are finite and inside its bounds,
 //! a `,once` file ends after its values, and a CDF stays within [0, 1].
 
-use wirelab_core::gen::{Bounds, GenSpec, SpecUnit};
+use wirelab_core::gen::{Bounds, GenSpec, LoadError, SpecUnit};
 
 /// The target's body: panics when a promise above is broken.
 pub fn run(data: &[u8]) {
@@ -27,7 +27,7 @@ pub fn run(data: &[u8]) {
         (false, false) => "file:f",
     };
     let spec = GenSpec::parse(s, unit).expect("a fixed spec");
-    let files = |_: &std::path::Path| -> Result<String, String> { Ok(text.to_string()) };
+    let files = |_: &std::path::Path| -> Result<String, LoadError> { Ok(text.to_string()) };
     let (lo, hi) = if sel & 8 != 0 {
         (f64::NEG_INFINITY, f64::INFINITY)
     } else {

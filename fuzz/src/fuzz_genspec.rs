@@ -6,7 +6,7 @@
 //! (`onoff`: not negative, the off periods come on top of the bounded draws).
 
 use std::path::Path;
-use wirelab_core::gen::{Bounds, GenSpec, SpecKind, SpecUnit};
+use wirelab_core::gen::{Bounds, GenSpec, LoadError, SpecKind, SpecUnit};
 
 /// The target's body: panics when a promise above is broken.
 pub fn run(data: &[u8]) {
@@ -29,7 +29,7 @@ pub fn run(data: &[u8]) {
         .unwrap_or_else(|e| panic!("canonical form {canonical:?} of {text:?} fails: {e}"));
     assert_eq!(back, spec, "{text:?} -> {canonical:?}");
     let _ = (spec.mean(), spec.as_const(), spec.file_paths());
-    let files = |p: &Path| -> Result<String, String> {
+    let files = |p: &Path| -> Result<String, LoadError> {
         let cdf = spec.to_string().contains(&format!("cdf:{}", p.display()));
         Ok(match (unit, cdf) {
             (SpecUnit::Time, false) => "1ms\n2ms\n",

@@ -305,7 +305,10 @@ impl Agent {
             } => self.env_apply(&settings, iface.as_deref(), keep),
             Request::EnvRevert { token } => self.env_revert(&token),
         };
-        res.unwrap_or_else(|message| Response::Error { message })
+        // The protocol carries the error as its message.
+        res.unwrap_or_else(|e| Response::Error {
+            message: e.to_string(),
+        })
     }
 
     fn hello(&self) -> HelloInfo {
@@ -321,19 +324,17 @@ impl Agent {
         }
     }
 
-    fn kid(&mut self, tag: &str) -> Result<usize, String> {
+    fn kid(&mut self, tag: &str) -> Result<usize, RequestError> {
         self.children
             .iter()
             .position(|k| k.tag == tag)
-            .ok_or_else(|| format!("no child tagged {tag:?} (never spawned, or its end was already reported by wait)"))
+            .ok_or_else(|| RequestError::NoChild { tag: tag.into() })
     }
 
-    fn spawn(&mut self, tag: &str, args: &[String]) -> Result<Response, String> {
+    fn spawn(&mut self, tag: &str, args: &[String]) -> Result<Response, RequestError> {
         check_tag(tag)?;
         if self.children.len() >= MAX_CHILDREN {
-            return Err(format!(
-                "the agent already has {MAX_CHILDREN} children not yet reported by wait: wait for some first"
-            ));
+            return Err(RequestError::TooManyChildren);
         }
         let create = |ext: &str| {
             let path = self.workdir.join(format!("{tag}.{ext}"));
@@ -341,14 +342,15 @@ impl Agent {
                 .write(true)
                 .create_new(true)
                 .open(&path)
-                .map_err(|e| match e.kind() {
-                    io::ErrorKind::AlreadyExists => {
-                        format!(
-                            "tag {tag:?} was used before ({} exists): pick a new one",
-                            path.display()
-                        )
-                    }
-                    _ => format!("cannot create {}: {e}", path.display()),
+                .map_err(|err| match err.kind() {
+                    io::ErrorKind::AlreadyExists => RequestError::TagUsed {
+                        tag: tag.into(),
+                        path: path.clone(),
+                    },
+                    _ => RequestError::Create {
+                        path: path.clone(),
+                        err,
+                    },
                 })
         };
         let out = create("out")?;
@@ -363,8 +365,10 @@ impl Agent {
             group: false,
             die_with_parent: true,
         };
-        let child = Supervised::spawn(&mut cmd, how)
-            .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
+        let child = Supervised::spawn(&mut cmd, how).map_err(|err| RequestError::Start {
+            exe: self.exe.clone(),
+            err,
+        })?;
         let pid = child.pid();
         self.children.push(Kid {
             tag: tag.into(),
@@ -374,7 +378,7 @@ impl Agent {
         Ok(Response::Spawned { pid })
     }
 
-    fn wait(&mut self, tag: &str, timeout_ms: u64) -> Result<Response, String> {
+    fn wait(&mut self, tag: &str, timeout_ms: u64) -> Result<Response, RequestError> {
         let i = self.kid(tag)?;
         let start = Instant::now();
         let timeout = Duration::from_millis(timeout_ms).min(MAX_WAIT);
@@ -410,12 +414,14 @@ impl Agent {
         }
     }
 
-    fn signal(&mut self, tag: &str, sig: i32) -> Result<Response, String> {
+    fn signal(&mut self, tag: &str, sig: i32) -> Result<Response, RequestError> {
         let i = self.kid(tag)?;
         let k = &mut self.children[i];
-        k.child
-            .signal(sig)
-            .map_err(|e| format!("cannot signal {tag:?} (pid {}): {e}", k.pid))?;
+        k.child.signal(sig).map_err(|err| RequestError::Signal {
+            tag: tag.into(),
+            pid: k.pid,
+            err,
+        })?;
         Ok(Response::Ok)
     }
 
@@ -437,33 +443,34 @@ impl Agent {
         Response::Status { children }
     }
 
-    fn fetch(&self, path: &str, offset: u64, max: u32) -> Result<Response, String> {
+    fn fetch(&self, path: &str, offset: u64, max: u32) -> Result<Response, RequestError> {
         if max == 0 || max > MAX_CHUNK {
-            return Err(format!(
-                "fetch max must be 1 to {MAX_CHUNK} bytes, not {max}"
-            ));
+            return Err(RequestError::FetchMax { max });
         }
         if plain(path).is_ok() && !self.workdir.join(path).exists() {
             return Ok(Response::NotFound { path: path.into() });
         }
         let full = inside(&self.workdir, path)?;
-        let mut f = File::open(&full).map_err(|e| format!("cannot open {path}: {e}"))?;
-        let size = f
-            .metadata()
-            .map_err(|e| format!("cannot read {path}: {e}"))?
-            .len();
+        let mut f = File::open(&full).map_err(|err| RequestError::Open {
+            path: path.into(),
+            err,
+        })?;
+        let read = |err| RequestError::Read {
+            path: path.into(),
+            err,
+        };
+        let size = f.metadata().map_err(read)?.len();
         if offset > size {
-            return Err(format!(
-                "offset {offset} is beyond the end of {path} ({size} bytes)"
-            ));
+            return Err(RequestError::Offset {
+                offset,
+                path: path.into(),
+                size,
+            });
         }
-        f.seek(SeekFrom::Start(offset))
-            .map_err(|e| format!("cannot read {path}: {e}"))?;
+        f.seek(SeekFrom::Start(offset)).map_err(read)?;
         let want = (size - offset).min(u64::from(max));
         let mut data = Vec::with_capacity(want as usize);
-        f.take(want)
-            .read_to_end(&mut data)
-            .map_err(|e| format!("cannot read {path}: {e}"))?;
+        f.take(want).read_to_end(&mut data).map_err(read)?;
         Ok(Response::Chunk {
             eof: offset + data.len() as u64 >= size,
             data_b64: proto::base64_encode(&data),
@@ -476,12 +483,11 @@ impl Agent {
         settings: &[(String, String)],
         iface: Option<&str>,
         keep: bool,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, RequestError> {
         use wirelab_host::env::apply;
-        let planned = apply::plan(settings, iface).map_err(|e| e.to_string())?;
+        let planned = apply::plan(settings, iface)?;
         let token = apply::new_token();
-        let f = apply::apply(&mut apply::Local, &self.env_dir, &token, &planned)
-            .map_err(|e| e.to_string())?;
+        let f = apply::apply(&mut apply::Local, &self.env_dir, &token, &planned)?;
         if !keep {
             self.env_held.push(token.clone());
         }
@@ -491,20 +497,22 @@ impl Agent {
         })
     }
 
-    fn env_revert(&mut self, token: &str) -> Result<Response, String> {
+    fn env_revert(&mut self, token: &str) -> Result<Response, RequestError> {
         use wirelab_host::env::apply;
-        let changes =
-            apply::revert(&mut apply::Local, &self.env_dir, token).map_err(|e| e.to_string())?;
+        let changes = apply::revert(&mut apply::Local, &self.env_dir, token)?;
         self.env_held.retain(|t| t != token);
         Ok(Response::EnvReverted { changes })
     }
 
-    fn remove(&self, path: &str) -> Result<Response, String> {
+    fn remove(&self, path: &str) -> Result<Response, RequestError> {
         plain(path)?;
         match fs::remove_file(self.workdir.join(path)) {
             Ok(()) => Ok(Response::Ok),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Response::Ok),
-            Err(e) => Err(format!("cannot remove {path}: {e}")),
+            Err(err) => Err(RequestError::Remove {
+                path: path.into(),
+                err,
+            }),
         }
     }
 
@@ -535,9 +543,55 @@ impl Agent {
     }
 }
 
+/// Why a request failed; its message is the `error` response's. Causes
+/// are printed, not returned as sources.
+#[derive(Debug, thiserror::Error)]
+enum RequestError {
+    #[error("no child tagged {tag:?} (never spawned, or its end was already reported by wait)")]
+    NoChild { tag: String },
+    #[error("the agent already has {MAX_CHILDREN} children not yet reported by wait: wait for some first")]
+    TooManyChildren,
+    #[error("tag {tag:?} was used before ({} exists): pick a new one", .path.display())]
+    TagUsed { tag: String, path: PathBuf },
+    #[error("cannot create {}: {err}", .path.display())]
+    Create { path: PathBuf, err: io::Error },
+    #[error("cannot start {}: {err}", .exe.display())]
+    Start { exe: PathBuf, err: io::Error },
+    #[error("cannot signal {tag:?} (pid {pid}): {err}")]
+    Signal {
+        tag: String,
+        pid: u32,
+        err: io::Error,
+    },
+    #[error("fetch max must be 1 to {MAX_CHUNK} bytes, not {max}")]
+    FetchMax { max: u32 },
+    #[error("cannot open {path}: {err}")]
+    Open { path: String, err: io::Error },
+    #[error("cannot read {path}: {err}")]
+    Read { path: String, err: io::Error },
+    #[error("offset {offset} is beyond the end of {path} ({size} bytes)")]
+    Offset {
+        offset: u64,
+        path: String,
+        size: u64,
+    },
+    #[error("cannot remove {path}: {err}")]
+    Remove { path: String, err: io::Error },
+    #[error(
+        "bad tag {tag:?}: use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'"
+    )]
+    BadTag { tag: String },
+    #[error("path {path:?} must be relative to the agent's workdir, without '..'")]
+    NotPlain { path: String },
+    #[error("fetch path {path:?} leads outside the agent's workdir")]
+    Outside { path: String },
+    #[error(transparent)]
+    Env(#[from] wirelab_host::env::apply::EnvError),
+}
+
 /// A tag names files in the workdir: 1 to 64 of `[A-Za-z0-9._-]`, not
 /// starting with `.`.
-fn check_tag(tag: &str) -> Result<(), String> {
+fn check_tag(tag: &str) -> Result<(), RequestError> {
     let ok = !tag.is_empty()
         && tag.len() <= 64
         && !tag.starts_with('.')
@@ -547,23 +601,19 @@ fn check_tag(tag: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "bad tag {tag:?}: use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'"
-        ))
+        Err(RequestError::BadTag { tag: tag.into() })
     }
 }
 
 /// `path` resolved inside `dir`: relative, without `..`, and (symbolic links
 /// followed) still inside `dir`.
 /// `path` is relative and has no `..`.
-fn plain(path: &str) -> Result<(), String> {
+fn plain(path: &str) -> Result<(), RequestError> {
     let ok = Path::new(path)
         .components()
         .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
     if path.is_empty() || !ok {
-        return Err(format!(
-            "path {path:?} must be relative to the agent's workdir, without '..'"
-        ));
+        return Err(RequestError::NotPlain { path: path.into() });
     }
     Ok(())
 }
@@ -575,17 +625,18 @@ fn sockets() -> Sockets {
     Sockets::parse(&udp, &read("/proc/self/net/packet"))
 }
 
-fn inside(dir: &Path, path: &str) -> Result<PathBuf, String> {
+fn inside(dir: &Path, path: &str) -> Result<PathBuf, RequestError> {
     plain(path)?;
     let p = Path::new(path);
     let full = dir
         .join(p)
         .canonicalize()
-        .map_err(|e| format!("cannot open {path}: {e}"))?;
+        .map_err(|err| RequestError::Open {
+            path: path.into(),
+            err,
+        })?;
     if !full.starts_with(dir) {
-        return Err(format!(
-            "fetch path {path:?} leads outside the agent's workdir"
-        ));
+        return Err(RequestError::Outside { path: path.into() });
     }
     Ok(full)
 }

@@ -239,7 +239,8 @@ pub fn run(
         };
         campaign.run_points(&mut hosts, &mut out, on);
     }
-    if let Err(why) = env::finish(&mut hosts, &env_applied) {
+    if let Err(e) = env::finish(&mut hosts, &env_applied) {
+        let why = e.to_string();
         on(Event::Warning(why.clone()));
         out.failure.get_or_insert(why);
     }

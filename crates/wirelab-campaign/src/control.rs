@@ -69,6 +69,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::expr::Value;
 pub(crate) use keys::{check_axis_value, check_pacing, substitute, FlowKey, Target};
+pub use keys::{KeyError, ValueError};
 use reader::Src;
 use wirelab_host::stress::StressorSpec;
 

@@ -31,7 +31,7 @@ use thiserror::Error;
 use wirelab_analysis::{Arrival, FlowConfig, FlowStats};
 use wirelab_host::counters::{Delta, Snapshot};
 use wirelab_wire::probe::ProbeFlags;
-use wirelab_wire::{RecordKind, RecordReader};
+use wirelab_wire::{RecordError, RecordKind, RecordReader};
 
 /// The point states counted by `wirelab_points`.
 const STATES: [&str; 6] = [
@@ -524,20 +524,16 @@ fn observe_owd(
     flow: u32,
     clock: Option<&wirelab_analysis::ClockCorrection>,
     h: &Histogram,
-) -> Result<(), String> {
-    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut r =
-        RecordReader::new(io::BufReader::new(f)).map_err(|e| format!("{}: {e}", path.display()))?;
+) -> Result<(), RecordError> {
+    let f = std::fs::File::open(path)?;
+    let mut r = RecordReader::new(io::BufReader::new(f))?;
     // The analysis's own classification of each arrival decides what is a
     // result: a duplicate, a warm-up probe or a repeated end marker is not,
     // while the first copy of a probe counts even when it came as an end
     // marker (the original lost on the way). The histogram's count then
     // equals the summary's `received`.
     let mut stats = FlowStats::new(flow, FlowConfig::default());
-    while let Some(rec) = r
-        .next_record()
-        .map_err(|e| format!("{}: {e}", path.display()))?
-    {
+    while let Some(rec) = r.next_record()? {
         if rec.kind != RecordKind::Rx || rec.flow != flow {
             continue;
         }

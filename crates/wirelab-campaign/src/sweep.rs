@@ -36,7 +36,8 @@ use wirelab_link::LinkConfig;
 
 use crate::control::{
     check_axis_value, check_pacing, substitute, Axis, Campaign, CaptureSpec, Control, EmulateSpec,
-    FlowKey, FlowSpec, Order, SocketKind, Target, DEFAULT_DURATION_NS, IPV4_UDP_HEADERS,
+    FlowKey, FlowSpec, KeyError, Order, SocketKind, Target, ValueError, DEFAULT_DURATION_NS,
+    IPV4_UDP_HEADERS,
 };
 use crate::expr::{Expr, ExprError, Value};
 
@@ -49,7 +50,7 @@ pub const MAX_POINTS: u64 = 1_000_000;
 pub const PLAN_SCHEMA: &str = "wirelab.run.plan/1";
 
 /// Why a plan could not be made or a point resolved.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     #[error("--set {key}: {message}")]
     Set { key: String, message: String },
@@ -70,8 +71,38 @@ pub enum PlanError {
         repetitions: u32,
     },
     /// A point that cannot be resolved against the control file.
-    #[error("point {params}: {message}")]
-    Point { params: String, message: String },
+    #[error("point {params}: {problem}")]
+    Point {
+        params: String,
+        problem: Box<PointError>,
+    },
+}
+
+/// Why a point cannot be resolved against the control file. Causes are
+/// printed, not returned as sources.
+#[derive(Debug, thiserror::Error)]
+pub enum PointError {
+    #[error("{key}: {err}")]
+    Key { key: String, err: KeyError },
+    #[error("{key}: {err}")]
+    Value { key: String, err: ValueError },
+    #[error("parameter {key} is missing")]
+    Missing { key: String },
+    #[error("{{{key}}} in {text:?} is not a parameter of this point")]
+    Placeholder { key: String, text: String },
+    #[error("flow {flow} when {when:?}: {err}")]
+    When {
+        flow: String,
+        when: String,
+        err: ExprError,
+    },
+    #[error("emulator stages {stages:?}: {err}")]
+    Stages {
+        stages: String,
+        err: wirelab_link::SpecError,
+    },
+    #[error("two points share id {id}; rename a sweep key")]
+    SharedId { id: String },
 }
 
 /// One run of the campaign.
@@ -286,7 +317,7 @@ pub fn apply_sets(c: &Control, sets: &[(String, String)]) -> Result<Control, Pla
                 let target = c
                     .target(key)
                     .map_err(|m| bad(format!("{m}; keys --set takes: {}", set_keys_help(&c))))?;
-                check_axis_value(&c, target, &v).map_err(bad)?;
+                check_axis_value(&c, target, &v).map_err(|e| bad(e.to_string()))?;
                 match c.sweep.axes.iter_mut().find(|a| &a.key == key) {
                     Some(a) => a.values = vec![v],
                     None => c.sweep.axes.push(Axis {
@@ -305,11 +336,14 @@ pub fn apply_sets(c: &Control, sets: &[(String, String)]) -> Result<Control, Pla
 struct Targets(Vec<(String, Target)>);
 
 impl Targets {
-    fn of<'a>(c: &Control, keys: impl Iterator<Item = &'a String>) -> Result<Targets, String> {
+    fn of<'a>(c: &Control, keys: impl Iterator<Item = &'a String>) -> Result<Targets, PointError> {
         keys.map(|k| {
             c.target(k)
                 .map(|t| (k.clone(), t))
-                .map_err(|m| format!("{k}: {m}"))
+                .map_err(|err| PointError::Key {
+                    key: k.clone(),
+                    err,
+                })
         })
         .collect::<Result<_, _>>()
         .map(Targets)
@@ -319,9 +353,9 @@ impl Targets {
 /// Resolves point `p` of control file `c` (the file as loaded: `--set`
 /// values are among the point's parameters).
 pub fn resolve(c: &Control, p: &Point) -> Result<Resolved, PlanError> {
-    let err = |message: String| PlanError::Point {
+    let err = |problem| PlanError::Point {
         params: params_text(&p.params),
-        message,
+        problem: Box::new(problem),
     };
     let targets = Targets::of(c, p.params.keys()).map_err(err)?;
     resolve_with(c, &targets, &p.params).map_err(err)
@@ -331,36 +365,42 @@ fn resolve_with(
     c: &Control,
     targets: &Targets,
     params: &BTreeMap<String, Value>,
-) -> Result<Resolved, String> {
+) -> Result<Resolved, PointError> {
     let mut flows = c.flows.clone();
     // Every-flow keys first, so flow.NAME.KEY wins.
     for pass in 0..2 {
         for (key, t) in &targets.0 {
             let v = params
                 .get(key)
-                .ok_or_else(|| format!("parameter {key} is missing"))?;
+                .ok_or_else(|| PointError::Missing { key: key.clone() })?;
             let r = match (*t, pass) {
                 (Target::AllFlows(k), 0) => flows.iter_mut().try_for_each(|f| k.apply(f, v)),
                 (Target::Flow(i, k), 1) => k.apply(&mut flows[i], v),
                 _ => Ok(()),
             };
-            r.map_err(|m| format!("{key}: {m}"))?;
+            r.map_err(|err| PointError::Value {
+                key: key.clone(),
+                err,
+            })?;
         }
     }
     let lookup = |k: &str| params.get(k).map(Value::to_string);
     let fill = |s: &str| {
-        substitute(s, lookup)
-            .map_err(|k| format!("{{{k}}} in {s:?} is not a parameter of this point"))
+        substitute(s, lookup).map_err(|k| PointError::Placeholder {
+            key: k.into(),
+            text: s.into(),
+        })
     };
     let fill_all = |v: &[String]| v.iter().map(|s| fill(s)).collect::<Result<Vec<_>, _>>();
     let mut active = Vec::with_capacity(flows.len());
     for mut f in flows {
         if let Some(w) = &f.when {
-            let e = Expr::parse(w).map_err(|e| format!("flow {} when {w:?}: {e}", f.name))?;
-            if !e
-                .eval(params)
-                .map_err(|e| format!("flow {} when {w:?}: {e}", f.name))?
-            {
+            let when = |err| PointError::When {
+                flow: f.name.clone(),
+                when: w.clone(),
+                err,
+            };
+            if !Expr::parse(w).and_then(|e| e.eval(params)).map_err(when)? {
                 continue;
             }
         }
@@ -380,7 +420,10 @@ fn resolve_with(
                 .flatten()
             {
                 *s = fill(s)?;
-                LinkConfig::parse(s).map_err(|x| format!("emulator stages {s:?}: {x}"))?;
+                LinkConfig::parse(s).map_err(|err| PointError::Stages {
+                    stages: s.clone(),
+                    err,
+                })?;
             }
             e.args = fill_all(&e.args)?;
             Some(e)
@@ -477,9 +520,9 @@ pub fn plan(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let targets =
-        Targets::of(&c, axes.iter().map(|a| &a.key)).map_err(|message| PlanError::Point {
+        Targets::of(&c, axes.iter().map(|a| &a.key)).map_err(|problem| PlanError::Point {
             params: String::new(),
-            message,
+            problem: Box::new(problem),
         })?;
     let mut filtered = 0u64;
     let mut kept: Vec<BTreeMap<String, Value>> = Vec::new();
@@ -588,9 +631,9 @@ fn exclusion_reason(
             return Ok(Some(e.to_string()));
         }
     }
-    let r = resolve_with(c, targets, params).map_err(|message| PlanError::Point {
+    let r = resolve_with(c, targets, params).map_err(|problem| PlanError::Point {
         params: params_text(params),
-        message,
+        problem: Box::new(problem),
     })?;
     Ok(auto_exclusion(c, &r))
 }
@@ -620,7 +663,7 @@ fn order_points(
         if !seen.insert(p.id.as_str()) {
             return Err(PlanError::Point {
                 params: params_text(&p.params),
-                message: format!("two points share id {}; rename a sweep key", p.id),
+                problem: Box::new(PointError::SharedId { id: p.id.clone() }),
             });
         }
     }

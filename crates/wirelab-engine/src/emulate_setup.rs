@@ -5,7 +5,7 @@
 //! the control thread's link builder and rule table, and the
 //! configuration the log records.
 
-use crate::emulate::ctl::{Builder, CtlRule, CtlSetup};
+use crate::emulate::ctl::{Builder, CtlRule, CtlSetup, RequestError};
 use crate::emulate::recorder::{decision_path, RecorderError};
 use crate::emulate::{open_link, DirModel, LinkSetupError, LiveDir, Recorder, RuleLink};
 use crate::job::emulate::{EmulateJob, MmLogSetup};
@@ -204,7 +204,7 @@ impl Links {
     /// errors are the messages the client gets.
     fn builder(self) -> Builder {
         Box::new(move |rule, filter, stages, dir, new| {
-            let f = BpfProgram::compile(filter, 1, 65_535).map_err(|e| e.to_string())?;
+            let f = BpfProgram::compile(filter, 1, 65_535).map_err(RequestError::Filter)?;
             let r = NewRule {
                 rule,
                 filter: Some(f),
@@ -213,7 +213,8 @@ impl Links {
                 new,
             };
             let flag = format!("rule {rule} ({})", dir_name(dir));
-            self.build(&flag, r).map_err(|e| e.to_string())
+            self.build(&flag, r)
+                .map_err(|e| RequestError::Link(Box::new(e)))
         })
     }
 }

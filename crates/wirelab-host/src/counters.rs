@@ -562,17 +562,15 @@ pub fn collect(ifaces: &[String], depth: Depth) -> Snapshot {
         if depth == Depth::Full {
             match run("ethtool", &["-S", dev]) {
                 Ok(t) => i.ethtool = parse_ethtool_stats(&t),
-                Err(e) => note(&format!("ethtool -S {dev}"), e),
+                Err(e) => note(&format!("ethtool -S {dev}"), e.to_string()),
             }
         }
         s.ifaces.insert(dev.clone(), i);
     }
     if depth == Depth::Full {
-        match run("tc", &["-s", "-j", "qdisc", "show"])
-            .and_then(|t| parse_tc_qdisc_json(&t).map_err(|e| e.to_string()))
-        {
+        match run("tc", &["-s", "-j", "qdisc", "show"]).and_then(|t| Ok(parse_tc_qdisc_json(&t)?)) {
             Ok(q) => s.qdiscs = q,
-            Err(e) => note("tc -s -j qdisc show", e),
+            Err(e) => note("tc -s -j qdisc show", e.to_string()),
         }
     }
     s.unavailable = unavailable;
@@ -589,26 +587,47 @@ fn is_ifname(s: &str) -> bool {
         && !s.contains(|c: char| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
 }
 
+/// Why a tool's counters are unavailable. Causes are printed, not
+/// returned as sources.
+#[derive(Debug, thiserror::Error)]
+enum ToolError {
+    #[error("{program} is not installed (scripts/install-deps.sh installs it)")]
+    NotInstalled { program: String },
+    #[error("cannot run {program}: {err}")]
+    Spawn {
+        program: String,
+        err: std::io::Error,
+    },
+    /// The tool failed; what it printed (stderr, else stdout).
+    #[error("{output}")]
+    Failed { output: String },
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+}
+
 /// A program's stdout, or why not (not installed, failed).
-fn run(prog: &str, args: &[&str]) -> Result<String, String> {
+fn run(prog: &str, args: &[&str]) -> Result<String, ToolError> {
     let out = std::process::Command::new(prog)
         .args(args)
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                format!("{prog} is not installed (scripts/install-deps.sh installs it)")
-            }
-            _ => format!("cannot run {prog}: {e}"),
+        .map_err(|err| match err.kind() {
+            std::io::ErrorKind::NotFound => ToolError::NotInstalled {
+                program: prog.into(),
+            },
+            _ => ToolError::Spawn {
+                program: prog.into(),
+                err,
+            },
         })?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let msg = if err.trim().is_empty() {
+        let output = if err.trim().is_empty() {
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         } else {
             err.trim().to_string()
         };
-        return Err(msg);
+        return Err(ToolError::Failed { output });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

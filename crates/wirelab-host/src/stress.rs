@@ -80,6 +80,10 @@ pub enum StressKind {
 pub enum StressError {
     #[error("{0}")]
     Option(String),
+    #[error("{given:?}: use one of {}", Load::ALL.map(Load::name).join(", "))]
+    UnknownLoad { given: String },
+    #[error("{given:?}: a frequency from 1Hz to 1GHz in whole Hz, e.g. 100kHz, 1MHz")]
+    Frequency { given: String },
 }
 
 /// What to load: one kind, or the preset.
@@ -135,12 +139,12 @@ impl Load {
 }
 
 impl std::str::FromStr for Load {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Load, String> {
+    type Err = StressError;
+    fn from_str(s: &str) -> Result<Load, StressError> {
         Load::ALL
             .into_iter()
             .find(|l| l.name() == s)
-            .ok_or_else(|| format!("{s:?}: use one of {}", Load::ALL.map(Load::name).join(", ")))
+            .ok_or_else(|| StressError::UnknownLoad { given: s.into() })
     }
 }
 
@@ -328,7 +332,7 @@ fn net_args(o: &Options, to: &str, duration_s: Option<u64>) -> Vec<String> {
 }
 
 /// Parses a frequency: `100kHz`, `1MHz`, `2000Hz` or a plain number (Hz).
-pub fn parse_hz(s: &str) -> Result<u64, String> {
+pub fn parse_hz(s: &str) -> Result<u64, StressError> {
     let t = s.trim();
     let (num, mult) = if let Some(n) = t.strip_suffix("GHz") {
         (n, 1e9)
@@ -345,9 +349,7 @@ pub fn parse_hz(s: &str) -> Result<u64, String> {
         .ok()
         .map(|v| v * mult)
         .filter(|v| v.is_finite() && *v >= 1.0 && *v <= 1e9 && v.fract() == 0.0)
-        .ok_or_else(|| {
-            format!("{s:?}: a frequency from 1Hz to 1GHz in whole Hz, e.g. 100kHz, 1MHz")
-        })?;
+        .ok_or_else(|| StressError::Frequency { given: s.into() })?;
     Ok(v as u64)
 }
 

@@ -9,6 +9,8 @@ use crate::bundle;
 use crate::control::Control;
 use serde::Serialize;
 use std::path::Path;
+use thiserror::Error;
+use wirelab_agent::transport::TransportError;
 use wirelab_analysis::schema::host::RunEnv;
 use wirelab_host::env::{self, apply::Change, Snapshot};
 
@@ -128,7 +130,7 @@ pub(super) fn start(
             Err(e) => {
                 let done: Vec<Applied> = applied.into_iter().map(|(a, _)| a).collect();
                 if let Err(why) = finish(hosts, &done) {
-                    on(Event::Warning(why));
+                    on(Event::Warning(why.to_string()));
                 }
                 return Err(e);
             }
@@ -157,26 +159,58 @@ pub(super) fn start(
     Ok(applied.into_iter().map(|(a, _)| a).collect())
 }
 
+/// Hosts whose `[env]` changes could not be reverted, each with why.
+#[derive(Debug, Error)]
+#[error("{}", joined(.0))]
+pub(super) struct RevertError(Vec<RevertFailure>);
+
+fn joined(failed: &[RevertFailure]) -> String {
+    let v: Vec<String> = failed.iter().map(ToString::to_string).collect();
+    v.join("; ")
+}
+
+/// One host's failed revert. The cause is printed, not a source.
+#[derive(Debug, Error)]
+#[error(
+    "host {host}: reverting [env] apply {token} failed: {cause} (an agent reverts its changes \
+     when its connection ends; check with `wirelab env --diff env/{host}.json HOST`)"
+)]
+pub(super) struct RevertFailure {
+    host: String,
+    token: String,
+    cause: RevertCause,
+}
+
+#[derive(Debug, Error)]
+enum RevertCause {
+    /// The host's agent could not be reached.
+    #[error(transparent)]
+    Host(Box<RunError>),
+    /// The agent refused or failed the revert.
+    #[error(transparent)]
+    Agent(TransportError),
+}
+
 /// Reverts what [`start`] applied, last host first; every host is tried.
-pub(super) fn finish(hosts: &mut Hosts, applied: &[Applied]) -> Result<(), String> {
-    let mut errs = vec![];
+pub(super) fn finish(hosts: &mut Hosts, applied: &[Applied]) -> Result<(), RevertError> {
+    let mut failed = vec![];
     for a in applied.iter().rev() {
-        let res = hosts
-            .get(&a.host)
-            .map_err(|e| e.to_string())
-            .and_then(|c| c.env_revert(&a.token).map_err(|e| e.to_string()));
-        if let Err(e) = res {
-            errs.push(format!(
-                "host {}: reverting [env] apply {} failed: {e} (an agent reverts its changes \
-                 when its connection ends; check with `wirelab env --diff env/{}.json HOST`)",
-                a.host, a.token, a.host
-            ));
+        let res = match hosts.get(&a.host) {
+            Ok(c) => c.env_revert(&a.token).map_err(RevertCause::Agent),
+            Err(e) => Err(RevertCause::Host(Box::new(e))),
+        };
+        if let Err(cause) = res {
+            failed.push(RevertFailure {
+                host: a.host.clone(),
+                token: a.token.clone(),
+                cause,
+            });
         }
     }
-    if errs.is_empty() {
+    if failed.is_empty() {
         Ok(())
     } else {
-        Err(errs.join("; "))
+        Err(RevertError(failed))
     }
 }
 
@@ -190,7 +224,7 @@ fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), RunError> {
 mod tests {
     use super::*;
 
-    fn control(extra: &str) -> Result<Control, String> {
+    fn control(extra: &str) -> Result<Control, crate::control::ControlError> {
         crate::control::parse(
             "c.toml",
             &format!(
@@ -201,7 +235,6 @@ mod tests {
                  [[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\n"
             ),
         )
-        .map_err(|e| e.to_string())
     }
 
     #[test]

@@ -3,8 +3,63 @@
 
 use super::{Axis, Control, FlowSpec, SocketKind};
 use crate::expr::{Expr, Value};
-use wirelab_core::gen::{GenSpec, SpecUnit};
-use wirelab_core::units::{parse_duration_ns, parse_rate_pps};
+use wirelab_core::gen::{GenError, GenSpec, SpecUnit};
+use wirelab_core::units::{parse_duration_ns, parse_rate_pps, UnitError};
+
+/// Why a value does not fit its flow key; the message says what the key
+/// takes. `literal` is the value as TOML writes it.
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    /// An integer key given something else or out of its range.
+    #[error("{takes}, not {literal}")]
+    Int {
+        takes: &'static str,
+        literal: String,
+    },
+    #[error("a size is a number of bytes or a `send --size` spec such as \"uniform:64,1400\", not {literal}")]
+    Size { literal: String },
+    #[error("an interval is a duration with a unit (\"100us\"), 0, or a `send --interval` spec such as \"exp:1ms\", not {literal}")]
+    Interval { literal: String },
+    #[error("a rate is a packet rate such as \"10kpps\", not {literal}")]
+    Rate { literal: String },
+    #[error("rate {rate:?} must be above 0")]
+    RateNotPositive { rate: String },
+    #[error("a socket is \"udp\", \"raw\" or \"packet\", not {literal}")]
+    Socket { literal: String },
+    #[error("a duration is a string with a unit such as \"60s\", not {literal}")]
+    Duration { literal: String },
+    #[error("a flow's duration must be above 0")]
+    ZeroDuration,
+    #[error("echo is true or false, not {literal}")]
+    Echo { literal: String },
+    /// A size or interval spec that does not parse.
+    #[error(transparent)]
+    Spec(#[from] GenError),
+    /// A rate or duration that does not parse.
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+}
+
+/// Why a sweep or `--set` key sets nothing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum KeyError {
+    #[error("write flow.NAME.KEY (e.g. flow.{first_flow}.size)")]
+    FlowForm { first_flow: String },
+    #[error("no flow is named {name:?}; flows: {flows}")]
+    NoFlow { name: String, flows: String },
+    #[error("a flow's swept key is one of: {}", FlowKey::names(false).join(", "))]
+    FlowField,
+    #[error("{key} differs per flow: write flow.NAME.{key} (e.g. flow.{first_flow}.{key})")]
+    PerFlow { key: String, first_flow: String },
+    #[error("campaign settings are not swept; set one with --set")]
+    Campaign,
+    #[error(
+        "changes nothing: not a flow key ({}), not flow.NAME.KEY, and no {{{key}}} placeholder \
+         or flow or stressor `when` uses it",
+        FlowKey::names(true).join(", ")
+    )]
+    Unused { key: String },
+}
 
 /// A flow field a sweep, `--set` or the file sets from a [`Value`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,51 +125,43 @@ impl FlowKey {
 
     /// Checks `v` and sets the field of `f`. The message says what the key
     /// takes.
-    pub fn apply(self, f: &mut FlowSpec, v: &Value) -> Result<(), String> {
-        let int = |lo: i64, hi: i64, what: &str| match v {
+    pub fn apply(self, f: &mut FlowSpec, v: &Value) -> Result<(), ValueError> {
+        let literal = || v.literal();
+        let int = |lo: i64, hi: i64, takes: &'static str| match v {
             Value::Int(n) if (lo..=hi).contains(n) => Ok(*n),
-            _ => Err(format!("{what}, not {}", v.literal())),
+            _ => Err(ValueError::Int {
+                takes,
+                literal: literal(),
+            }),
         };
         match self {
             FlowKey::Size => {
                 let s = match v {
                     Value::Int(n) if *n >= 0 => n.to_string(),
                     Value::Str(s) => s.clone(),
-                    _ => return Err(format!(
-                        "a size is a number of bytes or a `send --size` spec such as \"uniform:64,1400\", not {}",
-                        v.literal()
-                    )),
+                    _ => return Err(ValueError::Size { literal: literal() }),
                 };
-                GenSpec::parse(&s, SpecUnit::Bytes).map_err(|e| e.to_string())?;
+                GenSpec::parse(&s, SpecUnit::Bytes)?;
                 f.size = Some(s);
             }
             FlowKey::Interval => {
                 let s = match v {
                     Value::Int(0) => "0".to_string(),
                     Value::Str(s) => s.clone(),
-                    _ => return Err(format!(
-                        "an interval is a duration with a unit (\"100us\"), 0, or a `send --interval` spec such as \"exp:1ms\", not {}",
-                        v.literal()
-                    )),
+                    _ => return Err(ValueError::Interval { literal: literal() }),
                 };
-                GenSpec::parse(&s, SpecUnit::Time).map_err(|e| e.to_string())?;
+                GenSpec::parse(&s, SpecUnit::Time)?;
                 f.interval = Some(s);
             }
             FlowKey::Rate => {
                 let s = match v {
                     Value::Int(n) if *n > 0 => n.to_string(),
                     Value::Str(s) => s.clone(),
-                    _ => {
-                        return Err(format!(
-                            "a rate is a packet rate such as \"10kpps\", not {}",
-                            v.literal()
-                        ))
-                    }
+                    _ => return Err(ValueError::Rate { literal: literal() }),
                 };
-                match parse_rate_pps(&s) {
-                    Ok(r) if r > 0.0 && r.is_finite() => f.rate = Some(s),
-                    Ok(_) => return Err(format!("rate {s:?} must be above 0")),
-                    Err(e) => return Err(e.to_string()),
+                match parse_rate_pps(&s)? {
+                    r if r > 0.0 && r.is_finite() => f.rate = Some(s),
+                    _ => return Err(ValueError::RateNotPositive { rate: s }),
                 }
             }
             FlowKey::Socket => {
@@ -122,12 +169,7 @@ impl FlowKey {
                     Value::Str(s) => SocketKind::parse(s),
                     _ => None,
                 }
-                .ok_or_else(|| {
-                    format!(
-                        "a socket is \"udp\", \"raw\" or \"packet\", not {}",
-                        v.literal()
-                    )
-                })?;
+                .ok_or_else(|| ValueError::Socket { literal: literal() })?;
             }
             FlowKey::Dscp => f.dscp = Some(int(0, 63, "a DSCP code point is 0 to 63")? as u8),
             FlowKey::Count => {
@@ -136,22 +178,17 @@ impl FlowKey {
             }
             FlowKey::Duration => {
                 let ns = match v {
-                    Value::Str(s) => parse_duration_ns(s).map_err(|e| e.to_string())?,
-                    _ => {
-                        return Err(format!(
-                            "a duration is a string with a unit such as \"60s\", not {}",
-                            v.literal()
-                        ))
-                    }
+                    Value::Str(s) => parse_duration_ns(s)?,
+                    _ => return Err(ValueError::Duration { literal: literal() }),
                 };
                 if ns == 0 {
-                    return Err("a flow's duration must be above 0".into());
+                    return Err(ValueError::ZeroDuration);
                 }
                 f.duration = Some(ns);
             }
             FlowKey::Echo => match v {
                 Value::Bool(b) => f.echo = *b,
-                _ => return Err(format!("echo is true or false, not {}", v.literal())),
+                _ => return Err(ValueError::Echo { literal: literal() }),
             },
             FlowKey::Port => f.port = Some(int(1, 65535, "a port is 1 to 65535")? as u16),
             FlowKey::WarmupPackets => {
@@ -217,46 +254,38 @@ pub(super) const MANAGED_RECV: &[(&str, &str)] = {
 
 impl Control {
     /// What sweep or `--set` key `key` sets, or why it sets nothing.
-    pub(crate) fn target(&self, key: &str) -> Result<Target, String> {
+    pub(crate) fn target(&self, key: &str) -> Result<Target, KeyError> {
         if let Some(rest) = key.strip_prefix("flow.") {
-            let (name, field) = rest.rsplit_once('.').ok_or_else(|| {
-                format!("write flow.NAME.KEY (e.g. flow.{}.size)", self.first_flow())
+            let (name, field) = rest.rsplit_once('.').ok_or_else(|| KeyError::FlowForm {
+                first_flow: self.first_flow().into(),
             })?;
             let i = self
                 .flows
                 .iter()
                 .position(|f| f.name == name)
-                .ok_or_else(|| {
-                    format!("no flow is named {name:?}; flows: {}", self.flow_names())
+                .ok_or_else(|| KeyError::NoFlow {
+                    name: name.into(),
+                    flows: self.flow_names(),
                 })?;
-            let k = FlowKey::parse(field).ok_or_else(|| {
-                format!(
-                    "a flow's swept key is one of: {}",
-                    FlowKey::names(false).join(", ")
-                )
-            })?;
+            let k = FlowKey::parse(field).ok_or(KeyError::FlowField)?;
             return Ok(Target::Flow(i, k));
         }
         if let Some(k) = FlowKey::parse(key) {
             if !k.for_all_flows() {
-                return Err(format!(
-                    "{key} differs per flow: write flow.NAME.{key} (e.g. flow.{}.{key})",
-                    self.first_flow()
-                ));
+                return Err(KeyError::PerFlow {
+                    key: key.into(),
+                    first_flow: self.first_flow().into(),
+                });
             }
             return Ok(Target::AllFlows(k));
         }
         if key.starts_with("campaign.") {
-            return Err("campaign settings are not swept; set one with --set".into());
+            return Err(KeyError::Campaign);
         }
         if self.uses_param(key) {
             return Ok(Target::Param);
         }
-        Err(format!(
-            "changes nothing: not a flow key ({}), not flow.NAME.KEY, and no {{{key}}} placeholder \
-             or flow or stressor `when` uses it",
-            FlowKey::names(true).join(", ")
-        ))
+        Err(KeyError::Unused { key: key.into() })
     }
 
     fn first_flow(&self) -> &str {
@@ -350,7 +379,7 @@ pub(crate) fn substitute(s: &str, lookup: impl Fn(&str) -> Option<String>) -> Re
 }
 
 /// Checks one axis value for what its key sets.
-pub(crate) fn check_axis_value(c: &Control, target: Target, v: &Value) -> Result<(), String> {
+pub(crate) fn check_axis_value(c: &Control, target: Target, v: &Value) -> Result<(), ValueError> {
     match target {
         Target::AllFlows(k) | Target::Flow(_, k) => {
             let mut f = c.flows.first().cloned().expect("a control has a flow");

@@ -990,7 +990,9 @@ fn check_stressor(
     let at = |key: &str| t.get(key).map_or(t.span.start, |v| v.span().start);
     if let Some(r) = t.word("rate")? {
         let ok = if spec.kind == Some(StressKind::Timer) {
-            stress::parse_hz(&r.v).map(|_| ())
+            stress::parse_hz(&r.v)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         } else {
             wirelab_core::units::parse_bitrate_bps(&r.v)
                 .map(|_| ())
@@ -1174,8 +1176,7 @@ fn read_sweep(t: &Tbl, c: &Control) -> Result<Sweep, ControlError> {
             }
             continue;
         }
-        let key_err = |m: String| t.err(span.start, key, m);
-        let target = c.target(key).map_err(key_err)?;
+        let target = c.target(key).map_err(|e| t.err(span.start, key, e))?;
         let toml::de::DeValue::Array(a) = v.get_ref() else {
             return Err(t.err(
                 v.span().start,

@@ -38,14 +38,14 @@ impl Src<'_> {
         (line, before[line_start..].chars().count() + 1)
     }
 
-    pub fn err(&self, off: usize, key: &str, message: impl Into<String>) -> ControlError {
+    pub fn err(&self, off: usize, key: &str, message: impl std::fmt::Display) -> ControlError {
         let (line, col) = self.line_col(off);
         ControlError::Invalid {
             file: self.file.to_string(),
             line,
             col,
             key: key.to_string(),
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 
@@ -87,22 +87,34 @@ fn type_name(v: &DeValue<'_>) -> &'static str {
 
 /// A TOML scalar as a parameter [`Value`]; arrays, tables and dates are
 /// refused.
-pub(crate) fn scalar(v: &DeValue<'_>) -> Result<Value, String> {
+pub(crate) fn scalar(v: &DeValue<'_>) -> Result<Value, ScalarError> {
     match v {
         DeValue::String(s) => Ok(Value::Str(s.to_string())),
         DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix())
             .map(Value::Int)
-            .map_err(|_| format!("integer {i} does not fit in 64 bits")),
+            .map_err(|_| ScalarError::TooBig { int: i.to_string() }),
         DeValue::Float(f) => match f.as_str().parse::<f64>() {
             Ok(x) if x.is_finite() => Ok(Value::Float(x)),
-            _ => Err(format!("{f} is not a finite number")),
+            _ => Err(ScalarError::NotFinite {
+                float: f.to_string(),
+            }),
         },
         DeValue::Boolean(b) => Ok(Value::Bool(*b)),
-        other => Err(format!(
-            "expected a number, string or true/false, found {}",
-            type_name(other)
-        )),
+        other => Err(ScalarError::NotScalar {
+            found: type_name(other),
+        }),
     }
+}
+
+/// A TOML value that is not a parameter [`Value`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum ScalarError {
+    #[error("integer {int} does not fit in 64 bits")]
+    TooBig { int: String },
+    #[error("{float} is not a finite number")]
+    NotFinite { float: String },
+    #[error("expected a number, string or true/false, found {found}")]
+    NotScalar { found: &'static str },
 }
 
 impl<'a, 'i> Tbl<'a, 'i> {
@@ -124,7 +136,7 @@ impl<'a, 'i> Tbl<'a, 'i> {
         }
     }
 
-    pub fn err(&self, off: usize, key: &str, message: impl Into<String>) -> ControlError {
+    pub fn err(&self, off: usize, key: &str, message: impl std::fmt::Display) -> ControlError {
         self.src.err(off, &self.key(key), message)
     }
 

@@ -476,13 +476,13 @@ fn ten_thousand_points() {
 fn more_than_a_million_points_is_refused() {
     let c = wide(7);
     let e = plan(&c, None, &[]).unwrap_err();
-    assert_eq!(
+    assert!(matches!(
         e,
         PlanError::TooMany {
             combinations: 10_000_000,
             repetitions: 1
         }
-    );
+    ));
     assert!(e
         .to_string()
         .contains("more than 1000000 points: narrow the sweep"));
@@ -633,7 +633,7 @@ fn odometer_turns_the_last_axis_fastest_and_wraps() {
     next_combination(&mut digits, &axes);
     assert_eq!(digits, [0, 0], "past the last combination it wraps");
 
-    assert_eq!(count_combinations(&axes, 1000), Ok(6));
+    assert!(matches!(count_combinations(&axes, 1000), Ok(6)));
     let huge = vec![axis("x", 1 << 16); 9]; // 2^144 overflows u128
     assert!(matches!(
         count_combinations(&huge, 1),

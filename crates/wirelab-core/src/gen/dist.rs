@@ -2,7 +2,10 @@
 
 use rand::distr::Uniform;
 use rand::Rng;
-use rand_distr::{Cauchy, Distribution, Exp, Gamma, LogNormal, Normal, Pareto, Weibull};
+use rand_distr::{
+    Cauchy, CauchyError, Distribution, Exp, ExpError, Gamma, GammaError, LogNormal, Normal,
+    NormalError, Pareto, ParetoError, Weibull, WeibullError,
+};
 use statrs::distribution::ContinuousCDF;
 
 /// A parametric distribution, parameters in the context's unit (ns or
@@ -138,26 +141,49 @@ impl Dist {
         }
     }
 
-    /// Builds the sampler; errors (with a message) on invalid parameters.
-    pub(crate) fn sampler(&self) -> Result<Sampler, String> {
-        fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, String> {
-            r.map_err(|e| e.to_string())
-        }
+    /// Builds the sampler; errors on parameters the distribution rejects.
+    pub(crate) fn sampler(&self) -> Result<Sampler, DistError> {
         Ok(match *self {
             Dist::Const { value } => Sampler::Const(value),
-            Dist::Uniform { min, max } => Sampler::Uniform(ok(Uniform::new_inclusive(min, max))?),
-            Dist::Exp { mean } => Sampler::Exp(ok(Exp::new(1.0 / mean))?),
-            Dist::Normal { mean, sd } => Sampler::Normal(ok(Normal::new(mean, sd))?),
+            Dist::Uniform { min, max } => Sampler::Uniform(Uniform::new_inclusive(min, max)?),
+            Dist::Exp { mean } => Sampler::Exp(Exp::new(1.0 / mean)?),
+            Dist::Normal { mean, sd } => Sampler::Normal(Normal::new(mean, sd)?),
             Dist::LogNormal { mean, sd } => {
                 let (mu, sigma) = lognormal_params(mean, sd);
-                Sampler::LogNormal(ok(LogNormal::new(mu, sigma))?)
+                Sampler::LogNormal(LogNormal::new(mu, sigma)?)
             }
-            Dist::Pareto { scale, shape } => Sampler::Pareto(ok(Pareto::new(scale, shape))?),
-            Dist::Weibull { scale, shape } => Sampler::Weibull(ok(Weibull::new(scale, shape))?),
-            Dist::Gamma { shape, scale } => Sampler::Gamma(ok(Gamma::new(shape, scale))?),
-            Dist::Cauchy { median, scale } => Sampler::Cauchy(ok(Cauchy::new(median, scale))?),
+            Dist::Pareto { scale, shape } => Sampler::Pareto(Pareto::new(scale, shape)?),
+            Dist::Weibull { scale, shape } => Sampler::Weibull(Weibull::new(scale, shape)?),
+            Dist::Gamma { shape, scale } => Sampler::Gamma(Gamma::new(shape, scale)?),
+            Dist::Cauchy { median, scale } => Sampler::Cauchy(Cauchy::new(median, scale)?),
         })
     }
+}
+
+/// Parameters a distribution rejects (the distribution's own message).
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum DistError {
+    /// From `uniform`.
+    #[error(transparent)]
+    Uniform(#[from] rand::distr::uniform::Error),
+    /// From `exp`.
+    #[error(transparent)]
+    Exp(#[from] ExpError),
+    /// From `normal` or `lognormal`.
+    #[error(transparent)]
+    Normal(#[from] NormalError),
+    /// From `pareto`.
+    #[error(transparent)]
+    Pareto(#[from] ParetoError),
+    /// From `weibull`.
+    #[error(transparent)]
+    Weibull(#[from] WeibullError),
+    /// From `gamma`.
+    #[error(transparent)]
+    Gamma(#[from] GammaError),
+    /// From `cauchy`.
+    #[error(transparent)]
+    Cauchy(#[from] CauchyError),
 }
 
 /// A ready-to-draw distribution (no allocation per draw).

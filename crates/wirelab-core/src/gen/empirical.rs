@@ -6,7 +6,7 @@ use rand::Rng;
 
 use super::spec::SpecUnit;
 use super::GenError;
-use crate::units::{parse_bytes_f64, parse_duration_ns_f64, parse_number};
+use crate::units::{parse_bytes_f64, parse_duration_ns_f64, parse_number, UnitError};
 
 /// Lines of `text` with comments stripped and blanks skipped, numbered from 1.
 fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
@@ -16,24 +16,66 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     })
 }
 
-fn value(s: &str, unit: SpecUnit) -> Result<f64, String> {
+/// What is wrong with a `file:` or `cdf:` file, or one of its lines.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FileError {
+    /// A value does not parse.
+    #[error(transparent)]
+    Value(#[from] UnitError),
+    /// A value is not finite.
+    #[error("{text:?} is too large")]
+    TooLarge {
+        /// The value as written.
+        text: String,
+    },
+    /// A CDF line is not two fields.
+    #[error("{CDF_USAGE}, e.g. 100us 0.5")]
+    CdfLine,
+    /// A CDF probability is not a number in `[0, 1]`.
+    #[error("bad probability {text:?}; {CDF_USAGE}")]
+    Probability {
+        /// The probability as written.
+        text: String,
+    },
+    /// A CDF value below the one before.
+    #[error("values must not decrease")]
+    ValuesDecrease,
+    /// A CDF probability below the one before.
+    #[error("probabilities must not decrease")]
+    ProbabilitiesDecrease,
+    /// A sequence file without values.
+    #[error("no values (expected one value per line, e.g. 100us; # starts a comment)")]
+    NoValues,
+    /// A CDF file without points.
+    #[error("no points ({CDF_USAGE})")]
+    NoPoints,
+    /// A CDF that does not end at probability 1.
+    #[error("the last probability is {last}, it must be 1")]
+    LastProbability {
+        /// The last probability in the file.
+        last: f64,
+    },
+}
+
+fn value(s: &str, unit: SpecUnit) -> Result<f64, FileError> {
     let v = match unit {
         SpecUnit::Time => parse_duration_ns_f64(s),
         SpecUnit::Bytes => parse_bytes_f64(s),
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     if v.is_finite() {
         Ok(v)
     } else {
-        Err(format!("{s:?} is too large"))
+        Err(FileError::TooLarge {
+            text: s.to_string(),
+        })
     }
 }
 
-fn line_err(path: &Path, line: usize, msg: String) -> GenError {
+fn line_err(path: &Path, line: usize, problem: FileError) -> GenError {
     GenError::FileLine {
         path: path.to_path_buf(),
         line,
-        msg,
+        problem,
     }
 }
 
@@ -50,8 +92,7 @@ pub(crate) fn parse_sequence(
     if out.is_empty() {
         return Err(GenError::FileContent {
             path: path.to_path_buf(),
-            msg: "no values (expected one value per line, e.g. 100us; # starts a comment)"
-                .to_string(),
+            problem: FileError::NoValues,
         });
     }
     Ok(out)
@@ -73,23 +114,27 @@ impl EmpiricalCdf {
         for (n, l) in lines(text) {
             let mut it = l.split_whitespace();
             let (Some(x), Some(p), None) = (it.next(), it.next(), it.next()) else {
-                return Err(line_err(path, n, format!("{CDF_USAGE}, e.g. 100us 0.5")));
+                return Err(line_err(path, n, FileError::CdfLine));
             };
             let x = value(x, unit).map_err(|e| line_err(path, n, e))?;
             let p = parse_number(p)
                 .ok()
                 .filter(|p| (0.0..=1.0).contains(p))
-                .ok_or_else(|| line_err(path, n, format!("bad probability {p:?}; {CDF_USAGE}")))?;
-            if let (Some(&px), Some(&pp)) = (xs.last(), ps.last()) {
-                if x < px {
-                    return Err(line_err(path, n, "values must not decrease".to_string()));
-                }
-                if p < pp {
-                    return Err(line_err(
+                .ok_or_else(|| {
+                    line_err(
                         path,
                         n,
-                        "probabilities must not decrease".to_string(),
-                    ));
+                        FileError::Probability {
+                            text: p.to_string(),
+                        },
+                    )
+                })?;
+            if let (Some(&px), Some(&pp)) = (xs.last(), ps.last()) {
+                if x < px {
+                    return Err(line_err(path, n, FileError::ValuesDecrease));
+                }
+                if p < pp {
+                    return Err(line_err(path, n, FileError::ProbabilitiesDecrease));
                 }
             }
             xs.push(x);
@@ -98,11 +143,11 @@ impl EmpiricalCdf {
         match ps.last() {
             None => Err(GenError::FileContent {
                 path: path.to_path_buf(),
-                msg: format!("no points ({CDF_USAGE})"),
+                problem: FileError::NoPoints,
             }),
             Some(&last) if (last - 1.0).abs() > 1e-9 => Err(GenError::FileContent {
                 path: path.to_path_buf(),
-                msg: format!("the last probability is {last}, it must be 1"),
+                problem: FileError::LastProbability { last },
             }),
             Some(_) => {
                 if let Some(l) = ps.last_mut() {

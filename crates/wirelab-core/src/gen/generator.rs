@@ -11,9 +11,20 @@ use super::onoff::{long_run_mean, OnOff};
 use super::spec::{GenSpec, SpecKind};
 use super::{Bounds, GenError};
 
+/// Why a file loader could not provide a file's content.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Reading the file failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The context does not allow specs to name files.
+    #[error("this spec may not name files here")]
+    NotAllowed,
+}
+
 /// A file loader for specs that name no files: always fails.
-pub fn no_files(_path: &Path) -> Result<String, String> {
-    Err("this spec may not name files here".to_string())
+pub fn no_files(_path: &Path) -> Result<String, LoadError> {
+    Err(LoadError::NotAllowed)
 }
 
 /// A seeded value generator built from a [`GenSpec`]. Draw values with
@@ -48,7 +59,7 @@ impl GenSpec {
     /// file and line. Every value is clamped into `bounds` (counted).
     pub fn build(
         &self,
-        files: &dyn Fn(&Path) -> Result<String, String>,
+        files: &dyn Fn(&Path) -> Result<String, LoadError>,
         seed: u64,
         bounds: Bounds,
     ) -> Result<Generator, GenError> {
@@ -64,7 +75,7 @@ impl GenSpec {
 
 fn build_node(
     spec: &GenSpec,
-    files: &dyn Fn(&Path) -> Result<String, String>,
+    files: &dyn Fn(&Path) -> Result<String, LoadError>,
 ) -> Result<Node, GenError> {
     let load = |path: &Path| {
         files(path).map_err(|reason| GenError::FileLoad {
@@ -75,9 +86,9 @@ fn build_node(
     Ok(match spec.kind() {
         SpecKind::Dist(d) => Node::Dist {
             dist: *d,
-            sampler: d.sampler().map_err(|msg| GenError::Spec {
+            sampler: d.sampler().map_err(|e| GenError::Spec {
                 spec: spec.to_string(),
-                msg,
+                problem: Box::new(e.into()),
             })?,
         },
         SpecKind::File { path, once } => {
@@ -244,7 +255,7 @@ mod tests {
         d
     }
 
-    fn files(map: &[(&str, &str)]) -> impl Fn(&Path) -> Result<String, String> {
+    fn files(map: &[(&str, &str)]) -> impl Fn(&Path) -> Result<String, LoadError> {
         let m: HashMap<String, String> = map
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -252,7 +263,7 @@ mod tests {
         move |p: &Path| {
             m.get(p.to_str().unwrap_or(""))
                 .cloned()
-                .ok_or_else(|| "no such file".to_string())
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound).into())
         }
     }
 

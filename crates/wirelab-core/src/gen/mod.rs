@@ -108,45 +108,47 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 pub use dist::Dist;
-pub use generator::{no_files, Generator};
-pub use spec::{GenSpec, SpecKind, SpecUnit};
+pub use dist::DistError;
+pub use empirical::FileError;
+pub use generator::{no_files, Generator, LoadError};
+pub use spec::{GenSpec, SpecError, SpecKind, SpecUnit};
 
 /// Errors from parsing a spec, loading its files or building a generator.
-#[derive(Debug, Clone, PartialEq, Error)]
+#[derive(Debug, Error)]
 pub enum GenError {
     /// The spec string is malformed or has invalid parameters.
-    #[error("invalid spec {spec:?}: {msg}")]
+    #[error("invalid spec {spec:?}: {problem}")]
     Spec {
         /// The spec as given.
         spec: String,
-        /// What is wrong and what is expected.
-        msg: String,
+        /// What is wrong and what is expected (printed, not a source).
+        problem: Box<SpecError>,
     },
     /// The loader could not provide a file's content.
     #[error("cannot read {}: {reason}", path.display())]
     FileLoad {
         /// The file named in the spec.
         path: PathBuf,
-        /// The loader's reason.
-        reason: String,
+        /// The loader's reason (printed, not a source).
+        reason: LoadError,
     },
     /// A line of a file could not be used.
-    #[error("{}:{line}: {msg}", path.display())]
+    #[error("{}:{line}: {problem}", path.display())]
     FileLine {
         /// The file named in the spec.
         path: PathBuf,
         /// 1-based line number.
         line: usize,
-        /// What is wrong and what is expected.
-        msg: String,
+        /// What is wrong and what is expected (printed, not a source).
+        problem: FileError,
     },
     /// The file as a whole is unusable (e.g. no values).
-    #[error("{}: {msg}", path.display())]
+    #[error("{}: {problem}", path.display())]
     FileContent {
         /// The file named in the spec.
         path: PathBuf,
-        /// What is wrong and what is expected.
-        msg: String,
+        /// What is wrong and what is expected (printed, not a source).
+        problem: FileError,
     },
     /// `min > max` or a NaN bound.
     #[error("invalid bounds [{min}, {max}]: need min <= max and no NaN")]

@@ -4,8 +4,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::dist::Dist;
+use super::dist::DistError;
 use super::GenError;
-use crate::units::{parse_bytes_f64, parse_duration_ns_f64, parse_number};
+use crate::units::{parse_bytes_f64, parse_duration_ns_f64, parse_number, UnitError};
 
 /// The unit of the values a spec produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,6 +53,144 @@ pub struct GenSpec {
     kind: SpecKind,
 }
 
+/// What is wrong with a spec; the message says what is expected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    /// Nothing but whitespace.
+    #[error("empty spec; expected a value or KIND:ARGS with KIND one of {KINDS}")]
+    Empty,
+    /// A value (`name` is the argument it was given for) does not parse.
+    #[error("{name}: {err}")]
+    Value {
+        /// The argument, e.g. `MEAN`.
+        name: &'static str,
+        /// Why it does not parse.
+        err: UnitError,
+    },
+    /// A value is larger than any draw can be.
+    #[error("{name}: {text:?} is too large (at most {max})")]
+    TooLarge {
+        /// The argument, e.g. `MEAN`.
+        name: &'static str,
+        /// The value as written.
+        text: String,
+        /// The limit, in words.
+        max: &'static str,
+    },
+    /// A bare word that is neither a value nor `KIND:ARGS`.
+    #[error(
+        "{err}; or, if {word:?} was meant as a generator, write KIND:ARGS with KIND one of {KINDS}"
+    )]
+    NotAGenerator {
+        /// The spec as written.
+        word: String,
+        /// Why it is not a value.
+        err: Box<SpecError>,
+    },
+    /// `uniform` with MIN >= MAX.
+    #[error("uniform needs MIN < MAX (use const:{min} for a fixed value)")]
+    UniformOrder {
+        /// MIN as written.
+        min: String,
+    },
+    /// The part before `:` names no kind.
+    #[error("unknown kind {kind:?}; expected one of {KINDS}")]
+    UnknownKind {
+        /// The kind as written.
+        kind: String,
+    },
+    /// The wrong number of arguments for a kind.
+    #[error("{kind} takes {count} value{} {names}, e.g. {example}", plural(*.count))]
+    Args {
+        /// The kind.
+        kind: String,
+        /// How many it takes.
+        count: usize,
+        /// Their names, comma-separated.
+        names: String,
+        /// A valid spec of the kind.
+        example: &'static str,
+    },
+    /// SHAPE is not a plain number.
+    #[error("SHAPE (a plain number): {err}")]
+    Shape {
+        /// Why it does not parse.
+        err: UnitError,
+    },
+    /// SHAPE is larger than 2^64.
+    #[error("SHAPE {text:?} is too large (at most 2^64)")]
+    ShapeTooLarge {
+        /// SHAPE as written.
+        text: String,
+    },
+    /// A parameter that must be positive is not.
+    #[error("{kind}: {name} must be greater than 0")]
+    NotPositive {
+        /// The kind.
+        kind: String,
+        /// The parameter.
+        name: &'static str,
+    },
+    /// `file:` or `cdf:` without a path.
+    #[error("missing path; expected {usage}")]
+    MissingPath {
+        /// The form expected.
+        usage: &'static str,
+    },
+    /// `onoff` for sizes.
+    #[error("onoff is only available for intervals, not sizes")]
+    OnOffSizes,
+    /// `onoff` nested more than [`MAX_DEPTH`] deep.
+    #[error("onoff nested more than {MAX_DEPTH} deep")]
+    OnOffDepth,
+    /// A `[` without its `]`.
+    #[error("unclosed '['; {ONOFF_USAGE}")]
+    Unclosed,
+    /// Something other than `/` after a `]`.
+    #[error("expected '/' after ']'; {ONOFF_USAGE}")]
+    SlashAfterBracket,
+    /// Fewer than three `/`-separated parts.
+    #[error("onoff needs three parts; {ONOFF_USAGE}")]
+    OnOffParts,
+    /// One of the parts of an `onoff` spec is invalid.
+    #[error("onoff {part}: {err}{}", wrap_hint(.part))]
+    OnOffPart {
+        /// `ON`, `OFF` or `INNER`.
+        part: &'static str,
+        /// What is wrong with it.
+        err: Box<SpecError>,
+    },
+    /// ON or OFF is itself `onoff`.
+    #[error("onoff {part} cannot itself be onoff")]
+    NestedOnOff {
+        /// `ON` or `OFF`.
+        part: &'static str,
+    },
+    /// A constant that is negative or not finite.
+    #[error("a constant must be finite and not negative")]
+    Constant,
+    /// The distribution rejects its parameters.
+    #[error(transparent)]
+    Dist(#[from] DistError),
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// ON and OFF may need brackets; INNER, the last part, never does.
+fn wrap_hint(part: &str) -> &'static str {
+    if part == "INNER" {
+        ""
+    } else {
+        " (wrap ON or OFF in [...] if it contains '/')"
+    }
+}
+
 const KINDS: &str =
     "const, uniform, exp, normal, lognormal, pareto, weibull, gamma, cauchy, onoff, file, cdf";
 /// Deepest nesting of `onoff` inner specs.
@@ -61,9 +200,9 @@ impl GenSpec {
     /// Parses `s` with values in `unit`. Records file paths without reading
     /// them. Never panics.
     pub fn parse(s: &str, unit: SpecUnit) -> Result<GenSpec, GenError> {
-        parse_at(s, unit, 0).map_err(|msg| GenError::Spec {
+        parse_at(s, unit, 0).map_err(|problem| GenError::Spec {
             spec: s.to_string(),
-            msg,
+            problem: Box::new(problem),
         })
     }
 
@@ -73,7 +212,7 @@ impl GenSpec {
         if !(value.is_finite() && value >= 0.0) {
             return Err(GenError::Spec {
                 spec: value.to_string(),
-                msg: "a constant must be finite and not negative".to_string(),
+                problem: Box::new(SpecError::Constant),
             });
         }
         Ok(GenSpec {
@@ -135,20 +274,21 @@ impl GenSpec {
     }
 }
 
-fn parse_at(s: &str, unit: SpecUnit, depth: u32) -> Result<GenSpec, String> {
+fn parse_at(s: &str, unit: SpecUnit, depth: u32) -> Result<GenSpec, SpecError> {
     let s = s.trim();
     if s.is_empty() {
-        return Err(format!(
-            "empty spec; expected a value or KIND:ARGS with KIND one of {KINDS}"
-        ));
+        return Err(SpecError::Empty);
     }
     let Some((kind, rest)) = s.split_once(':') else {
         // A bare value: a constant.
         return match value(s, unit, "value") {
             Ok(value) => Ok(dist(unit, Dist::Const { value })),
-            Err(e) if s.starts_with(|c: char| c.is_ascii_alphabetic()) => Err(format!(
-                "{e}; or, if {s:?} was meant as a generator, write KIND:ARGS with KIND one of {KINDS}"
-            )),
+            Err(e) if s.starts_with(|c: char| c.is_ascii_alphabetic()) => {
+                Err(SpecError::NotAGenerator {
+                    word: s.to_string(),
+                    err: Box::new(e),
+                })
+            }
             Err(e) => Err(e),
         };
     };
@@ -164,9 +304,7 @@ fn parse_at(s: &str, unit: SpecUnit, depth: u32) -> Result<GenSpec, String> {
             let [a, b] = args(rest, ["MIN", "MAX"], kind, unit)?;
             let (min, max) = (value(a, unit, "MIN")?, value(b, unit, "MAX")?);
             if min >= max {
-                return Err(format!(
-                    "uniform needs MIN < MAX (use const:{a} for a fixed value)"
-                ));
+                return Err(SpecError::UniformOrder { min: a.to_string() });
             }
             Dist::Uniform { min, max }
         }
@@ -236,7 +374,11 @@ fn parse_at(s: &str, unit: SpecUnit, depth: u32) -> Result<GenSpec, String> {
                 },
             });
         }
-        _ => return Err(format!("unknown kind {kind:?}; expected one of {KINDS}")),
+        _ => {
+            return Err(SpecError::UnknownKind {
+                kind: kind.to_string(),
+            })
+        }
     };
     Ok(dist(unit, d))
 }
@@ -258,9 +400,9 @@ fn file_option(rest: &str) -> Option<(&str, bool)> {
     }
 }
 
-fn path_arg(p: &str, usage: &str) -> Result<PathBuf, String> {
+fn path_arg(p: &str, usage: &'static str) -> Result<PathBuf, SpecError> {
     if p.is_empty() {
-        Err(format!("missing path; expected {usage}"))
+        Err(SpecError::MissingPath { usage })
     } else {
         Ok(PathBuf::from(p))
     }
@@ -269,26 +411,23 @@ fn path_arg(p: &str, usage: &str) -> Result<PathBuf, String> {
 const ONOFF_USAGE: &str = "expected onoff:ON/OFF/INNER, e.g. onoff:exp:10ms/exp:5ms/const:100us \
      (wrap ON or OFF in [...] if it contains '/')";
 
-fn parse_onoff(rest: &str, unit: SpecUnit, depth: u32) -> Result<GenSpec, String> {
+fn parse_onoff(rest: &str, unit: SpecUnit, depth: u32) -> Result<GenSpec, SpecError> {
     if unit != SpecUnit::Time {
-        return Err("onoff is only available for intervals, not sizes".to_string());
+        return Err(SpecError::OnOffSizes);
     }
     if depth >= MAX_DEPTH {
-        return Err(format!("onoff nested more than {MAX_DEPTH} deep"));
+        return Err(SpecError::OnOffDepth);
     }
     let (on, rest) = part(rest)?;
     let (off, inner) = part(rest)?;
     let inner = unbracket(inner.trim());
-    let sub = |p: &str, name: &str| -> Result<GenSpec, String> {
-        let spec = parse_at(p, SpecUnit::Time, depth + 1).map_err(|e| {
-            if name == "INNER" {
-                format!("onoff {name}: {e}")
-            } else {
-                format!("onoff {name}: {e} (wrap ON or OFF in [...] if it contains '/')")
-            }
+    let sub = |p: &str, part: &'static str| -> Result<GenSpec, SpecError> {
+        let spec = parse_at(p, SpecUnit::Time, depth + 1).map_err(|e| SpecError::OnOffPart {
+            part,
+            err: Box::new(e),
         })?;
-        if name != "INNER" && matches!(spec.kind, SpecKind::OnOff { .. }) {
-            return Err(format!("onoff {name} cannot itself be onoff"));
+        if part != "INNER" && matches!(spec.kind, SpecKind::OnOff { .. }) {
+            return Err(SpecError::NestedOnOff { part });
         }
         Ok(spec)
     };
@@ -303,18 +442,17 @@ fn parse_onoff(rest: &str, unit: SpecUnit, depth: u32) -> Result<GenSpec, String
 }
 
 /// Splits off one `/`-terminated part, honouring `[...]` grouping.
-fn part(s: &str) -> Result<(&str, &str), String> {
+fn part(s: &str) -> Result<(&str, &str), SpecError> {
     let s = s.trim_start();
     if s.starts_with('[') {
-        let close = matching_bracket(s).ok_or_else(|| format!("unclosed '['; {ONOFF_USAGE}"))?;
+        let close = matching_bracket(s).ok_or(SpecError::Unclosed)?;
         let after = s[close + 1..].trim_start();
         let rest = after
             .strip_prefix('/')
-            .ok_or_else(|| format!("expected '/' after ']'; {ONOFF_USAGE}"))?;
+            .ok_or(SpecError::SlashAfterBracket)?;
         Ok((&s[1..close], rest))
     } else {
-        s.split_once('/')
-            .ok_or_else(|| format!("onoff needs three parts; {ONOFF_USAGE}"))
+        s.split_once('/').ok_or(SpecError::OnOffParts)
     }
 }
 
@@ -350,7 +488,7 @@ fn args<'a, const N: usize>(
     names: [&str; N],
     kind: &str,
     unit: SpecUnit,
-) -> Result<[&'a str; N], String> {
+) -> Result<[&'a str; N], SpecError> {
     let mut out = [""; N];
     let mut n = 0;
     for a in rest.split(',') {
@@ -360,12 +498,12 @@ fn args<'a, const N: usize>(
         n += 1;
     }
     if n != N || out.iter().any(|a| a.is_empty()) {
-        return Err(format!(
-            "{kind} takes {N} value{} {}, e.g. {}",
-            if N == 1 { "" } else { "s" },
-            names.join(","),
-            example(kind, unit)
-        ));
+        return Err(SpecError::Args {
+            kind: kind.to_string(),
+            count: N,
+            names: names.join(","),
+            example: example(kind, unit),
+        });
     }
     Ok(out)
 }
@@ -398,12 +536,12 @@ fn example(kind: &str, unit: SpecUnit) -> &'static str {
 /// (draws become u64), and their canonical form would not parse back.
 const MAX_VALUE: f64 = 18_446_744_073_709_551_616.0;
 
-fn value(s: &str, unit: SpecUnit, name: &str) -> Result<f64, String> {
+fn value(s: &str, unit: SpecUnit, name: &'static str) -> Result<f64, SpecError> {
     let r = match unit {
         SpecUnit::Time => parse_duration_ns_f64(s),
         SpecUnit::Bytes => parse_bytes_f64(s),
     };
-    let v = r.map_err(|e| format!("{name}: {e}"))?;
+    let v = r.map_err(|err| SpecError::Value { name, err })?;
     if v <= MAX_VALUE {
         Ok(v)
     } else {
@@ -411,27 +549,36 @@ fn value(s: &str, unit: SpecUnit, name: &str) -> Result<f64, String> {
             SpecUnit::Time => "2^64 ns, 584 years",
             SpecUnit::Bytes => "2^64 bytes",
         };
-        Err(format!("{name}: {s:?} is too large (at most {max})"))
+        Err(SpecError::TooLarge {
+            name,
+            text: s.to_string(),
+            max,
+        })
     }
 }
 
-fn shape(s: &str) -> Result<f64, String> {
+fn shape(s: &str) -> Result<f64, SpecError> {
     parse_number(s)
-        .map_err(|e| format!("SHAPE (a plain number): {e}"))
+        .map_err(|err| SpecError::Shape { err })
         .and_then(|v| {
             if v <= MAX_VALUE {
                 Ok(v)
             } else {
-                Err(format!("SHAPE {s:?} is too large (at most 2^64)"))
+                Err(SpecError::ShapeTooLarge {
+                    text: s.to_string(),
+                })
             }
         })
 }
 
-fn positive(v: f64, kind: &str, name: &str) -> Result<f64, String> {
+fn positive(v: f64, kind: &str, name: &'static str) -> Result<f64, SpecError> {
     if v > 0.0 {
         Ok(v)
     } else {
-        Err(format!("{kind}: {name} must be greater than 0"))
+        Err(SpecError::NotPositive {
+            kind: kind.to_string(),
+            name,
+        })
     }
 }
 
@@ -768,7 +915,7 @@ mod tests {
         ) {
             for u in [Time, Bytes] {
                 if let Ok(spec) = GenSpec::parse(&s, u) {
-                    let again = GenSpec::parse(&spec.to_string(), u);
+                    let again = GenSpec::parse(&spec.to_string(), u).map_err(|e| e.to_string());
                     proptest::prop_assert_eq!(again, Ok(spec));
                 }
             }

@@ -17,6 +17,7 @@
 
 use super::live::{LiveDir, LiveSnapshot};
 use super::rules::RuleLink;
+use crate::emulate_setup::SetupError;
 use crate::StopFlag;
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -27,6 +28,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use thiserror::Error;
+use wirelab_io::bpf::BpfError;
 use wirelab_link::{Direction, LinkCounters};
 
 /// Longest request line read (a filter and a stage list fit many times).
@@ -101,13 +103,47 @@ pub struct Response {
 }
 
 impl Response {
-    fn fail(e: impl Into<String>) -> Response {
+    /// The protocol carries the error as its message.
+    fn fail(e: RequestError) -> Response {
         Response {
             ok: false,
-            error: Some(e.into()),
+            error: Some(e.to_string()),
             ..Response::default()
         }
     }
+}
+
+/// Why a request was refused; its message is the response's `error`.
+/// Causes are printed, not returned as sources.
+#[derive(Debug, Error)]
+pub enum RequestError {
+    #[error("request longer than {MAX_REQUEST} bytes")]
+    TooLong,
+    #[error("bad request: {0}")]
+    Parse(serde_json::Error),
+    #[error("no rule {name:?} (ctl list shows them)")]
+    NoRule { name: String },
+    #[error("several rules have the filter {filter:?}: name one by its number")]
+    Ambiguous { filter: String },
+    #[error("the filter is empty")]
+    EmptyFilter,
+    #[error("exists: a rule with filter {filter:?}")]
+    Exists { filter: String },
+    /// A rule's filter does not compile.
+    #[error(transparent)]
+    Filter(BpfError),
+    /// A rule's link cannot be built (stages, trace file, recorder).
+    #[error(transparent)]
+    Link(Box<SetupError>),
+    #[error("the {dir} forwarding thread has ended")]
+    Ended { dir: &'static str },
+    #[error("the {dir} forwarding thread did not apply the change within {} s", APPLY_TIMEOUT.as_secs())]
+    NotApplied { dir: &'static str },
+    #[error("the {dir} forwarding thread did not answer")]
+    NoAnswer { dir: &'static str },
+    /// Fewer links built than directions to apply them to.
+    #[error("internal: no link")]
+    NoLink,
 }
 
 /// What a forwarding thread applies between frames.
@@ -125,8 +161,9 @@ pub enum Cmd {
 /// Builds a rule's link for one direction: `(rule, filter, stages,
 /// direction, new)`; `new`: a rule just added (its decision trace, if
 /// recorded, starts; an updated rule's trace goes on in the same file).
-/// The error is the user's message.
-pub type Builder = Box<dyn Fn(u32, &str, &str, Direction, bool) -> Result<RuleLink, String> + Send>;
+/// The error is the client's message.
+pub type Builder =
+    Box<dyn Fn(u32, &str, &str, Direction, bool) -> Result<RuleLink, RequestError> + Send>;
 
 /// What the control thread needs.
 pub struct CtlSetup {
@@ -247,11 +284,11 @@ fn session(
         r.set_limit(MAX_REQUEST as u64);
         let too_long = !line.ends_with('\n') && line.len() >= MAX_REQUEST;
         let resp = if too_long {
-            Response::fail(format!("request longer than {MAX_REQUEST} bytes"))
+            Response::fail(RequestError::TooLong)
         } else {
             match serde_json::from_str::<Request>(line.trim()) {
                 Ok(req) => handle(req, setup, next),
-                Err(e) => Response::fail(format!("bad request: {e}")),
+                Err(e) => Response::fail(RequestError::Parse(e)),
             }
         };
         let mut out = serde_json::to_vec(&resp).map_err(io::Error::other)?;
@@ -305,7 +342,7 @@ pub fn split_direction(f: &str) -> (Vec<Direction>, &str) {
 }
 
 /// The rule named by `name`: its number, or its filter.
-fn find(rules: &[CtlRule], name: &str) -> Result<usize, String> {
+fn find(rules: &[CtlRule], name: &str) -> Result<usize, RequestError> {
     let name = name.trim();
     let by_number = name
         .strip_prefix('#')
@@ -322,10 +359,10 @@ fn find(rules: &[CtlRule], name: &str) -> Result<usize, String> {
         .collect();
     match hits.as_slice() {
         [i] => Ok(*i),
-        [] => Err(format!("no rule {name:?} (ctl list shows them)")),
-        _ => Err(format!(
-            "several rules have the filter {filter:?}: name one by its number"
-        )),
+        [] => Err(RequestError::NoRule { name: name.into() }),
+        _ => Err(RequestError::Ambiguous {
+            filter: filter.into(),
+        }),
     }
 }
 
@@ -333,27 +370,22 @@ fn find(rules: &[CtlRule], name: &str) -> Result<usize, String> {
 fn apply(
     setup: &CtlSetup,
     dirs: &[Direction],
-    mut make: impl FnMut(Direction, Sender<()>) -> Result<Cmd, String>,
-) -> Result<(), String> {
+    mut make: impl FnMut(Direction, Sender<()>) -> Result<Cmd, RequestError>,
+) -> Result<(), RequestError> {
     let mut acks = Vec::new();
     for &d in dirs {
         let (tx, rx) = mpsc::channel();
         let cmd = make(d, tx)?;
         setup.to[dir_index(d)]
             .send(cmd)
-            .map_err(|_| format!("the {} forwarding thread has ended", dir_name(d)))?;
+            .map_err(|_| RequestError::Ended { dir: dir_name(d) })?;
         acks.push((d, rx));
     }
     let t0 = Instant::now();
     for (d, rx) in acks {
         let left = APPLY_TIMEOUT.saturating_sub(t0.elapsed());
-        rx.recv_timeout(left).map_err(|_| {
-            format!(
-                "the {} forwarding thread did not apply the change within {} s",
-                dir_name(d),
-                APPLY_TIMEOUT.as_secs()
-            )
-        })?;
+        rx.recv_timeout(left)
+            .map_err(|_| RequestError::NotApplied { dir: dir_name(d) })?;
     }
     Ok(())
 }
@@ -391,7 +423,7 @@ fn build_links(
     stages: &str,
     dirs: &[Direction],
     new: bool,
-) -> Result<std::vec::IntoIter<RuleLink>, String> {
+) -> Result<std::vec::IntoIter<RuleLink>, RequestError> {
     let links = dirs
         .iter()
         .map(|&d| (setup.build)(rule, filter, stages, d, new))
@@ -406,22 +438,22 @@ fn add(
     next: &mut u32,
     filter: &str,
     stages: String,
-) -> Result<Response, String> {
+) -> Result<Response, RequestError> {
     let (dirs, f) = split_direction(filter);
     if f.is_empty() {
-        return Err("the filter is empty".into());
+        return Err(RequestError::EmptyFilter);
     }
     let taken = setup
         .rules
         .iter()
         .any(|r| r.filter == f && dirs_of(&r.directions).iter().any(|d| dirs.contains(d)));
     if taken {
-        return Err(format!("exists: a rule with filter {f:?}"));
+        return Err(RequestError::Exists { filter: f.into() });
     }
     let rule = *next;
     let mut links = build_links(setup, rule, f, &stages, &dirs, true)?;
     apply(setup, &dirs, |_, ack| {
-        let l = links.next().ok_or("internal: no link")?;
+        let l = links.next().ok_or(RequestError::NoLink)?;
         Ok(Cmd::Add(l, ack))
     })?;
     *next += 1;
@@ -436,13 +468,13 @@ fn add(
 }
 
 /// `update RULE STAGES`: the rule's link replaced in its directions.
-fn update(setup: &mut CtlSetup, rule: &str, stages: String) -> Result<Response, String> {
+fn update(setup: &mut CtlSetup, rule: &str, stages: String) -> Result<Response, RequestError> {
     let i = find(&setup.rules, rule)?;
     let r = setup.rules[i].clone();
     let dirs = dirs_of(&r.directions);
     let mut links = build_links(setup, r.rule, &r.filter, &stages, &dirs, false)?;
     apply(setup, &dirs, |_, ack| {
-        let l = links.next().ok_or("internal: no link")?;
+        let l = links.next().ok_or(RequestError::NoLink)?;
         Ok(Cmd::Replace(r.rule, l, ack))
     })?;
     setup.rules[i].stages = stages;
@@ -450,7 +482,7 @@ fn update(setup: &mut CtlSetup, rule: &str, stages: String) -> Result<Response, 
 }
 
 /// `del RULE`: the rule removed from its directions.
-fn del(setup: &mut CtlSetup, rule: &str) -> Result<Response, String> {
+fn del(setup: &mut CtlSetup, rule: &str) -> Result<Response, RequestError> {
     let i = find(&setup.rules, rule)?;
     let r = setup.rules[i].clone();
     apply(setup, &dirs_of(&r.directions), |_, ack| {
@@ -461,7 +493,7 @@ fn del(setup: &mut CtlSetup, rule: &str) -> Result<Response, String> {
 }
 
 /// `stats`: the rules, and each direction's rule counters and live ones.
-fn stats(setup: &CtlSetup) -> Result<Response, String> {
+fn stats(setup: &CtlSetup) -> Result<Response, RequestError> {
     let mut out = Response {
         ok: true,
         rules: Some(setup.rules.clone()),
@@ -470,13 +502,10 @@ fn stats(setup: &CtlSetup) -> Result<Response, String> {
     for d in [Direction::AToB, Direction::BToA] {
         let (tx, rx) = mpsc::channel();
         if setup.to[dir_index(d)].send(Cmd::State(tx)).is_err() {
-            return Err(format!("the {} forwarding thread has ended", dir_name(d)));
+            return Err(RequestError::Ended { dir: dir_name(d) });
         }
         let Ok(rules) = rx.recv_timeout(APPLY_TIMEOUT) else {
-            return Err(format!(
-                "the {} forwarding thread did not answer",
-                dir_name(d)
-            ));
+            return Err(RequestError::NoAnswer { dir: dir_name(d) });
         };
         let st = DirState {
             rules,

@@ -139,11 +139,18 @@ pub fn check_start_at(at: u64, now: u64, ready: bool) -> Result<(), SendError> {
     Ok(())
 }
 
+/// A `--padding` value that is neither a byte nor `random`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{given:?}: give a byte value (0-255 or 0x00-0xff) or \"random\"")]
+pub struct PaddingError {
+    pub given: String,
+}
+
 /// `--padding`: a byte value (`0`-`255`, `0x00`-`0xff`) or `random`.
 impl std::str::FromStr for Padding {
-    type Err = String;
+    type Err = PaddingError;
 
-    fn from_str(s: &str) -> Result<Padding, String> {
+    fn from_str(s: &str) -> Result<Padding, PaddingError> {
         if s == "random" {
             return Ok(Padding::Random);
         }
@@ -152,7 +159,7 @@ impl std::str::FromStr for Padding {
             None => s.parse::<u8>().ok(),
         }
         .map(Padding::Const)
-        .ok_or_else(|| format!("{s:?}: give a byte value (0-255 or 0x00-0xff) or \"random\""))
+        .ok_or_else(|| PaddingError { given: s.into() })
     }
 }
 
@@ -602,7 +609,7 @@ mod tests {
         assert_eq!("random".parse(), Ok(Padding::Random));
         for bad in ["256", "0x100", "lots", ""] {
             let e = bad.parse::<Padding>().unwrap_err();
-            assert!(e.contains("0-255"), "{bad}: {e}");
+            assert!(e.to_string().contains("0-255"), "{bad}: {e}");
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use wirelab_analysis::{Cdf, Requested};
-use wirelab_core::gen::{Bounds, GenError, GenSpec, Generator, SpecUnit};
+use wirelab_core::gen::{Bounds, GenError, GenSpec, Generator, LoadError, SpecUnit};
 
 /// The seeds of flow `index` of a run seeded with `seed`: every random
 /// choice of a run derives from its one seed here (the padding bytes mix
@@ -27,8 +27,8 @@ impl FlowSeeds {
 }
 
 /// Reads a file a spec names (generators get content, never paths).
-pub fn load_file(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| e.to_string())
+pub fn load_file(path: &Path) -> Result<String, LoadError> {
+    Ok(std::fs::read_to_string(path)?)
 }
 
 pub fn build(spec: &GenSpec, seed: u64, bounds: Bounds) -> Result<Generator, GenError> {

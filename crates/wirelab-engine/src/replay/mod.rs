@@ -41,7 +41,9 @@ pub use outcome::NothingSent;
 pub use run::run;
 #[cfg(test)]
 use run::run_on;
-pub use trace::{count_packets, side_map, Pkt, Ranges, ReadSpec, ReadStats, Selection, Trace};
+pub use trace::{
+    count_packets, side_map, Pkt, RangeError, Ranges, ReadSpec, ReadStats, Selection, Trace,
+};
 use wirelab_wire::record::{Record, RecordKind, Role};
 
 /// Packets of the first pass folded for the phase choice.

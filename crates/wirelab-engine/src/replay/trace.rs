@@ -33,12 +33,19 @@ use wirelab_wire::rewrite::{FixLen, RewriteSpec, RewriteStats, Verdict, PAD_LIMI
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ranges(pub Vec<(u64, Option<u64>)>);
 
+/// A part of a packet-number list that is not a range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{part:?}: expected N, N-M or N- (packet numbers start at 1)")]
+pub struct RangeError {
+    pub part: String,
+}
+
 impl Ranges {
     /// Parses `7,11,20-23,174-`.
-    pub fn parse(s: &str) -> Result<Ranges, String> {
+    pub fn parse(s: &str) -> Result<Ranges, RangeError> {
         let mut v = vec![];
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let bad = || format!("{part:?}: expected N, N-M or N- (packet numbers start at 1)");
+            let bad = || RangeError { part: part.into() };
             let num = |t: &str| {
                 t.trim()
                     .parse::<u64>()

@@ -10,7 +10,8 @@
 //! value). The [`System`] trait does the reading and writing, so the
 //! logic is tested on a fake.
 
-use super::{parse, read};
+use super::parse;
+use super::read::{self, ReadError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -110,7 +111,10 @@ pub enum EnvError {
     #[error("{0} sets an interface: name it (--if IF; in a campaign, the host's test_if)")]
     NeedsInterface(String),
     #[error("cannot read {target} ({why}); nothing was changed")]
-    Read { target: Box<Target>, why: String },
+    Read {
+        target: Box<Target>,
+        why: SystemError,
+    },
     #[error("cannot write the revert file {}: {cause} (changing the environment needs root)", .path.display())]
     State {
         path: PathBuf,
@@ -120,7 +124,7 @@ pub enum EnvError {
     Apply {
         target: Box<Target>,
         value: String,
-        why: String,
+        why: SystemError,
         undo: String,
     },
     #[error("bad token {0:?}: a token is the word `wirelab env --apply` printed")]
@@ -138,14 +142,50 @@ pub enum EnvError {
         ours: String,
     },
     #[error("reverting {token}: {why}; the revert file is kept (retry with --revert {token})")]
-    Revert { token: String, why: String },
+    Revert { token: String, why: UndoError },
+}
+
+/// Why a [`System`] could not read or set a target. Causes are printed,
+/// not returned as sources.
+#[derive(Debug, Error)]
+pub enum SystemError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("no interface {iface} here")]
+    NoInterface { iface: String },
+    #[error("no sysctl {name} here")]
+    NoSysctl { name: String },
+    #[error("the device reports no {what}")]
+    NotReported { what: String },
+    #[error("no EEE status")]
+    NoEeeStatus,
+    #[error("{path}: {err}")]
+    Write { path: String, err: std::io::Error },
+    /// The write was taken but the target did not change to the value.
+    #[error("it reads {now} after being set")]
+    Unchanged { now: String },
+}
+
+/// Changes that could not be put back, each with why.
+#[derive(Debug, Error)]
+#[error("{}", undo_failures(.failed))]
+pub struct UndoError {
+    pub failed: Vec<(Change, SystemError)>,
+}
+
+fn undo_failures(failed: &[(Change, SystemError)]) -> String {
+    failed
+        .iter()
+        .map(|(c, e)| format!("{} back to {}: {e}", c.target, c.previous))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Reads and writes targets.
 pub trait System {
     /// The current value, in the form [`plan`] gives values.
-    fn read(&mut self, t: &Target) -> Result<String, String>;
-    fn write(&mut self, t: &Target, value: &str) -> Result<(), String>;
+    fn read(&mut self, t: &Target) -> Result<String, SystemError>;
+    fn write(&mut self, t: &Target, value: &str) -> Result<(), SystemError>;
     /// The network namespace this system changes.
     fn netns(&self) -> String;
 }
@@ -274,30 +314,30 @@ pub fn plan(settings: &[(String, String)], iface: Option<&str>) -> Result<Vec<Pl
 }
 
 /// Sets `t` to `v` unless it already is, and checks that it reads back.
-fn set(sys: &mut dyn System, t: &Target, v: &str) -> Result<(), String> {
+fn set(sys: &mut dyn System, t: &Target, v: &str) -> Result<(), SystemError> {
     if sys.read(t)? == v {
         return Ok(());
     }
     sys.write(t, v)?;
     let now = sys.read(t)?;
     if now != v {
-        return Err(format!("it reads {now} after being set"));
+        return Err(SystemError::Unchanged { now });
     }
     Ok(())
 }
 
 /// Puts back `changes`' previous values, last first; every one is tried.
-fn undo(sys: &mut dyn System, changes: &[Change]) -> Result<(), String> {
-    let mut errs = vec![];
+fn undo(sys: &mut dyn System, changes: &[Change]) -> Result<(), UndoError> {
+    let mut failed = vec![];
     for c in changes.iter().rev() {
         if let Err(e) = set(sys, &c.target, &c.previous) {
-            errs.push(format!("{} back to {}: {e}", c.target, c.previous));
+            failed.push((c.clone(), e));
         }
     }
-    if errs.is_empty() {
+    if failed.is_empty() {
         Ok(())
     } else {
-        Err(errs.join("; "))
+        Err(UndoError { failed })
     }
 }
 
@@ -456,23 +496,29 @@ pub fn revert(sys: &mut dyn System, dir: &Path, token: &str) -> Result<Vec<Chang
 /// The host this process runs on: sysfs, `/proc/sys`, `ip` and `ethtool`.
 pub struct Local;
 
-fn run(program: &str, args: &[&str]) -> Result<(), String> {
-    read::tool(program, args).map(|_| ())
+fn run(program: &str, args: &[&str]) -> Result<(), SystemError> {
+    read::tool(program, args)?;
+    Ok(())
 }
 
-fn find(pairs: Vec<(String, String)>, key: &str, what: &str) -> Result<String, String> {
+fn find(pairs: Vec<(String, String)>, key: &str, what: &str) -> Result<String, SystemError> {
     pairs
         .into_iter()
         .find(|(k, _)| k == key)
         .map(|(_, v)| v)
-        .ok_or_else(|| format!("the device reports no {what}"))
+        .ok_or_else(|| SystemError::NotReported { what: what.into() })
 }
 
 impl System for Local {
-    fn read(&mut self, t: &Target) -> Result<String, String> {
+    fn read(&mut self, t: &Target) -> Result<String, SystemError> {
         match t {
-            Target::Mtu { iface } => read::file(format!("/sys/class/net/{iface}/mtu"))
-                .map_err(|_| format!("no interface {iface} here")),
+            Target::Mtu { iface } => {
+                read::file(format!("/sys/class/net/{iface}/mtu")).map_err(|_| {
+                    SystemError::NoInterface {
+                        iface: iface.clone(),
+                    }
+                })
+            }
             Target::Ring { iface, dir } => find(
                 parse::ethtool_current(&read::tool("ethtool", &["-g", iface])?),
                 dir,
@@ -485,7 +531,7 @@ impl System for Local {
             ),
             Target::Eee { iface } => {
                 let t = read::tool("ethtool", &["--show-eee", iface])?;
-                let s = parse::eee_status(&t).ok_or("no EEE status")?;
+                let s = parse::eee_status(&t).ok_or(SystemError::NoEeeStatus)?;
                 Ok(if parse::eee_on(&s) { "on" } else { "off" }.into())
             }
             Target::Offload { iface, feature } => {
@@ -496,21 +542,24 @@ impl System for Local {
                 )?;
                 Ok(v.split_whitespace().next().unwrap_or("").to_string())
             }
-            Target::Sysctl { name } => {
-                read::file(read::sysctl_path(name)).map_err(|_| format!("no sysctl {name} here"))
-            }
+            Target::Sysctl { name } => read::file(read::sysctl_path(name))
+                .map_err(|_| SystemError::NoSysctl { name: name.clone() }),
         }
     }
 
-    fn write(&mut self, t: &Target, v: &str) -> Result<(), String> {
+    fn write(&mut self, t: &Target, v: &str) -> Result<(), SystemError> {
         match t {
             Target::Mtu { iface } => run("ip", &["link", "set", "dev", iface, "mtu", v]),
             Target::Ring { iface, dir } => run("ethtool", &["-G", iface, dir, v]),
             Target::Coalesce { iface, param } => run("ethtool", &["-C", iface, param, v]),
             Target::Eee { iface } => run("ethtool", &["--set-eee", iface, "eee", v]),
             Target::Offload { iface, feature } => run("ethtool", &["-K", iface, feature, v]),
-            Target::Sysctl { name } => std::fs::write(read::sysctl_path(name), v)
-                .map_err(|e| format!("{}: {e}", read::sysctl_path(name))),
+            Target::Sysctl { name } => {
+                std::fs::write(read::sysctl_path(name), v).map_err(|err| SystemError::Write {
+                    path: read::sysctl_path(name),
+                    err,
+                })
+            }
         }
     }
 
@@ -536,16 +585,21 @@ mod tests {
     }
 
     impl System for Fake {
-        fn read(&mut self, t: &Target) -> Result<String, String> {
+        fn read(&mut self, t: &Target) -> Result<String, SystemError> {
             self.values
                 .get(&t.to_string())
                 .cloned()
-                .ok_or_else(|| "no such thing".into())
+                .ok_or_else(|| SystemError::NotReported {
+                    what: t.to_string(),
+                })
         }
-        fn write(&mut self, t: &Target, v: &str) -> Result<(), String> {
+        fn write(&mut self, t: &Target, v: &str) -> Result<(), SystemError> {
             let k = t.to_string();
             if self.refuse.contains(&k) {
-                return Err("refused".into());
+                return Err(SystemError::Write {
+                    path: k,
+                    err: std::io::ErrorKind::PermissionDenied.into(),
+                });
             }
             self.writes.push(format!("{k}={v}"));
             self.values.insert(k, v.into());

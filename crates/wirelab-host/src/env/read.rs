@@ -5,8 +5,9 @@
 use super::{parse, Snapshot, UNAVAILABLE};
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
 
 /// Network sysctls every snapshot holds (any other is read when applied).
 pub const SYSCTLS: &[&str] = &[
@@ -31,45 +32,82 @@ pub const SYSCTLS: &[&str] = &[
 /// the first ones by name and says how many it left out).
 pub const MAX_INTERFACES: usize = 64;
 
+/// Why a value of the host could not be read; the snapshot records it as
+/// `unavailable: WHY`. Causes are printed, not returned as sources.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{program} is not installed")]
+    NotInstalled { program: String },
+    #[error("cannot run {program}: {err}")]
+    Spawn { program: String, err: io::Error },
+    /// The tool failed and said why on its last line of stderr.
+    #[error("{command}: {last_line}")]
+    Said { command: String, last_line: String },
+    /// The tool failed silently.
+    #[error("{command}: {status}")]
+    Status { command: String, status: ExitStatus },
+    #[error("no {}", .path.display())]
+    Missing { path: PathBuf },
+    #[error("{}: {err}", .path.display())]
+    File { path: PathBuf, err: io::Error },
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// A host-wide sysctl read from another network namespace.
+    #[error("not in this network namespace")]
+    OtherNamespace,
+    #[error("no model in /proc/cpuinfo")]
+    NoCpuModel,
+    #[error("no cpufreq in /sys (a VM, or no frequency scaling)")]
+    NoCpufreq,
+    #[error("no EEE status in ethtool's output")]
+    NoEeeStatus,
+    #[error("{program} printed no version")]
+    NoVersion { program: String },
+}
+
 /// Output of a tool, or why there is none.
-pub fn tool(program: &str, args: &[&str]) -> Result<String, String> {
+pub fn tool(program: &str, args: &[&str]) -> Result<String, ReadError> {
     let out = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!("{program} is not installed"),
-            _ => format!("cannot run {program}: {e}"),
+        .map_err(|err| match err.kind() {
+            io::ErrorKind::NotFound => ReadError::NotInstalled {
+                program: program.into(),
+            },
+            _ => ReadError::Spawn {
+                program: program.into(),
+                err,
+            },
         })?;
     if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        Err(format!(
-            "{program} {}: {}",
-            args.join(" "),
-            if last.is_empty() {
-                format!("{}", out.status)
-            } else {
-                last.trim().to_string()
-            }
-        ))
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    let command = format!("{program} {}", args.join(" "));
+    let err = String::from_utf8_lossy(&out.stderr);
+    match err.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
+        Some(last) => Err(ReadError::Said {
+            command,
+            last_line: last.to_string(),
+        }),
+        None => Err(ReadError::Status {
+            command,
+            status: out.status,
+        }),
     }
 }
 
 /// A kernel file's text, trimmed, tabs as spaces.
-pub fn file(path: impl AsRef<Path>) -> Result<String, String> {
+pub fn file(path: impl AsRef<Path>) -> Result<String, ReadError> {
     let p = path.as_ref();
     fs::read_to_string(p)
         .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!("no {}", p.display()),
-            _ => format!("{}: {e}", p.display()),
+        .map_err(|err| match err.kind() {
+            io::ErrorKind::NotFound => ReadError::Missing { path: p.into() },
+            _ => ReadError::File {
+                path: p.into(),
+                err,
+            },
         })
 }
 
@@ -81,7 +119,7 @@ pub fn sysctl_path(name: &str) -> String {
 struct Out<'a>(&'a mut BTreeMap<String, String>);
 
 impl Out<'_> {
-    fn put(&mut self, k: impl Into<String>, v: Result<String, String>) {
+    fn put(&mut self, k: impl Into<String>, v: Result<String, ReadError>) {
         let v = v.unwrap_or_else(|why| format!("{UNAVAILABLE}{why}"));
         self.0.insert(k.into(), v);
     }
@@ -99,13 +137,10 @@ pub fn snapshot(host: &str) -> Snapshot {
         nic(&mut o, &name);
     }
     for name in SYSCTLS {
-        let v = file(sysctl_path(name)).map_err(|e| {
-            if e.starts_with("no ") {
-                // Host-wide net sysctls exist only in the first namespace.
-                "not in this network namespace".to_string()
-            } else {
-                e
-            }
+        let v = file(sysctl_path(name)).map_err(|e| match e {
+            // Host-wide net sysctls exist only in the first namespace.
+            ReadError::Missing { .. } => ReadError::OtherNamespace,
+            e => e,
         });
         o.put(format!("sysctl.{name}"), v);
     }
@@ -126,13 +161,16 @@ fn system(o: &mut Out) {
     match fs::read_to_string("/proc/cpuinfo") {
         Ok(t) => {
             let (model, n) = parse::cpuinfo(&t);
-            o.put(
-                "cpu.model",
-                model.ok_or_else(|| "no model in /proc/cpuinfo".into()),
-            );
+            o.put("cpu.model", model.ok_or(ReadError::NoCpuModel));
             o.set("cpu.count", n.to_string());
         }
-        Err(e) => o.put("cpu.model", Err(format!("/proc/cpuinfo: {e}"))),
+        Err(err) => o.put(
+            "cpu.model",
+            Err(ReadError::File {
+                path: "/proc/cpuinfo".into(),
+                err,
+            }),
+        ),
     }
     o.put("cpu.online", file("/sys/devices/system/cpu/online"));
     o.put("cpu.isolated", file("/sys/devices/system/cpu/isolated"));
@@ -150,9 +188,9 @@ fn system(o: &mut Out) {
 }
 
 /// One governor when every CPU has the same, else `cpuN=GOV` per CPU.
-fn governors() -> Result<String, String> {
+fn governors() -> Result<String, ReadError> {
     let mut per: Vec<(u32, String)> = vec![];
-    let dir = fs::read_dir("/sys/devices/system/cpu").map_err(|e| e.to_string())?;
+    let dir = fs::read_dir("/sys/devices/system/cpu")?;
     for e in dir.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(n) = name.strip_prefix("cpu").and_then(|n| n.parse().ok()) else {
@@ -164,7 +202,7 @@ fn governors() -> Result<String, String> {
     }
     per.sort();
     if per.is_empty() {
-        return Err("no cpufreq in /sys (a VM, or no frequency scaling)".into());
+        return Err(ReadError::NoCpufreq);
     }
     if per.iter().all(|(_, g)| *g == per[0].1) {
         return Ok(per[0].1.clone());
@@ -185,7 +223,13 @@ fn interfaces(o: &mut Out) -> Vec<String> {
             .filter(|n| n != "lo")
             .collect(),
         Err(e) => {
-            o.put("nic", Err(format!("/sys/class/net: {e}")));
+            o.put(
+                "nic",
+                Err(ReadError::File {
+                    path: "/sys/class/net".into(),
+                    err: e,
+                }),
+            );
             return vec![];
         }
     };
@@ -240,9 +284,8 @@ fn nic(o: &mut Out, name: &str) {
     }
     o.put(
         p("eee"),
-        tool("ethtool", &["--show-eee", name]).and_then(|t| {
-            parse::eee_status(&t).ok_or_else(|| "no EEE status in ethtool's output".into())
-        }),
+        tool("ethtool", &["--show-eee", name])
+            .and_then(|t| parse::eee_status(&t).ok_or(ReadError::NoEeeStatus)),
     );
     o.put(
         p("qdisc"),
@@ -338,7 +381,9 @@ fn tools(o: &mut Out) {
         o.put(
             format!("tool.{name}"),
             tool(prog, args).and_then(|t| {
-                parse::version_line(&t).ok_or_else(|| format!("{prog} printed no version"))
+                parse::version_line(&t).ok_or_else(|| ReadError::NoVersion {
+                    program: prog.into(),
+                })
             }),
         );
     }

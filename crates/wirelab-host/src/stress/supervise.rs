@@ -49,6 +49,65 @@ pub enum SuperviseError {
     Ready { path: PathBuf, cause: io::Error },
 }
 
+/// Why a run failed once its parts were being started. Causes are
+/// printed, not returned as sources.
+#[derive(Debug, Error)]
+pub enum PartFailure {
+    #[error("cannot start {command}: {err}")]
+    NotStarted { command: String, err: io::Error },
+    #[error("the stressor's parts were not up after {} s (no stress-ng workers)", UP_TIMEOUT.as_secs())]
+    NotUp,
+    #[error("stressor part {name} ({command}) ended by itself with {}", status_text(*.code, *.signal))]
+    EndedEarly {
+        name: String,
+        command: String,
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+}
+
+fn status_text(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(c), _) => format!("exit code {c}"),
+        (_, Some(s)) => format!("signal {s}"),
+        _ => "an unknown status".into(),
+    }
+}
+
+/// Why a part's write cap could not be applied (a note: the part runs
+/// uncapped). Causes are printed, not returned as sources.
+#[derive(Debug, Error)]
+enum CgroupError {
+    #[error(
+        "no cgroup v2 hierarchy at {} (this machine mounts cgroup v1)",
+        IoCgroup::ROOT
+    )]
+    NoV2,
+    #[error(
+        "the cgroup v2 io controller is not available ({}/cgroup.controllers: {controllers})",
+        IoCgroup::ROOT
+    )]
+    NoIoController { controllers: String },
+    #[error("no working directory: {0}")]
+    NoCwd(io::Error),
+    #[error("cannot stat {}: {err}", .path.display())]
+    Stat { path: PathBuf, err: io::Error },
+    #[error("cannot enable the io controller: {0}")]
+    Enable(io::Error),
+    #[error("cannot create {}: {err}", .path.display())]
+    Create { path: PathBuf, err: io::Error },
+    #[error("cannot write io.max for {maj}:{min}: {err}")]
+    IoMax { maj: u64, min: u64, err: io::Error },
+    #[error("cannot open {}/cgroup.procs: {err}", .dir.display())]
+    OpenProcs { dir: PathBuf, err: io::Error },
+    #[error("the working directory is not on a block device ({maj}:{min}, e.g. tmpfs or overlay)")]
+    NotBlockDevice { maj: u64, min: u64 },
+    #[error("cannot find the disk of partition {maj}:{min}: {err}")]
+    PartitionDisk { maj: u64, min: u64, err: io::Error },
+    #[error("bad device number {0:?}")]
+    BadDevice(String),
+}
+
 /// How to run the parts.
 pub struct Supervise<'a> {
     pub load: Load,
@@ -69,7 +128,7 @@ pub struct Supervise<'a> {
 /// start, did not come up, or ended by itself).
 pub struct Outcome {
     pub report: Report,
-    pub failed: Option<String>,
+    pub failed: Option<PartFailure>,
 }
 
 struct Running {
@@ -156,7 +215,7 @@ fn start_part(
     program: &Path,
     index: usize,
     notes: &mut Vec<String>,
-) -> Result<Result<Running, String>, SuperviseError> {
+) -> Result<Result<Running, PartFailure>, SuperviseError> {
     let mut cmd = Command::new(program);
     // The parts' own output goes to stderr (the stressor's log); stdout
     // is the report's.
@@ -199,7 +258,10 @@ fn start_part(
             ended_early: false,
             cgroup,
         }),
-        Err(e) => Err(format!("cannot start {}: {e}", command.join(" "))),
+        Err(err) => Err(PartFailure::NotStarted {
+            command: command.join(" "),
+            err,
+        }),
     })
 }
 
@@ -226,7 +288,7 @@ fn run_until_end(
     ready: Option<&Path>,
     end: Option<Instant>,
     stop: &AtomicBool,
-) -> Result<Result<Ended, String>, SuperviseError> {
+) -> Result<Result<Ended, PartFailure>, SuperviseError> {
     if let Err(why) = wait_up(running, stop) {
         return Ok(Err(why));
     }
@@ -286,7 +348,7 @@ pub fn find_in_path(name: &str) -> Option<PathBuf> {
 
 /// Waits until every part has run [`UP_AFTER`] and every stress-ng part
 /// has forked its workers; a part that ends first is an error.
-fn wait_up(running: &mut [Running], stop: &AtomicBool) -> Result<(), String> {
+fn wait_up(running: &mut [Running], stop: &AtomicBool) -> Result<(), PartFailure> {
     let t0 = Instant::now();
     loop {
         if let Some(why) = reap_early(running) {
@@ -299,31 +361,24 @@ fn wait_up(running: &mut [Running], stop: &AtomicBool) -> Result<(), String> {
             return Ok(());
         }
         if t0.elapsed() > UP_TIMEOUT {
-            return Err(format!(
-                "the stressor's parts were not up after {} s (no stress-ng workers)",
-                UP_TIMEOUT.as_secs()
-            ));
+            return Err(PartFailure::NotUp);
         }
         std::thread::sleep(POLL);
     }
 }
 
 /// Reaps parts that have ended; why, if one has.
-fn reap_early(running: &mut [Running]) -> Option<String> {
+fn reap_early(running: &mut [Running]) -> Option<PartFailure> {
     let mut why = None;
     for r in running.iter_mut().filter(|r| r.child.end().is_none()) {
         if let Some(x) = r.child.poll() {
             r.ended_early = true;
-            why.get_or_insert(format!(
-                "stressor part {} ({}) ended by itself with {}",
-                r.part.name,
-                r.command.join(" "),
-                match (x.code, x.signal) {
-                    (Some(c), _) => format!("exit code {c}"),
-                    (_, Some(s)) => format!("signal {s}"),
-                    _ => "an unknown status".into(),
-                }
-            ));
+            why.get_or_insert(PartFailure::EndedEarly {
+                name: r.part.name.clone(),
+                command: r.command.join(" "),
+                code: x.code,
+                signal: x.signal,
+            });
         }
     }
     why
@@ -371,40 +426,39 @@ impl IoCgroup {
     const ROOT: &'static str = "/sys/fs/cgroup";
 
     /// The cgroup and its `cgroup.procs` opened for the child to join.
-    fn new(cap: u64, n: usize) -> Result<(IoCgroup, fs::File), String> {
+    fn new(cap: u64, n: usize) -> Result<(IoCgroup, fs::File), CgroupError> {
         let root = Path::new(Self::ROOT);
-        let controllers = fs::read_to_string(root.join("cgroup.controllers")).map_err(|_| {
-            format!(
-                "no cgroup v2 hierarchy at {} (this machine mounts cgroup v1)",
-                Self::ROOT
-            )
-        })?;
+        let controllers =
+            fs::read_to_string(root.join("cgroup.controllers")).map_err(|_| CgroupError::NoV2)?;
         if !controllers.split_whitespace().any(|c| c == "io") {
-            return Err(format!(
-                "the cgroup v2 io controller is not available ({}/cgroup.controllers: {})",
-                Self::ROOT,
-                controllers.trim()
-            ));
+            return Err(CgroupError::NoIoController {
+                controllers: controllers.trim().into(),
+            });
         }
-        let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
-        let dev = fs::metadata(&cwd)
-            .map_err(|e| format!("cannot stat {}: {e}", cwd.display()))?
-            .dev();
+        let cwd = std::env::current_dir().map_err(CgroupError::NoCwd)?;
+        let dev = match fs::metadata(&cwd) {
+            Ok(m) => m.dev(),
+            Err(err) => return Err(CgroupError::Stat { path: cwd, err }),
+        };
         let (maj, min) = whole_disk(dev_major_minor(dev))?;
         let enabled = fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default();
         if !enabled.split_whitespace().any(|c| c == "io") {
-            fs::write(root.join("cgroup.subtree_control"), "+io")
-                .map_err(|e| format!("cannot enable the io controller: {e}"))?;
+            fs::write(root.join("cgroup.subtree_control"), "+io").map_err(CgroupError::Enable)?;
         }
         let dir = root.join(format!("wirelab-stress-{}-{n}", std::process::id()));
-        fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        if let Err(err) = fs::create_dir(&dir) {
+            return Err(CgroupError::Create { path: dir, err });
+        }
         let cg = IoCgroup { dir, cap };
         fs::write(cg.dir.join("io.max"), format!("{maj}:{min} wbps={cap}"))
-            .map_err(|e| format!("cannot write io.max for {maj}:{min}: {e}"))?;
+            .map_err(|err| CgroupError::IoMax { maj, min, err })?;
         let procs = fs::OpenOptions::new()
             .write(true)
             .open(cg.dir.join("cgroup.procs"))
-            .map_err(|e| format!("cannot open {}/cgroup.procs: {e}", cg.dir.display()))?;
+            .map_err(|err| CgroupError::OpenProcs {
+                dir: cg.dir.clone(),
+                err,
+            })?;
         Ok((cg, procs))
     }
 }
@@ -426,28 +480,19 @@ fn dev_major_minor(dev: u64) -> (u64, u64) {
 }
 
 /// io.max takes whole disks: a partition's disk.
-fn whole_disk((maj, min): (u64, u64)) -> Result<(u64, u64), String> {
+fn whole_disk((maj, min): (u64, u64)) -> Result<(u64, u64), CgroupError> {
     let sys = PathBuf::from(format!("/sys/dev/block/{maj}:{min}"));
     if !sys.exists() {
-        return Err(format!(
-            "the working directory is not on a block device ({maj}:{min}, e.g. tmpfs or overlay)"
-        ));
+        return Err(CgroupError::NotBlockDevice { maj, min });
     }
     if !sys.join("partition").exists() {
         return Ok((maj, min));
     }
     let parent = fs::read_to_string(sys.join("../dev"))
-        .map_err(|e| format!("cannot find the disk of partition {maj}:{min}: {e}"))?;
-    let (a, b) = parent
-        .trim()
-        .split_once(':')
-        .ok_or_else(|| format!("bad device number {parent:?}"))?;
-    Ok((
-        a.parse()
-            .map_err(|_| format!("bad device number {parent:?}"))?,
-        b.parse()
-            .map_err(|_| format!("bad device number {parent:?}"))?,
-    ))
+        .map_err(|err| CgroupError::PartitionDisk { maj, min, err })?;
+    let bad = || CgroupError::BadDevice(parent.clone());
+    let (a, b) = parent.trim().split_once(':').ok_or_else(bad)?;
+    Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
 }
 
 #[cfg(test)]

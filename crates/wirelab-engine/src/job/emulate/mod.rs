@@ -13,6 +13,7 @@ use crate::recordlog::{hostname, RecordLog, RecordMeta};
 use crate::StopFlag;
 use report::dir_report;
 pub use report::{DecisionReport, DirReport, EmulateReport, RuleReport};
+use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -115,7 +116,7 @@ pub struct DirectionRun<M> {
     pub ring: FrameRingStats,
     pub model: M,
     /// Frames written to the tap, or why the tap stopped.
-    pub tap: Option<Result<u64, String>>,
+    pub tap: Option<io::Result<u64>>,
 }
 
 /// A file the run wrote beside forwarding.
@@ -374,7 +375,7 @@ impl Shared<'_> {
                     stop.stop();
                 }
                 let ring = side.ring.stats().unwrap_or_default();
-                let tap = tap_w.map(|t| t.close().map_err(|e| e.to_string()));
+                let tap = tap_w.map(|t| t.close());
                 r.map(|forward| DirectionRun {
                     forward,
                     ring,
@@ -414,7 +415,7 @@ fn finish_tap<M>(path: PathBuf, tap: Tap, dirs: [&DirectionRun<M>; 2]) -> FileOu
     for d in dirs {
         match &d.tap {
             Some(Ok(n)) => count += n,
-            Some(Err(e)) => error = error.or(Some(e.clone())),
+            Some(Err(e)) => error = error.or_else(|| Some(e.to_string())),
             None => {}
         }
     }

@@ -2,7 +2,7 @@
 //! tcpreplay's spellings. [`SelectSpec`] parses text without I/O (fuzzable);
 //! [`SelectSpec::compile`] turns a filter into a program.
 
-use crate::replay::{Ranges, Selection};
+use crate::replay::{RangeError, Ranges, Selection};
 use std::str::FromStr;
 use thiserror::Error;
 use wirelab_io::bpf::{BpfError, BpfProgram};
@@ -18,8 +18,8 @@ pub enum SelectSpec {
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SelectError {
-    #[error("{0}")]
-    Numbers(String),
+    #[error(transparent)]
+    Numbers(RangeError),
     #[error(
         "{0:?}: tcpreplay's S:/D: address lists are not supported; use a BPF filter such as 'src net 10.0.0.0/8'"
     )]
@@ -113,7 +113,9 @@ mod tests {
 
     #[test]
     fn bad_lists_and_address_lists_are_refused_with_the_fix() {
-        assert!(matches!(spec("P:0"), Err(SelectError::Numbers(m)) if m.contains("start at 1")));
+        assert!(
+            matches!(spec("P:0"), Err(SelectError::Numbers(m)) if m.to_string().contains("start at 1"))
+        );
         assert!(matches!(spec("P:5-3"), Err(SelectError::Numbers(_))));
         let e = spec("S:10.0.0.0/8").unwrap_err();
         assert!(e.to_string().contains("src net"), "{e}");
