@@ -100,6 +100,40 @@ pub struct SendEngine<E> {
     pub clamped_sizes: u64,
 }
 
+/// What a campaign reads back from a `wirelab.send/1` report: each flow's
+/// planned probe count (`flows[].engine.planned`, written by the engine's
+/// per-flow counters).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SendPlans {
+    #[serde(default)]
+    pub flows: Vec<SendPlan>,
+}
+
+/// One flow of [`SendPlans`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct SendPlan {
+    pub flow: u32,
+    #[serde(default)]
+    pub engine: PlannedCount,
+}
+
+/// The engine's `planned` (null or absent: unbounded, or an older sender).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PlannedCount {
+    #[serde(default)]
+    pub planned: Option<u64>,
+}
+
+impl SendPlans {
+    /// Flow `flow`'s planned count, when the report has one.
+    pub fn planned(&self, flow: u32) -> Option<u64> {
+        self.flows
+            .iter()
+            .find(|f| f.flow == flow)
+            .and_then(|f| f.engine.planned)
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct SendTotals {
     pub flows: usize,

@@ -11,6 +11,11 @@ use std::collections::VecDeque;
 
 pub use crate::pace::{SpinMargin, WaitStrategy};
 
+/// The most deadlines [`Intervals::planned`] draws to count what a run
+/// cut short still planned: the cost stays a bounded fraction of a
+/// second of CPU whatever rate and duration were asked for.
+pub const MAX_PLAN_DRAWS: u64 = 100_000_000;
+
 /// Limits of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Limits {
@@ -84,6 +89,37 @@ impl Intervals {
         let at = self.next_offset + (self.next_frac >= 0.5) as u64;
         self.pending.push_back(at);
         self.scheduled += 1;
+        self.advance(interval_ns);
+    }
+
+    /// How many packets the schedule plans in all: those scheduled so far
+    /// and, when the clock cut a duration-limited run short (the sender
+    /// fell behind its schedule, or was stopped), the deadlines still
+    /// within the limits, drawn from `rest` (the interval values not yet
+    /// taken) without scheduling them. `None` when the count has no
+    /// bound: no limit, an unpaced interval (0) under a duration, or more
+    /// than [`MAX_PLAN_DRAWS`] deadlines left to count.
+    pub fn planned(&mut self, rest: &mut dyn FnMut() -> Option<f64>) -> Option<u64> {
+        let unpaced = self.scheduled > 0 && self.next_offset == 0;
+        if self.limits.count.is_none() && (self.limits.duration_ns.is_none() || unpaced) {
+            return None;
+        }
+        self.expired = false;
+        let mut draws = 0u64;
+        while !self.exhausted && self.within_limits() {
+            if draws == MAX_PLAN_DRAWS {
+                return None;
+            }
+            let Some(iv) = rest() else { break };
+            draws += 1;
+            self.scheduled += 1;
+            self.advance(iv);
+        }
+        Some(self.scheduled)
+    }
+
+    /// Moves the next offset on by `interval_ns`, carrying the fraction.
+    fn advance(&mut self, interval_ns: f64) {
         let iv = if interval_ns.is_finite() {
             interval_ns.max(0.0)
         } else {
@@ -180,6 +216,78 @@ mod tests {
         s.take(1, &mut out);
         assert_eq!(out, [0]);
         assert!(s.is_done());
+    }
+
+    /// LUNA's Table 8.2 case in small: 6 µs intervals over 60 µs plan 10
+    /// probes; a sender that fell behind and was cut off by the clock
+    /// after 4 still planned 10, the 6 left counted from the values it
+    /// never took.
+    #[test]
+    fn planned_counts_the_deadlines_a_cut_short_run_never_reached() {
+        let lim = Limits {
+            count: None,
+            duration_ns: Some(60_000),
+        };
+        let mut s = Intervals::new(lim, 2);
+        let mut out = vec![];
+        while s.taken() < 4 {
+            while s.wants_interval() {
+                s.push_interval(6_000.0);
+            }
+            s.take(1, &mut out);
+        }
+        s.clock(60_000);
+        assert!(!s.wants_interval());
+        let mut draws = 0;
+        let mut rest = || {
+            draws += 1;
+            Some(6_000.0)
+        };
+        assert_eq!(s.planned(&mut rest), Some(10));
+        // Scheduled 5 (4 taken, 1 pending), 5 more drawn.
+        assert_eq!(draws, 5);
+        // A run that kept up plans what it scheduled, drawing nothing.
+        let mut s = Intervals::new(lim, 1);
+        while !s.is_done() {
+            while s.wants_interval() {
+                s.push_interval(6_000.0);
+            }
+            s.take(1, &mut out);
+        }
+        assert_eq!(s.planned(&mut || panic!("nothing left to draw")), Some(10));
+        // A value source that ends: what it gave.
+        let mut s = Intervals::new(lim, 1);
+        s.push_interval(6_000.0);
+        s.clock(60_000);
+        let mut two = [6_000.0, 6_000.0].into_iter();
+        assert_eq!(s.planned(&mut || two.next()), Some(3));
+    }
+
+    #[test]
+    fn planned_is_none_without_a_bound() {
+        let mut out = vec![];
+        // No limit at all.
+        let mut s = Intervals::new(Limits::default(), 1);
+        s.push_interval(1_000.0);
+        assert_eq!(s.planned(&mut || Some(1_000.0)), None);
+        // Unpaced under a duration: offsets never reach it.
+        let lim = Limits {
+            count: None,
+            duration_ns: Some(1_000),
+        };
+        let mut s = Intervals::new(lim, 1);
+        s.push_interval(0.0);
+        s.take(1, &mut out);
+        s.push_interval(0.0);
+        assert_eq!(s.planned(&mut || Some(0.0)), None);
+        // A count bounds it whatever the intervals.
+        let lim = Limits {
+            count: Some(7),
+            duration_ns: None,
+        };
+        let mut s = Intervals::new(lim, 1);
+        s.push_interval(0.0);
+        assert_eq!(s.planned(&mut || Some(0.0)), Some(7));
     }
 
     #[test]

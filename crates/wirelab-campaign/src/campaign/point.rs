@@ -6,6 +6,7 @@
 //! running on every way out.
 
 use super::*;
+use wirelab_analysis::schema::SendPlans;
 
 /// What a point runs in: the campaign, the point resolved, its directory.
 pub(super) struct PointCx<'a> {
@@ -457,7 +458,7 @@ fn fetch_flows(
             flow_id: f.id,
             from: f.spec.from.clone(),
             to: f.spec.to.clone(),
-            planned: f.spec.count,
+            planned: f.spec.count.or_else(|| se.and_then(|e| planned(e, f.id))),
             tx: got_tx.then_some(tx),
             rx: got_rx.then_some(rx),
             send_report: se.and_then(json_report),
@@ -477,4 +478,12 @@ fn fetch_flows(
         });
     }
     Ok(())
+}
+
+/// A flow without a count: what its sender's schedule planned within the
+/// duration, from its send/1 report.
+fn planned(send: &Exit, flow: u32) -> Option<u64> {
+    serde_json::from_str::<SendPlans>(send.stdout.trim())
+        .ok()?
+        .planned(flow)
 }

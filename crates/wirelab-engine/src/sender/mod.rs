@@ -150,6 +150,11 @@ pub struct FlowSendStats {
     pub last_tx_offset_ns: u64,
     pub last_sched_offset_ns: u64,
     pub echo_replies: u64,
+    /// Probes the schedule planned within the flow's count or duration,
+    /// sent or not (a sender cut off by the clock before its schedule
+    /// ended still planned the rest); null when unbounded (no limit, or
+    /// unpaced under a duration).
+    pub planned: Option<u64>,
     pub stopped_early: bool,
     /// Sleeps taken, and the hybrid spin margin at the end of the run.
     pub sleeps: u64,
@@ -374,6 +379,7 @@ pub fn pace_probes<C: Clock, T: Transmit>(
         }
     }
     st.stopped_early = stop.is_stopped();
+    st.planned = schedule.planned(&mut || intervals.next_value());
     st.phase = phase;
     st.spin_margin_ns = pacer.margin_ns();
     let ps = pacer.stats();

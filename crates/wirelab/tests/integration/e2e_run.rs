@@ -7,7 +7,7 @@
 //! 16-flow star. Counts and content only; no durations are asserted.
 
 use crate::common::bundle::{
-    on_tx_emu_rx, on_tx_rx, run_campaign, run_command, summary_rows, the_bundle,
+    on_tx_emu_rx, on_tx_rx, run_campaign, run_command, summary_rows, the_bundle, the_point,
 };
 use crate::common::files::{json_file, scratch, text};
 use crate::common::sshd::{have_sshd, Sshd};
@@ -418,6 +418,51 @@ stages = "loss 5%"
     let reason = r["reason"].as_str().unwrap();
     assert!(reason.contains("lost > 50"), "{reason}");
     assert_eq!(json_file(&b.join("manifest.json"))["exit_code"], 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A flow by duration, as LUNA ran its experiments: its planned count is
+/// what the sender's schedule held within the duration (deadlines every
+/// 2 ms from 0 to under 1.5 s: 750), however late the sender was, and
+/// lost_by_plan = planned − received.
+#[test]
+fn a_duration_flow_is_judged_against_what_its_schedule_planned() {
+    if !netns_available(&[]) {
+        return;
+    }
+    let control = on_tx_emu_rx(
+        47,
+        r#"
+[campaign]
+name = "plan"
+
+[[flow]]
+name = "sut"
+from = "tx"
+to = "rx"
+duration = "1500ms"
+interval = "2ms"
+
+[emulate]
+host = "emu"
+ifaces = ["tx", "rx"]
+stages = "loss 10%"
+"#,
+    );
+    let dir = scratch("run", "plan");
+    let (o, b) = run_campaign(&dir, &control, &["-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rows = summary_rows(&b);
+    let r = &rows[0];
+    assert_eq!(r["planned"], 750, "{r}");
+    let received = r["received"].as_u64().unwrap();
+    // 10 % loss of up to 750 probes: some lost, most not.
+    assert!(received > 0 && received < 750, "{r}");
+    assert_eq!(r["lost_by_plan"].as_u64().unwrap(), 750 - received, "{r}");
+    // The sender's own report says the same.
+    let (_, point) = the_point(&b);
+    let flow = &point["flows"][0];
+    assert_eq!(flow["send_report"]["flows"][0]["engine"]["planned"], 750);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
