@@ -6,14 +6,14 @@ use wirelab_host::stress::{self, Load, Options};
 
 #[derive(Args, Debug)]
 #[command(after_long_help = "Loads (stress-ng arguments; N = --workers):\n  \
-cpu        --cpu N --cpu-load L          (N default: the CPU count; L = --load, default 100)\n  \
+cpu        --cpu N --cpu-load L          (N default, for every kind: the CPU count; L = --load, default 100)\n  \
 get        --get N                       (kernel-mode load: get*() system calls)\n  \
 cpu-rt     --cpu N --cpu-load L --sched fifo --sched-prio P   (P = --rt-priority, default 50)\n  \
 bigheap    --bigheap N                   (memory: a growing heap)\n  \
 hdd        --hdd N                       (I/O in the working directory; --io-cap caps it)\n  \
 timer      --timer N --timer-freq F      (F = --timer-freq, default 1MHz)\n  \
-network    wirelab send --to ADDR --bitrate R (default 1Gbit) -s SIZE\n  \
-realistic  Table 4.1 of the Airbus DTSS test report: 4 SCHED_FIFO workers at 100 %, 20 at 5 %, one disk writer capped \
+network    wirelab send --to ADDR --bitrate R (default 1Gbit) -s SIZE, at SCHED_FIFO P with --rt-priority P\n  \
+realistic  Table 4.1 of the Airbus DTSS test report: 4 SCHED_FIFO workers at 100 %, 20 SCHED_FIFO at 5 %, one disk writer capped \
 at 1 Gbit/s, a 100 kHz timer, and with --to network load at 1 Gbit/s\n\n\
 Arguments after -- go to every stress-ng part verbatim. --io-cap uses cgroup v2 (io.max on the \
 disk holding the working directory); where that is not available the writer runs uncapped and \
@@ -27,13 +27,14 @@ pub struct StressArgs {
     /// The load: cpu, get, cpu-rt, bigheap, hdd, timer, network, realistic
     #[arg(value_name = "KIND", value_parser = |s: &str| s.parse::<Load>())]
     pub kind: Load,
-    /// Workers (stress-ng instances); default: the CPU count for cpu and cpu-rt, else 1
+    /// Workers (stress-ng instances); default: the CPU count
     #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub workers: Option<u32>,
     /// Percent of a CPU per cpu/cpu-rt worker (1-100)
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(1..=100))]
     pub load: Option<u8>,
-    /// SCHED_FIFO priority of cpu-rt and the realistic preset's RT workers (1-99, default 50)
+    /// SCHED_FIFO priority of cpu-rt and the realistic preset's RT workers (1-99, default 50), or
+    /// of network load's sender (default: not real-time)
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=99))]
     pub rt_priority: Option<u8>,
     /// Timer frequency, e.g. 100kHz, 1MHz (default 1MHz)

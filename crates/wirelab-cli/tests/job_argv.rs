@@ -52,6 +52,7 @@ fn check_send(spec: &SendJob) {
         warmup,
         socket,
         echo,
+        rt_priority,
         extra,
     } = spec;
     assert_eq!(&a.host, target);
@@ -81,6 +82,7 @@ fn check_send(spec: &SendJob) {
         SendSocket::Packet => SocketArg::Packet,
     };
     assert_eq!(a.socket, want);
+    assert_eq!(a.rt_priority, rt_priority.map(i32::from));
     // The user's own arguments reach the CLI after the spec's.
     assert_eq!(a.batch, if extra.is_empty() { 64 } else { 8 });
 }
@@ -107,6 +109,7 @@ fn send_specs_are_what_send_parses() {
         warmup: Some(10),
         socket: Some(SendSocket::Packet),
         echo: true,
+        rt_priority: Some(90),
         extra: strings(&["--batch", "8"]),
     };
     check_send(&full);

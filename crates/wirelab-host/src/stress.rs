@@ -212,9 +212,9 @@ pub fn plan(
             load.name()
         ));
     }
-    if o.rt_priority.is_some() && !matches!(load, Load::CpuRt | Load::Realistic) {
+    if o.rt_priority.is_some() && !matches!(load, Load::CpuRt | Load::Realistic | Load::Network) {
         return bad(format!(
-            "--rt-priority is for cpu-rt and realistic, not {}",
+            "--rt-priority is for cpu-rt, realistic and network, not {}",
             load.name()
         ));
     }
@@ -259,12 +259,15 @@ pub fn plan(
         a.extend(s(&["--sched", "fifo", "--sched-prio", &prio.to_string()]));
         a
     };
-    let net = |to: &str| Part {
+    // Network load runs at a real-time priority only when asked (the DTSS
+    // report's own load generator ran at 90); the realistic preset's
+    // stays a normal process, as iperf was there.
+    let net = |to: &str, rt_priority: Option<u8>| Part {
         name: "network".into(),
         program: Program::Wirelab,
-        args: net_args(o, to, duration_s),
+        args: net_args(o, to, duration_s, rt_priority),
         io_cap_bytes_per_s: None,
-        rt_priority: None,
+        rt_priority,
     };
     let parts = match load {
         Load::Cpu => vec![ng("cpu", cpu(workers(cpus), o.load.unwrap_or(100)))],
@@ -273,10 +276,12 @@ pub fn plan(
             p.rt_priority = Some(prio);
             vec![p]
         }
-        Load::Get => vec![ng("get", s(&["--get", &workers(1)]))],
-        Load::Bigheap => vec![ng("bigheap", s(&["--bigheap", &workers(1)]))],
+        // Every kind runs one worker per CPU unless told otherwise, as the
+        // DTSS report's isolated load states did.
+        Load::Get => vec![ng("get", s(&["--get", &workers(cpus)]))],
+        Load::Bigheap => vec![ng("bigheap", s(&["--bigheap", &workers(cpus)]))],
         Load::Hdd => {
-            let mut p = ng("hdd", s(&["--hdd", &workers(1)]));
+            let mut p = ng("hdd", s(&["--hdd", &workers(cpus)]));
             p.io_cap_bytes_per_s = o.io_cap_bytes_per_s;
             vec![p]
         }
@@ -284,15 +289,17 @@ pub fn plan(
             let hz = o.timer_hz.unwrap_or(DEFAULT_TIMER_HZ);
             vec![ng(
                 "timer",
-                s(&["--timer", &workers(1), "--timer-freq", &hz.to_string()]),
+                s(&["--timer", &workers(cpus), "--timer-freq", &hz.to_string()]),
             )]
         }
-        Load::Network => vec![net(o.to.as_deref().unwrap_or_default())],
+        Load::Network => vec![net(o.to.as_deref().unwrap_or_default(), o.rt_priority)],
         Load::Realistic => {
-            // Table 4.1 of the Airbus DTSS test report.
+            // Table 4.1 of the Airbus DTSS test report: both CPU loads are
+            // real-time processes.
             let mut hogs = ng("rt-hogs", rt(cpu("4".into(), 100)));
             hogs.rt_priority = Some(prio);
-            let light = ng("light", cpu("20".into(), 5));
+            let mut light = ng("light", rt(cpu("20".into(), 5)));
+            light.rt_priority = Some(prio);
             let mut disk = ng("disk", s(&["--hdd", "1"]));
             disk.io_cap_bytes_per_s = Some(o.io_cap_bytes_per_s.unwrap_or(1_000_000_000 / 8));
             let timer = ng("timer", s(&["--timer", "1", "--timer-freq", "100000"]));
@@ -300,7 +307,7 @@ pub fn plan(
             // (starting the other parts too) gets what RT throttling leaves.
             let mut v = vec![light, disk, timer];
             match &o.to {
-                Some(to) => v.push(net(to)),
+                Some(to) => v.push(net(to, None)),
                 None => notes.push(
                     "realistic: no network load (give --to ADDR, a host outside the flow under \
                      test, for the preset's 1 Gbit/s)"
@@ -315,7 +322,12 @@ pub fn plan(
 }
 
 /// `wirelab send` arguments of network load.
-fn net_args(o: &Options, to: &str, duration_s: Option<u64>) -> Vec<String> {
+fn net_args(
+    o: &Options,
+    to: &str,
+    duration_s: Option<u64>,
+    rt_priority: Option<u8>,
+) -> Vec<String> {
     // Past the stressor's own end (a minute of margin), which stops it:
     // a sender that ended first would count as a part that died.
     let d = duration_s.map_or(24 * 3600, |d| d + 60);
@@ -325,6 +337,7 @@ fn net_args(o: &Options, to: &str, duration_s: Option<u64>) -> Vec<String> {
         bitrate: Some(o.bitrate.clone().unwrap_or_else(|| "1Gbit".into())),
         size: Some(o.size.unwrap_or(DEFAULT_NET_SIZE).to_string()),
         duration_ns: Some(d * 1_000_000_000),
+        rt_priority,
         quiet: true,
         ..Default::default()
     }
@@ -488,10 +501,11 @@ mod tests {
             "--cpu 2 --cpu-load 100 --sched fifo --sched-prio 50"
         );
         assert_eq!(one(Load::CpuRt)[0].rt_priority, Some(50));
-        assert_eq!(args(&one(Load::Get)[0]), "--get 1");
-        assert_eq!(args(&one(Load::Bigheap)[0]), "--bigheap 1");
-        assert_eq!(args(&one(Load::Hdd)[0]), "--hdd 1");
-        assert_eq!(args(&one(Load::Timer)[0]), "--timer 1 --timer-freq 1000000");
+        // One worker per CPU for every kind.
+        assert_eq!(args(&one(Load::Get)[0]), "--get 2");
+        assert_eq!(args(&one(Load::Bigheap)[0]), "--bigheap 2");
+        assert_eq!(args(&one(Load::Hdd)[0]), "--hdd 2");
+        assert_eq!(args(&one(Load::Timer)[0]), "--timer 2 --timer-freq 1000000");
         let o = Options {
             workers: Some(3),
             load: Some(40),
@@ -586,7 +600,11 @@ mod tests {
         let (p, notes) = plan(Load::Realistic, &Options::default(), 2, None).unwrap();
         let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["light", "disk", "timer", "rt-hogs"]);
-        assert_eq!(args(&p[0]), "--cpu 20 --cpu-load 5");
+        assert_eq!(
+            args(&p[0]),
+            "--cpu 20 --cpu-load 5 --sched fifo --sched-prio 50"
+        );
+        assert_eq!(p[0].rt_priority, Some(50));
         assert_eq!(args(&p[1]), "--hdd 1");
         assert_eq!(p[1].io_cap_bytes_per_s, Some(125_000_000));
         assert_eq!(args(&p[2]), "--timer 1 --timer-freq 100000");

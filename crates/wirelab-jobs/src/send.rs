@@ -30,6 +30,7 @@ pub mod flag {
     pub const WARMUP: &str = "--warmup";
     pub const SOCKET: &str = "--socket";
     pub const ECHO: &str = "--echo";
+    pub const RT_PRIORITY: &str = "--rt-priority";
 }
 
 /// `send --socket`.
@@ -80,6 +81,8 @@ pub struct SendJob {
     /// The socket (the CLI's default, udp, when None).
     pub socket: Option<SendSocket>,
     pub echo: bool,
+    /// SCHED_FIFO priority of the sending thread.
+    pub rt_priority: Option<u8>,
     /// Arguments as the user gave them, after the spec's.
     pub extra: Vec<String>,
 }
@@ -106,6 +109,7 @@ impl SendJob {
         a.opt(flag::WARMUP, self.warmup);
         a.opt(flag::SOCKET, self.socket.map(SendSocket::as_str));
         a.switch(flag::ECHO, self.echo);
+        a.opt(flag::RT_PRIORITY, self.rt_priority);
         a.extend(&self.extra);
         a.done()
     }
