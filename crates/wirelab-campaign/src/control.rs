@@ -16,9 +16,8 @@
 //!   filled in when a point is resolved, so a swept `count` is not cut short.
 //! - Names: hosts and flows `[A-Za-z0-9_-]`, the campaign also `.`; they
 //!   become file names in the results bundle.
-//! - Sweep keys ([`Sweep`]): `size`, `interval`, `rate`, `socket`, `dscp`,
-//!   `count`, `duration`, `echo`, `warmup_packets` set that field of every
-//!   flow; `flow.NAME.KEY` (the same keys and `port`) one flow's, and wins
+//! - Sweep keys ([`Sweep`]): a flow key ([`FlowKey`]) sets that field of
+//!   every flow (all but `port`); `flow.NAME.KEY` one flow's, and wins
 //!   over the unprefixed key; any other key is a parameter used as `{KEY}`
 //!   in the emulator's stages and arguments, the capture's filter and
 //!   arguments, a flow's `send_args`/`recv_args`, or in a flow's `when`.
@@ -31,35 +30,15 @@
 //! - `[[stressor]]`, `[env]` and `[metrics]` are carried out by `wirelab run`;
 //!   `[env]` settings are checked as `wirelab env --apply` checks them.
 //!
-//! Sections and keys (`*` required, defaults in parentheses):
-//! - `[campaign]`: `name`*, `description`, `order` (`sequential`) or
-//!   `shuffled`, `seed` (1), `repetitions` (1), `settle` (0), `pause` (0).
-//! - `[hosts]`: `NAME = { transport*, test_if, control_if, wirelab
-//!   ("wirelab"), mtu, addr }`.
-//! - `[lab]`: `namespaces`*, `links = [{ a*, b*, a_addr, b_addr, a_if, b_if, mtu, ipv6
-//!   (true) }]`, `routes = [{ ns*, to*, via* }]`, `sysctls = [{ ns*, key*,
-//!   value* }]`.
-//! - `[[flow]]`: `name`*, `from`*, `to`*, `duration`, `count`, `interval` or
-//!   `rate`, `size`, `socket` (`udp`, `raw`, `packet`), `dscp`, `echo`
-//!   (false), `port`, `warmup_packets` (0), `query = { every_packets
-//!   (100000), mode ("control" or "inband") }`, `abort = { lost_gt,
-//!   max_duration }`, `when`, `send_args`, `recv_args`.
-//! - `[sweep]`: `KEY = [values]`, `exclude = [expressions]`, `search = {
-//!   axis*, lossfree* }` (sequential order only).
-//! - `[emulate]`: `host`*, `ifaces`* (two), `stages` or `a2b`/`b2a`, `args`.
-//! - `[capture]`: `hosts`*, `ifaces`, `snaplen`, `filter`, `args`.
-//! - `[[stressor]]`: `host`*, `preset` (`realistic`) or `kind` (`cpu`,
-//!   `get`, `cpu-rt`, `bigheap`, `hdd`, `timer`, `network`), `workers`,
-//!   `load`, `rt_priority`, `rate`, `target`, `port`, `size`, `io_cap`,
-//!   `when`, `args`.
-//! - `[env]`: `apply.HOST = { SETTING = value }`.
-//! - `[metrics]`: `listen`* (`ADDRESS:PORT`).
+//! The sections and their keys are the tables of [`schema`], which the
+//! reader checks keys against and docs/run.md shows.
 //!
 //! No I/O except reading the file in [`load`].
 
 mod keys;
 mod read;
 mod reader;
+mod schema;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,6 +1,7 @@
 //! What each sweep, `--set` and point key sets, the check of its values,
 //! and `{KEY}` placeholders.
 
+use super::schema::Key;
 use super::{Axis, Control, FlowSpec, SocketKind};
 use crate::expr::{Expr, Value};
 use wirelab_core::gen::{GenError, GenSpec, SpecUnit};
@@ -102,6 +103,44 @@ impl FlowKey {
             FlowKey::Echo => "echo",
             FlowKey::Port => "port",
             FlowKey::WarmupPackets => "warmup_packets",
+        }
+    }
+
+    /// The key's row of the `[[flow]]` table ([`schema`](super::schema)).
+    pub fn key(self) -> Key {
+        let (default, meaning) = match self {
+            FlowKey::Size => (
+                "as `wirelab send`",
+                "payload bytes: a number or a `wirelab send --size` spec, e.g. `\"uniform:64,1400\"`",
+            ),
+            FlowKey::Interval => (
+                "as `wirelab send`",
+                "between probes: a duration, `0` (as fast as possible) or a `wirelab send \
+                 --interval` spec; give `interval` or `rate`",
+            ),
+            FlowKey::Rate => ("", "a constant packet rate, e.g. `\"10kpps\"`"),
+            FlowKey::Socket => ("`udp`", "`udp`, `raw` or `packet`"),
+            FlowKey::Dscp => ("", "the DSCP code point, 0 to 63"),
+            FlowKey::Count => ("", "stop after this many probes"),
+            FlowKey::Duration => ("10 s without `count`", "how long the flow sends"),
+            FlowKey::Echo => (
+                "false",
+                "the receiver echoes each probe back and the sender measures RTT",
+            ),
+            FlowKey::Port => (
+                "5800 + the flow's place in the file",
+                "the receiver's port; swept per flow only (`flow.NAME.port`)",
+            ),
+            FlowKey::WarmupPackets => (
+                "0",
+                "the first N probes are flagged as warm-up; analysis leaves them out",
+            ),
+        };
+        Key {
+            name: self.name(),
+            required: false,
+            default,
+            meaning,
         }
     }
 

@@ -11,6 +11,7 @@ use super::keys::{
     check_axis_value, check_pacing, placeholders, FlowKey, MANAGED_RECV, MANAGED_SEND,
 };
 use super::reader::{self, At, Src, Tbl};
+use super::schema;
 use super::*;
 use crate::expr::{Expr, Value};
 use wirelab_host::stress::{StressKind, StressPreset};
@@ -27,10 +28,7 @@ pub(super) fn document(src: &Src) -> Result<Control, ControlError> {
         src.err(off, "", e.message().trim_end().replace('\n', "; "))
     })?;
     let root = Tbl::root(src, &doc);
-    root.only(&[
-        "campaign", "hosts", "lab", "flow", "sweep", "emulate", "capture", "stressor", "env",
-        "metrics",
-    ])?;
+    root.only(&schema::top_level())?;
     let campaign = read_campaign(&root)?;
     let lab = root.table("lab")?.map(|t| read_lab(&t)).transpose()?;
     let hosts = read_hosts(&root, lab.as_ref())?;
@@ -111,16 +109,7 @@ fn read_campaign(root: &Tbl) -> Result<Campaign, ControlError> {
             "a [campaign] table with at least name = \"...\"",
         ));
     };
-    t.only(&[
-        "name",
-        "description",
-        "order",
-        "seed",
-        "repetitions",
-        "settle",
-        "pause",
-        "owd_uncertainty_max",
-    ])?;
+    t.only(&schema::CAMPAIGN.names())?;
     let name = t.req_str(
         "name",
         "the campaign's name (it names the results directory)",
@@ -168,7 +157,7 @@ fn parse_cidr(s: &str) -> bool {
 }
 
 fn read_lab(t: &Tbl) -> Result<LabSpec, ControlError> {
-    t.only(&["namespaces", "links", "routes", "sysctls"])?;
+    t.only(&schema::LAB.names())?;
     let namespaces = read_lab_namespaces(t)?;
     let link_tables = t.tables("links")?;
     if link_tables.len() > 36 {
@@ -263,7 +252,7 @@ fn known_lab_ns(
 /// One `[[lab.links]]`: two different known namespaces, optional addresses,
 /// and interface names for both ends or neither.
 fn read_lab_link(l: &Tbl, namespaces: &[String]) -> Result<LabLink, ControlError> {
-    l.only(&["a", "b", "a_addr", "b_addr", "a_if", "b_if", "mtu", "ipv6"])?;
+    l.only(&schema::LAB_LINK.names())?;
     let a = l.req_str("a", "the namespace at one end")?;
     let b = l.req_str("b", "the namespace at the other end")?;
     known_lab_ns(l, "a", &a, namespaces)?;
@@ -331,7 +320,7 @@ fn lab_link_ifname(l: &Tbl, key: &str) -> Result<Option<String>, ControlError> {
 
 /// One `[[lab.routes]]`: a known namespace, a destination and a gateway.
 fn read_lab_route(r: &Tbl, namespaces: &[String]) -> Result<LabRoute, ControlError> {
-    r.only(&["ns", "to", "via"])?;
+    r.only(&schema::LAB_ROUTE.names())?;
     let ns = r.req_str("ns", "the namespace the route is added in")?;
     known_lab_ns(r, "ns", &ns, namespaces)?;
     let to = r.req_str("to", "the destination, ADDRESS/PREFIX or \"default\"")?;
@@ -359,7 +348,7 @@ fn read_lab_route(r: &Tbl, namespaces: &[String]) -> Result<LabRoute, ControlErr
 
 /// One `[[lab.sysctls]]`: a known namespace, a sysctl name and any value.
 fn read_lab_sysctl(s: &Tbl, namespaces: &[String]) -> Result<LabSysctl, ControlError> {
-    s.only(&["ns", "key", "value"])?;
+    s.only(&schema::LAB_SYSCTL.names())?;
     let ns = s.req_str("ns", "the namespace")?;
     known_lab_ns(s, "ns", &ns, namespaces)?;
     let key = s.req_str("key", "the sysctl, e.g. \"net.ipv4.ip_forward\"")?;
@@ -405,15 +394,7 @@ fn read_hosts(
             ));
         }
         let h = t.sub(name, v, "a table such as { transport = \"netns:NAME\" }")?;
-        h.only(&[
-            "transport",
-            "test_if",
-            "control_if",
-            "wirelab",
-            "mtu",
-            "addr",
-            "test_clock_offset",
-        ])?;
+        h.only(&schema::HOST.names())?;
         let tr = h.req_str(
             "transport",
             "how to reach the host: \"local\", \"netns:NAME\", \"lab:NS\" or \"ssh://user@host\"",
@@ -651,18 +632,7 @@ fn read_flow(
     hosts: &BTreeMap<String, HostSpec>,
     ports: &mut BTreeMap<(String, u16), String>,
 ) -> Result<FlowSpec, ControlError> {
-    let mut allowed = vec![
-        "name",
-        "from",
-        "to",
-        "query",
-        "abort",
-        "when",
-        "send_args",
-        "recv_args",
-    ];
-    allowed.extend(FlowKey::names(false));
-    t.only(&allowed)?;
+    t.only(&schema::FLOW.names())?;
     let from = t.req_str("from", "the sending host")?;
     let to = t.req_str("to", "the receiving host")?;
     known_host(t, "from", &from, hosts)?;
@@ -733,7 +703,7 @@ fn default_flow(name: String, from: String, to: String) -> FlowSpec {
 
 /// A flow's `[flow.query]`, over the defaults in `query`.
 fn read_flow_query(q: &Tbl, query: &mut Query) -> Result<(), ControlError> {
-    q.only(&["every_packets", "mode"])?;
+    q.only(&schema::FLOW_QUERY.names())?;
     if let Some(n) = q.int("every_packets", 1, u64::MAX >> 1)? {
         query.every_packets = n.v;
     }
@@ -755,7 +725,7 @@ fn read_flow_query(q: &Tbl, query: &mut Query) -> Result<(), ControlError> {
 
 /// A flow's `[flow.abort]`; a zero `max_duration` would stop it at once.
 fn read_flow_abort(a: &Tbl) -> Result<Abort, ControlError> {
-    a.only(&["lost_gt", "max_duration"])?;
+    a.only(&schema::FLOW_ABORT.names())?;
     let mut abort = Abort {
         lost_gt: a.int("lost_gt", 0, u64::MAX >> 1)?.map(|n| n.v),
         max_duration: None,
@@ -792,7 +762,7 @@ fn read_flow_args(
 }
 
 fn read_emulate(t: &Tbl, c: &Control) -> Result<EmulateSpec, ControlError> {
-    t.only(&["host", "ifaces", "stages", "a2b", "b2a", "args"])?;
+    t.only(&schema::EMULATE.names())?;
     let host = t.req_str("host", "the host the emulator runs on")?;
     let h = known_host(t, "host", &host, &c.hosts)?;
     let ifaces = t.strings("ifaces")?;
@@ -844,7 +814,7 @@ fn read_emulate(t: &Tbl, c: &Control) -> Result<EmulateSpec, ControlError> {
 }
 
 fn read_capture(t: &Tbl, c: &Control) -> Result<CaptureSpec, ControlError> {
-    t.only(&["hosts", "ifaces", "snaplen", "filter", "args"])?;
+    t.only(&schema::CAPTURE.names())?;
     let hosts = t.strings("hosts")?;
     if hosts.is_empty() {
         return Err(t.missing("hosts", "the hosts to capture on, e.g. [\"rx\"]"));
@@ -895,7 +865,8 @@ fn read_capture(t: &Tbl, c: &Control) -> Result<CaptureSpec, ControlError> {
 }
 
 /// The keys of a `[[stressor]]` that shape its load, in the order an error
-/// of `wirelab stress`'s checks is matched to one of them.
+/// of `wirelab stress`'s checks is matched to one of them (each a key of
+/// [`schema::STRESSOR`]).
 const LOAD_KEYS: [&str; 8] = [
     "workers",
     "load",
@@ -908,14 +879,7 @@ const LOAD_KEYS: [&str; 8] = [
 ];
 
 fn read_stressor(t: &Tbl, c: &Control) -> Result<StressorSpec, ControlError> {
-    t.only(
-        &[
-            &["host", "preset", "kind"][..],
-            &LOAD_KEYS,
-            &["when", "args"],
-        ]
-        .concat(),
-    )?;
+    t.only(&schema::STRESSOR.names())?;
     let host = t.req_str("host", "the host the load runs on")?;
     known_host(t, "host", &host, &c.hosts)?;
     let preset = match t.str("preset")? {
@@ -1067,7 +1031,7 @@ fn check_stressor(
 }
 
 fn read_env(t: &Tbl, c: &Control) -> Result<EnvSpec, ControlError> {
-    t.only(&["apply"])?;
+    t.only(&schema::ENV.names())?;
     let mut apply = BTreeMap::new();
     if let Some(a) = t.table("apply")? {
         for (host, span, v) in a.entries() {
@@ -1101,7 +1065,7 @@ fn read_env(t: &Tbl, c: &Control) -> Result<EnvSpec, ControlError> {
 }
 
 fn read_metrics(t: &Tbl) -> Result<MetricsSpec, ControlError> {
-    t.only(&["listen", "linger"])?;
+    t.only(&schema::METRICS.names())?;
     let l = t.req_str(
         "listen",
         "the address to serve /metrics on, e.g. \"127.0.0.1:9464\"",
@@ -1152,7 +1116,7 @@ fn read_sweep(t: &Tbl, c: &Control) -> Result<Sweep, ControlError> {
                     "write search = { axis = \"interval\", lossfree = 3 }",
                 ));
             };
-            st.only(&["axis", "lossfree"])?;
+            st.only(&schema::SWEEP_SEARCH.names())?;
             let axis = st.req_str("axis", "the sweep key to search along")?;
             let n = st.int("lossfree", 1, 1_000)?.ok_or_else(|| {
                 st.missing("lossfree", "loss-free points in a row that end the search")
@@ -1339,6 +1303,14 @@ mod tests {
 
     fn lab(link: &str, flow: &str) -> String {
         LAB.replace(" LINK", link).replace("FLOW", flow)
+    }
+
+    #[test]
+    fn load_keys_are_stressor_keys() {
+        let keys = schema::STRESSOR.names();
+        for k in LOAD_KEYS {
+            assert!(keys.contains(&k), "{k}");
+        }
     }
 
     #[test]
