@@ -355,13 +355,14 @@ pub(crate) const STRESSOR: Section = section(
         opt(
             "workers",
             "",
-            "workers (stress-ng instances); unset: the CPU count for cpu and cpu-rt, else 1",
+            "workers (stress-ng instances); unset: the host's CPU count",
         ),
         opt("load", "", "% of a CPU per cpu/cpu-rt worker"),
         opt(
             "rt_priority",
             "",
-            "SCHED_FIFO priority of cpu-rt and the realistic preset's RT workers",
+            "SCHED_FIFO priority of cpu-rt, the realistic preset's RT workers or network load's \
+             sender",
         ),
         opt(
             "rate",
