@@ -1,10 +1,35 @@
 use super::*;
+use std::path::PathBuf;
 use std::process::Stdio;
 
 fn sh(script: &str) -> Command {
     let mut c = Command::new("sh");
     c.args(["-c", script]).stdin(Stdio::null());
     c
+}
+
+/// A shell that ignores `sig` and starts `sleep 30` in its group, then
+/// creates a file: once the file is there both are set up, with no guess
+/// at how long a loaded machine takes to get there.
+fn trapping_shell(sig: &str, tag: &str) -> (Command, PathBuf) {
+    let ready = std::env::temp_dir().join(format!("wl-supervise-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_file(&ready);
+    let script = format!("trap '' {sig}; sleep 30 & : > '{}'; wait", ready.display());
+    (sh(&script), ready)
+}
+
+/// Waits until `cond` holds; 20 s is a hang guard, not an expectation.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "{what} after 20 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether process `pid` runs program `name` (it has exec'd it).
+fn runs(pid: u32, name: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
 }
 
 const GROUP: Spawn = Spawn {
@@ -29,12 +54,13 @@ fn group_alive(pgid: u32) -> bool {
 fn a_child_ignoring_the_signal_is_killed_after_the_grace_and_reaped() {
     // The shell and its sleep both ignore SIGTERM; the sleep is in the
     // shell's group, so the group's SIGKILL ends it too.
-    let mut c = Supervised::spawn(&mut sh("trap '' TERM; sleep 30 & wait"), GROUP)
+    let (mut shell, ready) = trapping_shell("TERM", "term");
+    let mut c = Supervised::spawn(&mut shell, GROUP)
         .unwrap()
         .ask_with(libc::SIGTERM);
     let pid = c.pid();
-    // Let the shell set its trap and start the sleep.
-    std::thread::sleep(Duration::from_millis(200));
+    wait_until("the shell's trap and sleep", || ready.exists());
+    let _ = std::fs::remove_file(&ready);
     let s = c.stop(Duration::from_millis(100));
     assert!(s.killed);
     let end = s.end.expect("reaped");
@@ -85,12 +111,17 @@ fn an_ended_child_is_reaped_with_its_code_and_cpu_time() {
 
 #[test]
 fn stop_all_shares_one_grace_and_reaps_everything() {
+    let (mut shell, ready) = trapping_shell("INT", "int");
     let mut kids = [
-        Supervised::spawn(&mut sh("trap '' INT; sleep 30 & wait"), GROUP).unwrap(),
+        Supervised::spawn(&mut shell, GROUP).unwrap(),
         Supervised::spawn(Command::new("sleep").arg("30"), GROUP).unwrap(),
     ];
-    std::thread::sleep(Duration::from_millis(200));
     let pids: Vec<u32> = kids.iter().map(Supervised::pid).collect();
+    // The shell ignores SIGINT and the sleep has exec'd (a child still
+    // between fork and exec would not die of it as sleep does).
+    wait_until("the shell's trap and sleep", || ready.exists());
+    let _ = std::fs::remove_file(&ready);
+    wait_until("sleep exec'd", || runs(pids[1], "sleep"));
     stop_all(kids.iter_mut(), libc::SIGINT, Duration::from_millis(100));
     let ends: Vec<Option<i32>> = kids.iter().map(|k| k.end().unwrap().signal).collect();
     assert_eq!(ends, [Some(libc::SIGKILL), Some(libc::SIGINT)]);
