@@ -237,8 +237,8 @@ pub struct OnlyIn {
 /// What [`compare`] found.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Comparison {
-    /// Sorted by |effect size|, largest first; rows without one after,
-    /// by point and metric.
+    /// Sorted by [`CompareRow::rank`], largest first, then by point and
+    /// metric.
     pub rows: Vec<CompareRow>,
     pub only_in: Vec<OnlyIn>,
 }
@@ -349,16 +349,21 @@ pub fn compare(bundles: &[BundleSamples], seed: u64, resamples: usize) -> Compar
             }
         }
     }
-    out.rows.sort_by(|x, y| {
-        let e = |r: &CompareRow| r.effect_size.map(f64::abs);
-        match (e(x), e(y)) {
-            (Some(a), Some(b)) => b.total_cmp(&a),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (None, None) => std::cmp::Ordering::Equal,
-        }
-    });
+    out.rows.sort_by(|x, y| y.rank().total_cmp(&x.rank()));
     out
+}
+
+impl CompareRow {
+    /// What the rows are sorted by: |effect size|; a difference where
+    /// neither side varies (no d, the interval a single value) above
+    /// every d; rows without an interval (no repetitions) below all.
+    pub fn rank(&self) -> f64 {
+        match self.effect_size {
+            Some(d) => d.abs(),
+            None if self.ci.is_some() && self.difference != 0.0 => f64::INFINITY,
+            None => -1.0,
+        }
+    }
 }
 
 fn row(

@@ -266,8 +266,9 @@ pub fn render(r: &CompareReport, title: &str) -> Result<String, ReportError> {
     }
     p.h2("Differences");
     p.para(
-        "Sorted by |d|, largest first; rows without d (one value a side, or no spread) last. \
-         Click a column head to sort by it.",
+        "Sorted by |d|, largest first; a difference where neither side varies (no d) above \
+         all, rows without an interval (one value a side) last. Click a column head to sort by \
+         it.",
     );
     differences_table(&mut p, &r.comparison.rows);
     p.h2("Points in only some bundles");
@@ -326,6 +327,7 @@ fn differences_table(p: &mut Page, rows: &[CompareRow]) {
                 Cell::text(mark),
                 match r.effect_size {
                     Some(d) => Cell::num(format!("{:.2}", d.abs()), d.abs()),
+                    None if r.rank().is_infinite() => Cell::text("no spread"),
                     None => Cell::text("-"),
                 },
             ]
@@ -349,6 +351,23 @@ fn differences_table(p: &mut Page, rows: &[CompareRow]) {
         &table,
         true,
     );
+}
+
+/// A bundle's label and the fixed parameters that tell it from the
+/// others (`B loss=3%`).
+fn legend(r: &CompareReport, label: &str) -> String {
+    let Some(b) = r.bundles.iter().find(|b| b.label == label) else {
+        return label.to_string();
+    };
+    let apart = b
+        .fixed
+        .iter()
+        .filter(|(k, v)| r.bundles.iter().any(|o| o.fixed.get(*k) != Some(*v)))
+        .map(|(k, v)| format!("{k}={v}"));
+    std::iter::once(label.to_string())
+        .chain(apart)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Per metric, one series per bundle over the points: the mean ± the
@@ -379,21 +398,12 @@ fn figures(p: &mut Page, r: &CompareReport) -> Result<(), ReportError> {
         let series: Vec<plot::ErrSeries> = by
             .iter()
             .map(|(label, pts)| {
-                let name = r
-                    .bundles
-                    .iter()
-                    .find(|b| b.label == *label)
-                    .map(|b| {
-                        let fixed: Vec<String> =
-                            b.fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                        format!("{label} {}", fixed.join(" "))
-                    })
-                    .unwrap_or_else(|| label.to_string());
+                let name = legend(r, label);
                 let pts = pts
                     .iter()
                     .map(|(i, (mean, sd))| (*i as f64, mean * s.scale, sd * s.scale))
                     .collect();
-                (name.trim_end().to_string(), pts)
+                (name, pts)
             })
             .collect();
         let svg = plot::by_param(&series, "point", s.axis, Some(&cats))?;

@@ -149,8 +149,17 @@ fn bundles_are_matched_by_the_parameters_they_vary() {
     // Constant throughput on both sides: a zero difference, not significant.
     let tp = get(Metric::ThroughputBps);
     assert_eq!((tp.ci, tp.significant), (Some([0.0, 0.0]), false));
+    assert_eq!(tp.effect_size, Some(0.0));
     // Sorted by |d|: the loss first.
     assert_eq!(c.rows[0].metric, Metric::LossRatio);
+    // A difference without spread (a deterministic emulator's loss) ranks
+    // above every d.
+    let mut fixed_loss = loss.clone();
+    fixed_loss.effect_size = None;
+    fixed_loss.ci = Some([0.02, 0.02]);
+    assert_eq!(fixed_loss.rank(), f64::INFINITY);
+    fixed_loss.ci = None;
+    assert_eq!(fixed_loss.rank(), -1.0);
     let info = bundle_info("B", "b", &b, &fixed_params(&[&a, &b]));
     assert_eq!((info.rows_done, info.rows), (3, 4));
     assert_eq!(info.fixed["loss"], ParamValue::Str("3%".into()));
