@@ -46,11 +46,11 @@ pub struct ReportArgs {
     pub compare: Option<Vec<PathBuf>>,
     /// With --compare: also print the comparison as JSON (wirelab.report.compare/1)
     /// on stdout
-    #[arg(long, requires = "compare")]
+    #[arg(long, conflicts_with = "inputs")]
     pub json: bool,
     /// With --compare: the seed of the bootstrap's resampling (the same seed gives
     /// the same intervals) [default: 1]
-    #[arg(long, value_name = "N", requires = "compare")]
+    #[arg(long, value_name = "N", conflicts_with = "inputs")]
     pub seed: Option<u64>,
     /// The HTML file to write
     #[arg(short, long, value_name = "FILE", default_value = "report.html")]
@@ -68,4 +68,31 @@ pub struct ReportArgs {
     /// What to look for in captures (as `analyze`)
     #[command(flatten)]
     pub capture: crate::analyze::AnalyzeCaptureArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{test_parse, Cli, Command};
+    use clap::Parser;
+
+    fn refused(args: &str) -> String {
+        let argv = std::iter::once("wirelab").chain(args.split_whitespace());
+        Cli::try_parse_from(argv).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn compare_takes_two_bundles_or_more_instead_of_inputs() {
+        let Command::Report(a) = test_parse("report --compare a b c --json --seed 7") else {
+            panic!("not report");
+        };
+        assert_eq!(a.compare.unwrap().len(), 3);
+        assert!(a.json && a.inputs.is_empty());
+        assert_eq!(a.seed, Some(7));
+        assert!(refused("report --compare a").contains("2 values required"));
+        assert!(refused("report x.wlr --compare a b").contains("cannot be used with"));
+        for flag in ["--json", "--seed 3"] {
+            let e = refused(&format!("report x.wlr {flag}"));
+            assert!(e.contains("cannot be used with"), "{flag}: {e}");
+        }
+    }
 }
