@@ -22,6 +22,8 @@
 //! * [`emuverify`] — an emulator judged from captures of its input and
 //!   output: per-copy applied delay and its error, Table B.1, KS
 //!   (`wirelab.emulate.verify/1`).
+//! * [`compare`] — result bundles of `wirelab run` side by side: per point
+//!   and metric the difference, its bootstrap interval and effect size.
 //! * [`ClockCorrection`] — receive stamps moved onto the sender's clock
 //!   (the offset between hosts, `wirelab run`).
 //! * [`DeliveryLatency`] — capture's kernel-stamp-to-handled latency.
@@ -52,6 +54,7 @@ pub mod buckets;
 pub mod capture;
 pub mod clockfix;
 pub mod columns;
+pub mod compare;
 pub mod delivery;
 pub mod emulog;
 pub mod emuverify;

@@ -127,7 +127,7 @@ fn or_dash(v: &Option<String>) -> String {
 }
 
 /// `summary.json`, read through the type the runner wrote it with.
-fn read_summary(dir: &Path) -> Result<Summary, ReportError> {
+pub(crate) fn read_summary(dir: &Path) -> Result<Summary, ReportError> {
     let path = dir.join("summary.json");
     let bad = |m: String| ReportError::Input {
         path: path.clone(),

@@ -14,6 +14,7 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
+use wirelab_analysis::compare::CompareReport;
 use wirelab_analysis::{is_capture, CaptureOptions, Requested};
 
 /// `--json` reports above this size are not reports.
@@ -28,6 +29,12 @@ pub enum InputError {
         path = path.display()
     )]
     NotResultsDir { path: PathBuf },
+    #[error(
+        "{path}: not a results directory of `wirelab run` (no summary.json and points/): \
+         --compare needs a `wirelab run` results directory per argument",
+        path = path.display()
+    )]
+    NotABundle { path: PathBuf },
     #[error("cannot read {path}", path = path.display())]
     Read {
         path: PathBuf,
@@ -90,6 +97,7 @@ pub struct Request<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageKind {
     Campaign,
+    Compare { rows: usize, significant: usize },
     Json { reports: usize },
     EmulatorLog { copies: u64 },
     ReplayLog { frames: u64 },
@@ -124,6 +132,10 @@ impl fmt::Display for Page {
         let (out, figures, bytes) = (self.output.display(), self.figures(), self.html.len());
         match self.kind {
             PageKind::Campaign => write!(f, "report: {out}"),
+            PageKind::Compare { rows, significant } => write!(
+                f,
+                "report: {out} ({rows} rows, {significant} significant, {figures} figures)"
+            ),
             PageKind::Json { reports } => write!(f, "report: {out} ({reports} JSON reports)"),
             PageKind::EmulatorLog { copies } => write!(
                 f,
@@ -242,6 +254,37 @@ pub fn campaign_page(
         kind: PageKind::Campaign,
         warnings: Vec::new(),
     })
+}
+
+/// The page of results directories side by side (`--compare`), each
+/// after the first against the first, and the comparison's document.
+pub fn compare_page(
+    dirs: &[PathBuf],
+    out: &Path,
+    title: Option<&str>,
+    seed: u64,
+) -> Result<(Page, CompareReport), InputError> {
+    check_output(out)?;
+    if let Some(d) = dirs.iter().find(|d| !crate::campaign::is_results_dir(d)) {
+        return Err(InputError::NotABundle { path: d.clone() });
+    }
+    let c = crate::compare::compare_bundles(dirs, seed)?;
+    let names: Vec<String> = dirs.iter().map(|d| file_name(d)).collect();
+    let title = title.map_or_else(
+        || format!("wirelab compare: {}", names.join(" vs ")),
+        str::to_string,
+    );
+    let rows = &c.report.comparison.rows;
+    let page = Page {
+        output: out.to_path_buf(),
+        html: crate::compare::render(&c.report, &title)?,
+        kind: PageKind::Compare {
+            rows: rows.len(),
+            significant: rows.iter().filter(|r| r.significant).count(),
+        },
+        warnings: c.warnings,
+    };
+    Ok((page, c.report))
 }
 
 /// The page the inputs make: a campaign's, `--json` reports' tables, an

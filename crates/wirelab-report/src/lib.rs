@@ -9,6 +9,8 @@
 //! * [`plot`] — the figures, drawn with plotters' SVG backend.
 //! * [`html`] — the page around them.
 //! * [`campaign`] — the page of a `wirelab run` results directory.
+//! * [`compare`] — the page of results directories side by side
+//!   (`--compare`).
 //! * [`json_page`] — the page of `--json` reports (tables).
 //! * [`replay`] — the page of a replay departure log (`replay --log`).
 //! * [`emulate`] — the page of an emulator per-copy log (`emulate --log`).
@@ -17,6 +19,7 @@
 
 pub mod bucket;
 pub mod campaign;
+pub mod compare;
 pub mod emulate;
 pub mod error;
 pub mod html;

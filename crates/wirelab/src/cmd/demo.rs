@@ -40,6 +40,9 @@ pub fn run(a: DemoArgs) -> Result<()> {
     };
     let report = ReportArgs {
         inputs: vec![run.tx.clone(), run.rx.clone()],
+        compare: None,
+        json: false,
+        seed: None,
         output: page,
         title: Some("wirelab demo".into()),
         window: 1_000_000_000,

@@ -29,7 +29,25 @@ fn write(page: &Page) -> Result<String> {
 }
 
 pub fn run(a: ReportArgs) -> Result<()> {
+    if let Some(dirs) = &a.compare {
+        return compare(&a, dirs);
+    }
     println!("{}", write(&inputs::page(&request(&a))?)?);
+    Ok(())
+}
+
+/// `--compare`: the page, and with `--json` the comparison on stdout
+/// (the page's line then on stderr).
+fn compare(a: &ReportArgs, dirs: &[PathBuf]) -> Result<()> {
+    let seed = a.seed.unwrap_or(wirelab_analysis::compare::DEFAULT_SEED);
+    let (page, report) = inputs::compare_page(dirs, &a.output, a.title.as_deref(), seed)?;
+    let line = write(&page)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
     Ok(())
 }
 

@@ -12,6 +12,7 @@ mod cli;
 mod e2e_agent;
 mod e2e_capture;
 mod e2e_clock;
+mod e2e_compare;
 mod e2e_counters;
 mod e2e_crash;
 mod e2e_egress;
