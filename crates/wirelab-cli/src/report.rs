@@ -21,10 +21,11 @@ number of packets, and the records are streamed, never all held.\n\n\
 twice: two kernels, two NIC settings, before and after a change; --set loss=3% against \
 --set loss=1%). Each bundle after the first is compared with the first (A): per point, flow and \
 metric (loss ratio, throughput, packet rate, OWD mean and p99, jitter, IPDV p99, RTT mean and \
-p99) the mean of the repetitions on each side, the difference B - A, its 95 % bootstrap \
-interval (10000 resamples, --seed; the percentile interval expanded for small samples, as few \
-repetitions hide how much the mean varies) and Cohen's d; significant when the interval \
-excludes 0. An interval needs two repetitions or more on each side (--set \
+p99) the mean of the repetitions on each side, the difference B - A, its bootstrap interval \
+(95 % or --confidence, 10000 resamples, --seed; the percentile interval expanded for small \
+samples, as few repetitions hide how much the mean varies, and never narrower than Welch's t \
+interval, which keeps the level where 3 repetitions a side leave the bootstrap too few \
+resamples) and Cohen's d; significant when the interval excludes 0. An interval needs two repetitions or more on each side (--set \
 campaign.repetitions=3). Points are matched by their parameters less those each bundle holds at \
 one value (what tells the bundles apart), and their flow; only points that ran to their end \
 count; a point that only some bundles hold is listed, not compared. Control files that differ \
@@ -52,6 +53,9 @@ pub struct ReportArgs {
     /// the same intervals) [default: 1]
     #[arg(long, value_name = "N", conflicts_with = "inputs")]
     pub seed: Option<u64>,
+    /// With --compare: the confidence of the intervals, above 0 and below 1 [default: 0.95]
+    #[arg(long, value_name = "LEVEL", conflicts_with = "inputs", value_parser = confidence)]
+    pub confidence: Option<f64>,
     /// The HTML file to write
     #[arg(short, long, value_name = "FILE", default_value = "report.html")]
     pub output: PathBuf,
@@ -70,6 +74,16 @@ pub struct ReportArgs {
     pub capture: crate::analyze::AnalyzeCaptureArgs,
 }
 
+/// `--confidence`: a level strictly between 0 and 1 (0.95, 0.999).
+fn confidence(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
+        _ => Err(format!(
+            "{s:?} is not a confidence level: give one above 0 and below 1, e.g. 0.95 or 0.999"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{test_parse, Cli, Command};
@@ -82,15 +96,21 @@ mod tests {
 
     #[test]
     fn compare_takes_two_bundles_or_more_instead_of_inputs() {
-        let Command::Report(a) = test_parse("report --compare a b c --json --seed 7") else {
+        let Command::Report(a) =
+            test_parse("report --compare a b c --json --seed 7 --confidence 0.999")
+        else {
             panic!("not report");
         };
         assert_eq!(a.compare.unwrap().len(), 3);
         assert!(a.json && a.inputs.is_empty());
-        assert_eq!(a.seed, Some(7));
+        assert_eq!((a.seed, a.confidence), (Some(7), Some(0.999)));
+        for bad in ["95", "1", "0", "x"] {
+            let e = refused(&format!("report --compare a b --confidence {bad}"));
+            assert!(e.contains("above 0 and below 1"), "{bad}: {e}");
+        }
         assert!(refused("report --compare a").contains("2 values required"));
         assert!(refused("report x.wlr --compare a b").contains("cannot be used with"));
-        for flag in ["--json", "--seed 3"] {
+        for flag in ["--json", "--seed 3", "--confidence 0.9"] {
             let e = refused(&format!("report x.wlr {flag}"));
             assert!(e.contains("cannot be used with"), "{flag}: {e}");
         }

@@ -25,7 +25,10 @@ pub struct Compared {
 
 /// Compares the bundles `dirs` (each a results directory of `wirelab
 /// run`, checked by the caller), each after the first against the first.
-pub fn compare_bundles(dirs: &[PathBuf], seed: u64) -> Result<Compared, ReportError> {
+pub fn compare_bundles(
+    dirs: &[PathBuf],
+    settings: &compare::Settings,
+) -> Result<Compared, ReportError> {
     let summaries: Vec<Summary> = dirs
         .iter()
         .map(|d| read_summary(d))
@@ -56,7 +59,7 @@ pub fn compare_bundles(dirs: &[PathBuf], seed: u64) -> Result<Compared, ReportEr
             control_differences.extend(keys);
         }
     }
-    let comparison = compare::compare(&samples, seed, compare::RESAMPLES);
+    let comparison = compare::compare(&samples, settings);
     if !comparison.only_in.is_empty() {
         warnings.push(format!(
             "{} point(s) are in only some of the bundles: listed, not compared",
@@ -73,9 +76,9 @@ pub fn compare_bundles(dirs: &[PathBuf], seed: u64) -> Result<Compared, ReportEr
     Ok(Compared {
         report: CompareReport {
             schema: compare::COMPARE_SCHEMA.to_string(),
-            seed,
-            resamples: compare::RESAMPLES,
-            confidence: compare::CONFIDENCE,
+            seed: settings.seed,
+            resamples: settings.resamples,
+            confidence: settings.confidence,
             bundles,
             control_differences: control_differences.into_iter().collect(),
             comparison,
@@ -225,16 +228,16 @@ pub fn render(r: &CompareReport, title: &str) -> Result<String, ReportError> {
     let others: Vec<&str> = r.bundles[1..].iter().map(|b| b.label.as_str()).collect();
     p.para(&format!(
         "wirelab {} — {} result bundles side by side: {} against A. Per point, flow and \
-         metric: the mean of the repetitions on each side, the difference (B − A), its {:.0} % \
+         metric: the mean of the repetitions on each side, the difference (B − A), its {} % \
          bootstrap interval ({} resamples, seed {}; the percentile interval expanded for small \
-         samples) and Cohen's d (the difference \
+         samples, and never narrower than Welch's t interval) and Cohen's d (the difference \
          over the pooled standard deviation). Significant (*) when the interval excludes 0. \
          Only points that ran to their end count; parameters each bundle holds at one value \
          tell the bundles apart, the others the points.",
         env!("CARGO_PKG_VERSION"),
         r.bundles.len(),
         others.join(", "),
-        r.confidence * 100.0,
+        percent(r.confidence),
         r.resamples,
         r.seed
     ));
@@ -270,7 +273,7 @@ pub fn render(r: &CompareReport, title: &str) -> Result<String, ReportError> {
          all, rows without an interval (one value a side) last. Click a column head to sort by \
          it.",
     );
-    differences_table(&mut p, &r.comparison.rows);
+    differences_table(&mut p, &r.comparison.rows, r.confidence);
     p.h2("Points in only some bundles");
     if r.comparison.only_in.is_empty() {
         p.para("Every point is in every bundle.");
@@ -293,7 +296,8 @@ pub fn render(r: &CompareReport, title: &str) -> Result<String, ReportError> {
     Ok(p.finish())
 }
 
-fn differences_table(p: &mut Page, rows: &[CompareRow]) {
+fn differences_table(p: &mut Page, rows: &[CompareRow], confidence: f64) {
+    let interval = format!("{} % interval", percent(confidence));
     let table: Vec<Vec<Cell>> = rows
         .iter()
         .map(|r| {
@@ -344,7 +348,7 @@ fn differences_table(p: &mut Page, rows: &[CompareRow]) {
             "B n",
             "difference",
             "relative",
-            "95 % interval",
+            &interval,
             "significant",
             "|d|",
         ],
@@ -419,3 +423,9 @@ fn figures(p: &mut Page, r: &CompareReport) -> Result<(), ReportError> {
 
 #[cfg(test)]
 mod tests;
+
+/// A confidence as a percentage, as many digits as it has (95, 99.9).
+fn percent(confidence: f64) -> String {
+    let p = format!("{:.4}", confidence * 100.0);
+    p.trim_end_matches('0').trim_end_matches('.').to_string()
+}

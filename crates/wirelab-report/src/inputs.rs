@@ -262,13 +262,13 @@ pub fn compare_page(
     dirs: &[PathBuf],
     out: &Path,
     title: Option<&str>,
-    seed: u64,
+    settings: &wirelab_analysis::compare::Settings,
 ) -> Result<(Page, CompareReport), InputError> {
     check_output(out)?;
     if let Some(d) = dirs.iter().find(|d| !crate::campaign::is_results_dir(d)) {
         return Err(InputError::NotABundle { path: d.clone() });
     }
-    let c = crate::compare::compare_bundles(dirs, seed)?;
+    let c = crate::compare::compare_bundles(dirs, settings)?;
     let names: Vec<String> = dirs.iter().map(|d| file_name(d)).collect();
     let title = title.map_or_else(
         || format!("wirelab compare: {}", names.join(" vs ")),

@@ -7,14 +7,14 @@ fn close(a: f64, b: f64) -> bool {
 #[test]
 fn identical_samples_give_an_interval_around_zero() {
     let v = [1.0, 2.0, 3.0];
-    let (lo, hi) = bootstrap_ci(&v, &v, RESAMPLES, 7).unwrap();
+    let (lo, hi) = bootstrap_ci(&v, &v, RESAMPLES, 7, CONFIDENCE).unwrap();
     assert!(lo < 0.0 && hi > 0.0, "[{lo}, {hi}]");
     // Resampled means of {1, 2, 3} lie in [1, 3]: differences in [-2, 2].
     assert!(lo >= -2.0 && hi <= 2.0);
     assert_eq!(cohens_d(&v, &v), Some(0.0));
     // No spread and no difference: the interval is [0, 0], not significant.
     assert_eq!(
-        bootstrap_ci(&[5.0, 5.0], &[5.0, 5.0], 100, 1),
+        bootstrap_ci(&[5.0, 5.0], &[5.0, 5.0], 100, 1, CONFIDENCE),
         Some((0.0, 0.0))
     );
 }
@@ -22,7 +22,7 @@ fn identical_samples_give_an_interval_around_zero() {
 #[test]
 fn separated_samples_are_significant_with_the_sign_of_b_minus_a() {
     let (a, b) = ([1.0, 2.0, 3.0], [11.0, 12.0, 13.0]);
-    let (lo, hi) = bootstrap_ci(&a, &b, RESAMPLES, 7).unwrap();
+    let (lo, hi) = bootstrap_ci(&a, &b, RESAMPLES, 7, CONFIDENCE).unwrap();
     // Every resampled difference lies in [11 − 3, 13 − 1] = [8, 12].
     assert!(
         (8.0..10.0).contains(&lo) && hi > 10.0 && hi <= 12.0,
@@ -30,7 +30,7 @@ fn separated_samples_are_significant_with_the_sign_of_b_minus_a() {
     );
     // sd 1 on each side: d = 10 / 1.
     assert_eq!(cohens_d(&a, &b), Some(10.0));
-    let (lo, hi) = bootstrap_ci(&b, &a, RESAMPLES, 7).unwrap();
+    let (lo, hi) = bootstrap_ci(&b, &a, RESAMPLES, 7, CONFIDENCE).unwrap();
     assert!(hi < 0.0 && lo >= -12.0, "[{lo}, {hi}]");
     assert_eq!(cohens_d(&b, &a), Some(-10.0));
 }
@@ -49,17 +49,17 @@ fn cohens_d_divides_by_the_pooled_standard_deviation() {
 #[test]
 fn small_samples_widen_the_tails() {
     // 3 a side, equal spread: Welch df 4, t = 2.776; f = √(3/2); Φ(−3.40).
-    let tail = expanded_tail(&[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0]).unwrap();
+    let tail = expanded_tail(&[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0], CONFIDENCE).unwrap();
     assert!((tail - 3.37e-4).abs() < 0.2e-4, "{tail}");
     // Many values: close to the nominal 2.5 %.
     let big: Vec<f64> = (0..400).map(|i| f64::from(i % 7)).collect();
-    let tail = expanded_tail(&big, &big).unwrap();
+    let tail = expanded_tail(&big, &big, CONFIDENCE).unwrap();
     assert!((0.024..0.025).contains(&tail), "{tail}");
     assert!(close(
-        expanded_tail(&[1.0, 1.0], &[2.0, 2.0]).unwrap(),
+        expanded_tail(&[1.0, 1.0], &[2.0, 2.0], CONFIDENCE).unwrap(),
         0.025
     ));
-    assert_eq!(expanded_tail(&[1.0], &[2.0, 2.0]), None);
+    assert_eq!(expanded_tail(&[1.0], &[2.0, 2.0], CONFIDENCE), None);
 }
 
 #[test]
@@ -67,8 +67,54 @@ fn overlapping_small_samples_are_not_significant() {
     // Welch's t gives p ≈ 0.09 here; the plain percentile interval of 3 a
     // side excludes 0, the expanded one does not.
     let (a, b) = ([1000.0, 1030.0, 1060.0], [1040.0, 1110.0, 1180.0]);
-    let (lo, hi) = bootstrap_ci(&a, &b, RESAMPLES, 1).unwrap();
+    let (lo, hi) = bootstrap_ci(&a, &b, RESAMPLES, 1, CONFIDENCE).unwrap();
     assert!(lo < 0.0 && hi > 0.0, "[{lo}, {hi}]");
+}
+
+/// Two samples of 3 that do not overlap: every bootstrap resample stays
+/// inside the data's range, so its interval excludes 0 at any confidence;
+/// Welch's t interval at 99.9 % does not, and the row's interval is never
+/// narrower than it.
+#[test]
+fn separated_small_samples_keep_the_t_intervals_level() {
+    let (a, b) = ([1000.0, 1010.0, 1020.0], [1025.0, 1035.0, 1045.0]);
+    let strict = 0.999;
+    let (lo, _) = bootstrap_ci(&a, &b, RESAMPLES, 1, strict).unwrap();
+    assert!(lo > 0.0, "the bootstrap alone: {lo}");
+    // d = 25, SE = √(100/3 + 100/3) = 8.165, t(0.9995, 4) = 8.610.
+    let (tl, th) = welch_ci(&a, &b, strict).unwrap();
+    let t = (th - 25.0) / (200.0f64 / 3.0).sqrt();
+    assert!(
+        (t - 8.610).abs() < 1e-3 && close(25.0 - tl, th - 25.0),
+        "[{tl}, {th}]"
+    );
+    let rows = |conf| {
+        let mk = |l: &str, v: &[f64]| {
+            let rows: Vec<SummaryRow> = v
+                .iter()
+                .enumerate()
+                .map(|(i, x)| row(l, "udp", i as u32, 0.01, *x))
+                .collect();
+            rows
+        };
+        let (ra, rb) = (mk("1%", &a), mk("3%", &b));
+        let fixed = fixed_params(&[&ra, &rb]);
+        let c = compare(
+            &[samples("A", &ra, &fixed), samples("B", &rb, &fixed)],
+            &Settings {
+                confidence: conf,
+                ..Settings::default()
+            },
+        );
+        c.rows
+            .into_iter()
+            .find(|r| r.metric == Metric::OwdMeanNs)
+            .unwrap()
+    };
+    assert!(!rows(strict).significant);
+    assert!(rows(0.95).significant);
+    // Zero spread on both sides: the difference itself, significant.
+    assert_eq!(welch_ci(&[2.0, 2.0], &[3.0, 3.0], strict), Some((1.0, 1.0)));
 }
 
 #[test]
@@ -134,7 +180,7 @@ fn bundles_are_matched_by_the_parameters_they_vary() {
         sb.points["socket=udp probe"].values[&Metric::LossRatio].len(),
         3
     );
-    let c = compare(&[sa, sb], DEFAULT_SEED, RESAMPLES);
+    let c = compare(&[sa, sb], &Settings::default());
     assert_eq!(c.only_in.len(), 1);
     assert_eq!(c.only_in[0].bundles, vec!["A"]);
     assert_eq!(c.only_in[0].params["socket"], ParamValue::Str("raw".into()));
@@ -172,8 +218,7 @@ fn one_value_a_side_needs_repetitions() {
     let fixed = fixed_params(&[&a, &b]);
     let c = compare(
         &[samples("A", &a, &fixed), samples("B", &b, &fixed)],
-        DEFAULT_SEED,
-        RESAMPLES,
+        &Settings::default(),
     );
     assert!(!c.rows.is_empty());
     for r in &c.rows {
@@ -191,8 +236,11 @@ fn a_seed_gives_the_same_intervals_whatever_the_other_rows() {
     let run = |a: &[SummaryRow], seed| {
         compare(
             &[samples("A", a, &fixed), samples("B", &b, &fixed)],
-            seed,
-            1000,
+            &Settings {
+                seed,
+                resamples: 1000,
+                ..Settings::default()
+            },
         )
     };
     let one = run(&a, 3);
@@ -208,7 +256,10 @@ fn a_seed_gives_the_same_intervals_whatever_the_other_rows() {
     assert_eq!(ci(&one), ci(&run(&a[..3], 3)));
     // Another seed, other resamples.
     let (x, y) = ([1.3, 2.9, 0.4, 5.1, 3.3], [2.2, 7.5, 4.1, 0.9, 6.6]);
-    assert_ne!(bootstrap_ci(&x, &y, 1000, 3), bootstrap_ci(&x, &y, 1000, 4));
+    assert_ne!(
+        bootstrap_ci(&x, &y, 1000, 3, CONFIDENCE),
+        bootstrap_ci(&x, &y, 1000, 4, CONFIDENCE)
+    );
 }
 
 #[test]

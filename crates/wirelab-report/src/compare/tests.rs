@@ -1,5 +1,6 @@
 use super::*;
 use crate::inputs::{compare_page, InputError, PageKind};
+use wirelab_analysis::compare::Settings;
 use wirelab_analysis::schema::run::{PointStatus, SummaryRow, SUMMARY_SCHEMA};
 
 const CONTROL: &str = r#"
@@ -99,7 +100,8 @@ fn two_bundles_give_typed_rows_and_a_page_with_them() {
         &CONTROL.replace("count = 2000", "count = 1000"),
     );
     let out = d.join("c.html");
-    let (page, report) = compare_page(&[a.clone(), b.clone()], &out, None, 1).unwrap();
+    let (page, report) =
+        compare_page(&[a.clone(), b.clone()], &out, None, &Settings::default()).unwrap();
     // The JSON document: the loss significant, the OWD not.
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["schema"], "wirelab.report.compare/1");
@@ -154,7 +156,13 @@ fn two_bundles_give_typed_rows_and_a_page_with_them() {
 fn a_directory_that_is_not_a_bundle_is_named() {
     let d = scratch("notbundle");
     bundle(&d.join("a"), vec![row("1%", "udp", 0, 0.01, 1.0)], CONTROL);
-    let e = compare_page(&[d.join("a"), d.clone()], &d.join("c.html"), None, 1).unwrap_err();
+    let e = compare_page(
+        &[d.join("a"), d.clone()],
+        &d.join("c.html"),
+        None,
+        &Settings::default(),
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, InputError::NotABundle { path } if path == &d),
         "{e}"

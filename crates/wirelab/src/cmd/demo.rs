@@ -43,6 +43,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
         compare: None,
         json: false,
         seed: None,
+        confidence: None,
         output: page,
         title: Some("wirelab demo".into()),
         window: 1_000_000_000,

@@ -39,8 +39,13 @@ pub fn run(a: ReportArgs) -> Result<()> {
 /// `--compare`: the page, and with `--json` the comparison on stdout
 /// (the page's line then on stderr).
 fn compare(a: &ReportArgs, dirs: &[PathBuf]) -> Result<()> {
-    let seed = a.seed.unwrap_or(wirelab_analysis::compare::DEFAULT_SEED);
-    let (page, report) = inputs::compare_page(dirs, &a.output, a.title.as_deref(), seed)?;
+    let defaults = wirelab_analysis::compare::Settings::default();
+    let settings = wirelab_analysis::compare::Settings {
+        seed: a.seed.unwrap_or(defaults.seed),
+        confidence: a.confidence.unwrap_or(defaults.confidence),
+        ..defaults
+    };
+    let (page, report) = inputs::compare_page(dirs, &a.output, a.title.as_deref(), &settings)?;
     let line = write(&page)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
