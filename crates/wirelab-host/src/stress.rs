@@ -204,42 +204,7 @@ pub fn plan(
     cpus: u32,
     duration_s: Option<u64>,
 ) -> Result<(Vec<Part>, Vec<String>), StressError> {
-    let bad = |m: String| Err(StressError::Option(m));
-    let cpu_like = matches!(load, Load::Cpu | Load::CpuRt);
-    if o.load.is_some() && !cpu_like {
-        return bad(format!(
-            "--load is for cpu and cpu-rt (a percent of a CPU per worker), not {}",
-            load.name()
-        ));
-    }
-    if o.rt_priority.is_some() && !matches!(load, Load::CpuRt | Load::Realistic | Load::Network) {
-        return bad(format!(
-            "--rt-priority is for cpu-rt, realistic and network, not {}",
-            load.name()
-        ));
-    }
-    if o.timer_hz.is_some() && !matches!(load, Load::Timer) {
-        return bad(format!("--timer-freq is for timer, not {}", load.name()));
-    }
-    if o.io_cap_bytes_per_s.is_some() && !matches!(load, Load::Hdd | Load::Realistic) {
-        return bad(format!(
-            "--io-cap is for hdd and realistic, not {}",
-            load.name()
-        ));
-    }
-    let net_opts = o.port.is_some() || o.bitrate.is_some() || o.size.is_some();
-    if (net_opts || o.to.is_some()) && !matches!(load, Load::Network | Load::Realistic) {
-        return bad(format!(
-            "--to, --port, --bitrate and --size are for network and realistic, not {}",
-            load.name()
-        ));
-    }
-    if o.workers.is_some() && load == Load::Realistic {
-        return bad("--workers: the realistic preset has its own worker counts".into());
-    }
-    if load == Load::Network && o.to.is_none() {
-        return bad("network load needs --to ADDR: a host outside the flow under test".into());
-    }
+    check_options(load, o)?;
     let mut notes = vec![];
     let workers = |default: u32| o.workers.unwrap_or(default).max(1).to_string();
     let prio = o.rt_priority.unwrap_or(DEFAULT_RT_PRIORITY);
@@ -319,6 +284,47 @@ pub fn plan(
         }
     };
     Ok((parts, notes))
+}
+
+/// Refuses an option that does not apply to `load`, naming it.
+fn check_options(load: Load, o: &Options) -> Result<(), StressError> {
+    let bad = |m: String| Err(StressError::Option(m));
+    let cpu_like = matches!(load, Load::Cpu | Load::CpuRt);
+    if o.load.is_some() && !cpu_like {
+        return bad(format!(
+            "--load is for cpu and cpu-rt (a percent of a CPU per worker), not {}",
+            load.name()
+        ));
+    }
+    if o.rt_priority.is_some() && !matches!(load, Load::CpuRt | Load::Realistic | Load::Network) {
+        return bad(format!(
+            "--rt-priority is for cpu-rt, realistic and network, not {}",
+            load.name()
+        ));
+    }
+    if o.timer_hz.is_some() && !matches!(load, Load::Timer) {
+        return bad(format!("--timer-freq is for timer, not {}", load.name()));
+    }
+    if o.io_cap_bytes_per_s.is_some() && !matches!(load, Load::Hdd | Load::Realistic) {
+        return bad(format!(
+            "--io-cap is for hdd and realistic, not {}",
+            load.name()
+        ));
+    }
+    let net_opts = o.port.is_some() || o.bitrate.is_some() || o.size.is_some();
+    if (net_opts || o.to.is_some()) && !matches!(load, Load::Network | Load::Realistic) {
+        return bad(format!(
+            "--to, --port, --bitrate and --size are for network and realistic, not {}",
+            load.name()
+        ));
+    }
+    if o.workers.is_some() && load == Load::Realistic {
+        return bad("--workers: the realistic preset has its own worker counts".into());
+    }
+    if load == Load::Network && o.to.is_none() {
+        return bad("network load needs --to ADDR: a host outside the flow under test".into());
+    }
+    Ok(())
 }
 
 /// `wirelab send` arguments of network load.

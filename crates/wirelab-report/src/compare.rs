@@ -114,8 +114,8 @@ fn control(dir: &Path, warnings: &mut Vec<String>) -> Option<BTreeMap<String, St
 }
 
 /// A control file as dotted key → value text (`flow.0.count` → `2000`).
-pub fn flatten_control(text: &str) -> Result<BTreeMap<String, String>, String> {
-    let doc = DeTable::parse(text).map_err(|e| e.to_string())?;
+pub fn flatten_control(text: &str) -> Result<BTreeMap<String, String>, toml::de::Error> {
+    let doc = DeTable::parse(text)?;
     let mut out = BTreeMap::new();
     flatten_table(doc.get_ref(), "", &mut out);
     Ok(out)
