@@ -40,6 +40,28 @@ pub fn die_with_parent(cmd: &mut Command) {
     }
 }
 
+/// Gives the child `cmd` starts the default action for SIGINT and
+/// SIGTERM. An ignored signal stays ignored across fork and exec: a
+/// program started as a non-interactive shell's background job (`cmd &`,
+/// a CI runner's step) has SIGINT ignored, and so would every child it
+/// starts — a supervisor's polite stop would then be lost and each stop
+/// end in SIGKILL after the grace, without the child's own clean-up.
+pub fn default_stop_signals(cmd: &mut Command) {
+    // SAFETY: the closure runs in the child between fork and exec: it only
+    // calls signal(2), which is async-signal-safe, with constants; it
+    // touches no memory shared with the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM] {
+                if libc::signal(sig, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Sends signal `sig` (e.g. `libc::SIGTERM`) to process `pid`. Only for a
 /// child not yet reaped (`Child::try_wait` said it runs), so the pid cannot
 /// have been reused by another process.

@@ -119,6 +119,9 @@ impl Supervised {
         if how.die_with_parent {
             process::die_with_parent(cmd);
         }
+        // The stop's ask must reach the child whatever this process
+        // inherited (a background job ignores SIGINT).
+        process::default_stop_signals(cmd);
         Ok(Supervised {
             child: cmd.spawn()?,
             group: how.group,

@@ -128,6 +128,26 @@ fn stop_all_shares_one_grace_and_reaps_everything() {
     assert!(pids.iter().all(|&p| !group_alive(p)));
 }
 
+/// Started as a background job of a non-interactive shell (CI runners
+/// start steps so), this process ignores SIGINT; a child inherits that
+/// across exec unless the supervisor gives it back the default, and the
+/// polite stop would be lost.
+#[test]
+fn an_ignored_sigint_is_not_passed_on_to_a_child() {
+    // SAFETY: signal(2) with a constant disposition; no handler runs.
+    // The child copies the disposition at fork; it is restored below.
+    let before = unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+    let spawned = Supervised::spawn(Command::new("sleep").arg("30"), GROUP);
+    // SAFETY: puts back the disposition saved above.
+    unsafe { libc::signal(libc::SIGINT, before) };
+    let mut c = spawned.unwrap().ask_with(libc::SIGINT);
+    let pid = c.pid();
+    wait_until("sleep exec'd", || runs(pid, "sleep"));
+    let s = c.stop(Duration::from_secs(20));
+    assert!(!s.killed, "SIGINT was ignored: {s:?}");
+    assert_eq!(s.end.unwrap().signal, Some(libc::SIGINT));
+}
+
 #[test]
 fn a_child_of_a_thread_that_ended_is_killed_by_the_kernel() {
     let c =
